@@ -1,0 +1,192 @@
+import { HalyardError, invalidRequest, notFound, unauthorized } from '../errors.ts'
+import { effectiveLimits, isPlanName, PLAN_NAMES, type PlanLimits, type PlanName } from '../limits/plans.ts'
+import {
+  displayPrefix,
+  generateApiKey,
+  hashApiKey,
+  isWellFormedKey,
+  type KeyEnv,
+  newId,
+} from './key-format.ts'
+import { isScope, SCOPES, type Scope } from './scopes.ts'
+import type { AccountRow, AuthStore, KeyRow } from './store.ts'
+
+/** Who is calling: everything the request path needs, resolved once per key and cached. */
+export interface Caller {
+  readonly keyId: string
+  readonly env: KeyEnv
+  readonly scopes: ReadonlySet<Scope>
+  readonly accountId: string
+  readonly email: string
+  readonly plan: string
+  readonly limits: PlanLimits
+}
+
+export interface KeyView {
+  id: string
+  account_id: string
+  env: KeyEnv
+  name: string | null
+  prefix: string
+  scopes: string[]
+  created_at: string
+  revoked_at: string | null
+}
+
+export interface CreatedKey extends KeyView {
+  /** The plaintext key: exists only in this response. */
+  key: string
+}
+
+/**
+ * Resolved keys are cached for at most this long, so a revoked key stops working within a
+ * second on every instance without a database round trip per request.
+ */
+const CACHE_TTL_MS = 1_000
+const CACHE_MAX = 50_000
+
+export class AuthService {
+  private readonly cache = new Map<string, { caller: Caller | null; at: number }>()
+
+  constructor(private readonly store: AuthStore) {}
+
+  async createAccount(email: string, plan: string = 'free'): Promise<AccountRow> {
+    const normalized = email.trim().toLowerCase()
+    if (!/^[^\s@]+@[^\s@]+$/.test(normalized)) throw invalidRequest(`email: not an e-mail address: ${email}`)
+    if (!isPlanName(plan)) throw invalidRequest(`plan: must be one of ${PLAN_NAMES.join(', ')}`)
+    if (await this.store.accountByEmail(normalized)) {
+      throw invalidRequest(`email: an account with e-mail ${normalized} already exists`)
+    }
+    return this.store.insertAccount({
+      id: newId('acct'),
+      email: normalized,
+      plan,
+      limit_rps: null,
+      limit_rpd: null,
+      limit_cups: null,
+    })
+  }
+
+  async accountByEmail(email: string): Promise<AccountRow> {
+    const account = await this.store.accountByEmail(email.trim().toLowerCase())
+    if (!account) throw notFound(`account: no account with e-mail ${email}`)
+    return account
+  }
+
+  accountById(id: string): Promise<AccountRow | undefined> {
+    return this.store.accountById(id)
+  }
+
+  async setPlan(email: string, plan: string): Promise<AccountRow> {
+    if (!isPlanName(plan)) throw invalidRequest(`plan: must be one of ${PLAN_NAMES.join(', ')}`)
+    const account = await this.accountByEmail(email)
+    await this.store.setPlan(account.id, plan as PlanName)
+    this.cache.clear()
+    return { ...account, plan }
+  }
+
+  async createKey(opts: {
+    accountEmail: string
+    env: string
+    scopes?: string[] | undefined
+    name?: string | undefined
+  }): Promise<CreatedKey> {
+    if (opts.env !== 'live' && opts.env !== 'test') throw invalidRequest('env: must be live or test')
+    const scopes = opts.scopes && opts.scopes.length > 0 ? opts.scopes : [...SCOPES]
+    const bad = scopes.filter((s) => !isScope(s))
+    if (bad.length > 0) {
+      throw invalidRequest(`scopes: unknown scope ${bad.join(', ')}; known: ${SCOPES.join(', ')}`)
+    }
+    if (opts.name !== undefined && opts.name.length > 100)
+      throw invalidRequest('name: at most 100 characters')
+    const account = await this.accountByEmail(opts.accountEmail)
+    const key = generateApiKey(opts.env)
+    const row = await this.store.insertKey({
+      id: newId('key'),
+      account_id: account.id,
+      env: opts.env,
+      key_hash: hashApiKey(key),
+      display_prefix: displayPrefix(key),
+      name: opts.name ?? null,
+      scopes: [...new Set(scopes)],
+    })
+    return { ...keyView(row), key }
+  }
+
+  async listKeys(accountEmail: string): Promise<KeyView[]> {
+    const account = await this.accountByEmail(accountEmail)
+    return (await this.store.keysOfAccount(account.id)).map(keyView)
+  }
+
+  async revokeKey(keyId: string): Promise<KeyView> {
+    const existing = await this.store.keyById(keyId)
+    if (!existing) throw notFound(`key: no key with id ${keyId}`)
+    await this.store.revokeKey(keyId)
+    this.cache.clear()
+    const row = await this.store.keyById(keyId)
+    return keyView(row!)
+  }
+
+  /** Whether a plaintext key is known and not revoked (dev mode re-uses its saved key). */
+  async isKeyActive(key: string): Promise<boolean> {
+    const row = await this.store.keyWithAccountByHash(hashApiKey(key))
+    return row !== undefined && row.revoked_at === null
+  }
+
+  /** Resolves a presented key to its caller, or throws 401. */
+  async authenticate(presented: string | undefined): Promise<Caller> {
+    if (presented === undefined || presented === '') {
+      throw unauthorized('missing API key: send it in the X-API-Key header or as Authorization: Bearer <key>')
+    }
+    if (!isWellFormedKey(presented)) throw unauthorized('invalid API key')
+    const hash = hashApiKey(presented)
+    const now = Date.now()
+    const hit = this.cache.get(hash)
+    let caller: Caller | null
+    if (hit && now - hit.at < CACHE_TTL_MS) {
+      caller = hit.caller
+    } else {
+      caller = await this.lookup(hash)
+      if (this.cache.size >= CACHE_MAX) this.cache.clear()
+      this.cache.set(hash, { caller, at: now })
+    }
+    if (!caller) throw unauthorized('invalid or revoked API key')
+    return caller
+  }
+
+  private async lookup(hash: string): Promise<Caller | null> {
+    let row: Awaited<ReturnType<AuthStore['keyWithAccountByHash']>>
+    try {
+      row = await this.store.keyWithAccountByHash(hash)
+    } catch {
+      throw new HalyardError('internal_error', 'temporarily unable to verify the API key; retry shortly')
+    }
+    if (!row || row.revoked_at !== null) return null
+    return {
+      keyId: row.key_id,
+      env: row.env,
+      scopes: new Set(row.scopes.filter(isScope)),
+      accountId: row.account_id,
+      email: row.email,
+      plan: row.plan,
+      limits: effectiveLimits(row.plan, {
+        rps: row.limit_rps,
+        rpd: row.limit_rpd === null ? null : Number(row.limit_rpd),
+        cups: row.limit_cups,
+      }),
+    }
+  }
+}
+
+function keyView(row: KeyRow): KeyView {
+  return {
+    id: row.id,
+    account_id: row.account_id,
+    env: row.env,
+    name: row.name,
+    prefix: row.display_prefix,
+    scopes: row.scopes,
+    created_at: row.created_at.toISOString(),
+    revoked_at: row.revoked_at ? row.revoked_at.toISOString() : null,
+  }
+}

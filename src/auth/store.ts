@@ -1,0 +1,101 @@
+import type { Generated, Selectable } from 'kysely'
+import type { DB } from '../storage/database.ts'
+import type { KeyEnv } from './key-format.ts'
+
+export interface AccountsTable {
+  id: string
+  email: string
+  plan: string
+  limit_rps: number | null
+  limit_rpd: string | null
+  limit_cups: number | null
+  created_at: Generated<Date>
+}
+
+export interface ApiKeysTable {
+  id: string
+  account_id: string
+  env: KeyEnv
+  key_hash: string
+  display_prefix: string
+  name: string | null
+  scopes: string[]
+  created_at: Generated<Date>
+  revoked_at: Date | null
+}
+
+export interface AuthTables {
+  accounts: AccountsTable
+  api_keys: ApiKeysTable
+}
+
+export type AccountRow = Selectable<AccountsTable>
+export type KeyRow = Selectable<ApiKeysTable>
+
+export class AuthStore {
+  constructor(private readonly db: DB) {}
+
+  insertAccount(row: Omit<AccountRow, 'created_at'>): Promise<AccountRow> {
+    return this.db.insertInto('accounts').values(row).returningAll().executeTakeFirstOrThrow()
+  }
+
+  accountByEmail(email: string): Promise<AccountRow | undefined> {
+    return this.db.selectFrom('accounts').selectAll().where('email', '=', email).executeTakeFirst()
+  }
+
+  accountById(id: string): Promise<AccountRow | undefined> {
+    return this.db.selectFrom('accounts').selectAll().where('id', '=', id).executeTakeFirst()
+  }
+
+  async setPlan(accountId: string, plan: string): Promise<void> {
+    await this.db.updateTable('accounts').set({ plan }).where('id', '=', accountId).execute()
+  }
+
+  insertKey(row: Omit<KeyRow, 'created_at' | 'revoked_at'>): Promise<KeyRow> {
+    return this.db.insertInto('api_keys').values(row).returningAll().executeTakeFirstOrThrow()
+  }
+
+  keysOfAccount(accountId: string): Promise<KeyRow[]> {
+    return this.db
+      .selectFrom('api_keys')
+      .selectAll()
+      .where('account_id', '=', accountId)
+      .orderBy('created_at')
+      .execute()
+  }
+
+  keyById(id: string): Promise<KeyRow | undefined> {
+    return this.db.selectFrom('api_keys').selectAll().where('id', '=', id).executeTakeFirst()
+  }
+
+  /** The key and its account in one round trip: the authentication path. */
+  keyWithAccountByHash(hash: string) {
+    return this.db
+      .selectFrom('api_keys as k')
+      .innerJoin('accounts as a', 'a.id', 'k.account_id')
+      .select([
+        'k.id as key_id',
+        'k.env',
+        'k.scopes',
+        'k.revoked_at',
+        'a.id as account_id',
+        'a.email',
+        'a.plan',
+        'a.limit_rps',
+        'a.limit_rpd',
+        'a.limit_cups',
+      ])
+      .where('k.key_hash', '=', hash)
+      .executeTakeFirst()
+  }
+
+  async revokeKey(id: string): Promise<boolean> {
+    const res = await this.db
+      .updateTable('api_keys')
+      .set({ revoked_at: new Date() })
+      .where('id', '=', id)
+      .where('revoked_at', 'is', null)
+      .executeTakeFirst()
+    return Number(res.numUpdatedRows) > 0
+  }
+}

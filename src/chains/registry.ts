@@ -1,0 +1,76 @@
+import type { NetworkConfig } from '../config/file.ts'
+import { notFound } from '../errors.ts'
+import { FailoverPool, type UpstreamPool } from './upstream-pool.ts'
+
+export interface Network {
+  readonly chain: string
+  readonly network: string
+  /** REST APIs name a network by slug: `ethereum` for mainnet, `ethereum-sepolia` otherwise. */
+  readonly slug: string
+  readonly kind: 'evm' | 'solana'
+  readonly chainId: number | undefined
+  readonly isMainnet: boolean
+  readonly isDevnet: boolean
+  readonly config: NetworkConfig
+  readonly pool: UpstreamPool
+}
+
+export type PoolFactory = (config: NetworkConfig) => UpstreamPool
+
+const defaultPoolFactory: PoolFactory = (cfg) => new FailoverPool(cfg.upstreams, cfg.requestTimeoutMs)
+
+export function networkSlug(chain: string, network: string): string {
+  return network === 'mainnet' ? chain : `${chain}-${network}`
+}
+
+export class NetworkRegistry {
+  private readonly byPath = new Map<string, Network>()
+  private readonly bySlugMap = new Map<string, Network>()
+
+  constructor(configs: readonly NetworkConfig[], poolFactory: PoolFactory = defaultPoolFactory) {
+    for (const cfg of configs) {
+      const net: Network = {
+        chain: cfg.chain,
+        network: cfg.network,
+        slug: networkSlug(cfg.chain, cfg.network),
+        kind: cfg.kind,
+        chainId: cfg.chainId,
+        isMainnet: cfg.network === 'mainnet',
+        isDevnet: cfg.network === 'devnet' || cfg.chainId === 31337,
+        config: cfg,
+        pool: poolFactory(cfg),
+      }
+      this.byPath.set(`${cfg.chain}/${cfg.network}`, net)
+      this.bySlugMap.set(net.slug, net)
+    }
+  }
+
+  find(chain: string, network: string): Network | undefined {
+    return this.byPath.get(`${chain}/${network}`)
+  }
+
+  /** The network at /{chain}/{network}, or 404 naming it. */
+  get(chain: string, network: string): Network {
+    const net = this.find(chain, network)
+    if (!net) throw notFound(`network ${chain}/${network} is not configured`)
+    return net
+  }
+
+  /** The network a REST API names by slug (`ethereum`, `ethereum-devnet`), or 404. */
+  getBySlug(slug: string): Network {
+    const net = this.bySlugMap.get(slug)
+    if (!net) {
+      const known = [...this.bySlugMap.keys()].join(', ')
+      throw notFound(`chain ${slug} is not configured (configured: ${known})`)
+    }
+    return net
+  }
+
+  all(): Network[] {
+    return [...this.byPath.values()]
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(this.all().map((n) => n.pool.close()))
+  }
+}

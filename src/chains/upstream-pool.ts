@@ -1,0 +1,64 @@
+import type { RpcOutcome } from '../rpc/jsonrpc.ts'
+import { RPC_INTERNAL_ERROR, RpcError } from '../rpc/jsonrpc.ts'
+import { HttpUpstream, UpstreamError } from './http-upstream.ts'
+
+export interface UpstreamCallOptions {
+  /** Overall deadline for the call, across failovers. */
+  timeoutMs?: number
+}
+
+/**
+ * The upstream nodes of one network behind one call. Resolves with the node's result or
+ * JSON-RPC error (passed through unchanged); rejects with RpcError -32603 naming the cause
+ * when no upstream could answer within the deadline.
+ */
+export interface UpstreamPool {
+  call(method: string, params: readonly unknown[], opts?: UpstreamCallOptions): Promise<RpcOutcome>
+  close(): Promise<void>
+}
+
+export interface UpstreamSpec {
+  url: string
+  weight?: number
+}
+
+/** Tries the upstreams in configured order, moving on after a transport failure. */
+export class FailoverPool implements UpstreamPool {
+  private readonly upstreams: HttpUpstream[]
+
+  constructor(
+    specs: readonly UpstreamSpec[],
+    private readonly defaultTimeoutMs: number,
+  ) {
+    this.upstreams = specs.map((s, i) => new HttpUpstream(s.url, { label: `upstream-${i}` }))
+  }
+
+  async call(
+    method: string,
+    params: readonly unknown[],
+    opts: UpstreamCallOptions = {},
+  ): Promise<RpcOutcome> {
+    const deadline = Date.now() + (opts.timeoutMs ?? this.defaultTimeoutMs)
+    const failures: string[] = []
+    for (const upstream of this.upstreams) {
+      const left = deadline - Date.now()
+      if (left <= 0) break
+      try {
+        return await upstream.call(method, params, left)
+      } catch (err) {
+        if (!(err instanceof UpstreamError)) throw err
+        failures.push(err.message)
+      }
+    }
+    throw new RpcError(
+      RPC_INTERNAL_ERROR,
+      failures.length > 0
+        ? `no upstream could answer: ${failures.join('; ')}`
+        : 'no upstream could answer before the deadline',
+    )
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(this.upstreams.map((u) => u.close()))
+  }
+}

@@ -1,0 +1,78 @@
+import type { CreatedKey, KeyView } from '../auth/service.ts'
+import { AuthService } from '../auth/service.ts'
+import type { AccountRow } from '../auth/store.ts'
+import { AuthStore } from '../auth/store.ts'
+import type { Env } from '../config/env.ts'
+import { openStorage } from '../storage/database.ts'
+import { migrate } from '../storage/migrate.ts'
+import { type AdminFile, readAdminFile } from './data-dir.ts'
+
+type AccountView = Pick<AccountRow, 'id' | 'email' | 'plan'>
+
+/** What the account and key commands need, whether a server is running or not. */
+export interface AdminBackend {
+  createAccount(email: string, plan?: string): Promise<AccountView>
+  setPlan(email: string, plan: string): Promise<AccountView>
+  createKey(opts: { account: string; env: string; scopes?: string[]; name?: string }): Promise<CreatedKey>
+  listKeys(account: string): Promise<KeyView[]>
+  revokeKey(id: string): Promise<KeyView>
+  close(): Promise<void>
+}
+
+/**
+ * PGlite is single-process: while a server holds the data dir, go through its loopback admin
+ * API. With PostgreSQL, or with no server running, open the database directly.
+ */
+export async function openAdminBackend(env: Env): Promise<AdminBackend> {
+  const running = env.DATABASE_URL ? undefined : readAdminFile(env.dataDir)
+  if (running) return new HttpAdminBackend(running)
+  const storage = await openStorage({ databaseUrl: env.DATABASE_URL, dataDir: env.dataDir })
+  await migrate(storage.db)
+  const auth = new AuthService(new AuthStore(storage.db))
+  const view = (a: AccountRow): AccountView => ({ id: a.id, email: a.email, plan: a.plan })
+  return {
+    createAccount: async (email, plan) => view(await auth.createAccount(email, plan)),
+    setPlan: async (email, plan) => view(await auth.setPlan(email, plan)),
+    createKey: (o) => auth.createKey({ accountEmail: o.account, env: o.env, scopes: o.scopes, name: o.name }),
+    listKeys: (account) => auth.listKeys(account),
+    revokeKey: (id) => auth.revokeKey(id),
+    close: () => storage.close(),
+  }
+}
+
+class HttpAdminBackend implements AdminBackend {
+  constructor(private readonly admin: AdminFile) {}
+
+  private async call<T>(method: string, path: string, body?: unknown): Promise<T> {
+    const res = await fetch(`${this.admin.origin}${path}`, {
+      method,
+      headers: {
+        authorization: `Bearer ${this.admin.token}`,
+        ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+      },
+      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+      signal: AbortSignal.timeout(10_000),
+    })
+    const json = (await res.json()) as T & { error?: { message: string } }
+    if (!res.ok) throw new Error(json.error?.message ?? `admin API answered HTTP ${res.status}`)
+    return json
+  }
+
+  createAccount(email: string, plan?: string) {
+    return this.call<AccountView>('POST', '/admin/accounts', { email, ...(plan ? { plan } : {}) })
+  }
+  setPlan(email: string, plan: string) {
+    return this.call<AccountView>('POST', '/admin/accounts/plan', { email, plan })
+  }
+  createKey(o: { account: string; env: string; scopes?: string[]; name?: string }) {
+    return this.call<CreatedKey>('POST', '/admin/keys', o)
+  }
+  async listKeys(account: string) {
+    return (await this.call<{ keys: KeyView[] }>('GET', `/admin/keys?account=${encodeURIComponent(account)}`))
+      .keys
+  }
+  revokeKey(id: string) {
+    return this.call<KeyView>('POST', `/admin/keys/${encodeURIComponent(id)}/revoke`)
+  }
+  async close() {}
+}

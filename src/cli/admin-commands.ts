@@ -1,0 +1,68 @@
+import { parseArgs } from 'node:util'
+import type { Env } from '../config/env.ts'
+import { openAdminBackend } from './admin-backend.ts'
+import { UsageError } from './usage.ts'
+
+/** `accounts create|set-plan` and `keys create|list|revoke`. */
+export async function runAdminCommand(group: string, argv: string[], env: Env): Promise<void> {
+  const [sub, ...rest] = argv
+  const { values, positionals } = parseArgs({
+    args: rest,
+    options: {
+      email: { type: 'string' },
+      account: { type: 'string' },
+      plan: { type: 'string' },
+      env: { type: 'string' },
+      scopes: { type: 'string' },
+      name: { type: 'string' },
+    },
+    allowPositionals: true,
+    strict: true,
+  })
+  const need = (name: keyof typeof values): string => {
+    const v = values[name]
+    if (typeof v !== 'string' || v === '') throw new UsageError(`${group} ${sub}: --${name} is required`)
+    return v
+  }
+
+  const backend = await openAdminBackend(env)
+  try {
+    if (group === 'accounts' && sub === 'create') {
+      const a = await backend.createAccount(need('email'), values.plan)
+      console.log(`account ${a.id} ${a.email} plan=${a.plan}`)
+    } else if (group === 'accounts' && sub === 'set-plan') {
+      const a = await backend.setPlan(need('account'), need('plan'))
+      console.log(`account ${a.id} ${a.email} plan=${a.plan}`)
+    } else if (group === 'keys' && sub === 'create') {
+      const scopes = values.scopes
+        ?.split(',')
+        .map((s) => s.trim())
+        .filter(Boolean)
+      const k = await backend.createKey({
+        account: need('account'),
+        env: need('env'),
+        ...(scopes ? { scopes } : {}),
+        ...(values.name ? { name: values.name } : {}),
+      })
+      console.log(`key ${k.id} env=${k.env} scopes=${k.scopes.join(',')}${k.name ? ` name=${k.name}` : ''}`)
+      console.log('This key is shown once; store it now:')
+      console.log(k.key)
+    } else if (group === 'keys' && sub === 'list') {
+      const keys = await backend.listKeys(need('account'))
+      for (const k of keys) {
+        const state = k.revoked_at ? `revoked ${k.revoked_at}` : 'active'
+        console.log(`${k.id}\t${k.prefix}\t${k.env}\t${state}\t${k.scopes.join(',')}\t${k.name ?? ''}`)
+      }
+      if (keys.length === 0) console.log('no keys')
+    } else if (group === 'keys' && sub === 'revoke') {
+      const id = positionals[0]
+      if (!id) throw new UsageError('keys revoke: KEY_ID is required')
+      const k = await backend.revokeKey(id)
+      console.log(`key ${k.id} revoked at ${k.revoked_at}`)
+    } else {
+      throw new UsageError(`unknown command: ${group} ${sub ?? ''}`.trim())
+    }
+  } finally {
+    await backend.close()
+  }
+}

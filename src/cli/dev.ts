@@ -1,0 +1,90 @@
+import { existsSync, readFileSync } from 'node:fs'
+import { z } from 'zod'
+import type { AuthService } from '../auth/service.ts'
+import type { Env } from '../config/env.ts'
+import type { NetworkConfig } from '../config/file.ts'
+import { startAnvil } from '../devnet/anvil.ts'
+import { ensureDemo } from '../devnet/demo.ts'
+import { ensureMulticall3 } from '../devnet/multicall3.ts'
+import { dataFiles, ensureDir, writeSecretFile } from './data-dir.ts'
+import { runServer } from './run-server.ts'
+
+export const DEV_EMAIL = 'dev@halyard.local'
+const devKeySchema = z.object({ email: z.string(), key: z.string() })
+
+export interface DevOptions {
+  blockTime: number
+  /** Deploy sample ERC-20/721/1155 contracts and give the dev account tokens (src/devnet/demo.ts). */
+  demo?: boolean
+}
+
+/** `halyard dev` (= `npm start`): anvil devnet + PGlite + in-memory limits, one command. */
+export async function dev(env: Env, opts: DevOptions): Promise<void> {
+  ensureDir(env.dataDir)
+  const anvil = await startAnvil({
+    chainId: 31337,
+    blockTime: opts.blockTime,
+    statePath: dataFiles(env.dataDir).anvilState,
+  })
+  const network: NetworkConfig = {
+    chain: 'ethereum',
+    network: 'devnet',
+    kind: 'evm',
+    chainId: 31337,
+    confirmations: 0,
+    finalityDepth: 2,
+    blockTimeMs: Math.max(1, opts.blockTime) * 1000,
+    nativeCurrency: { symbol: 'ETH', decimals: 18 },
+    debugMethods: true,
+    requestTimeoutMs: 10_000,
+    upstreams: [{ url: anvil.url, ws: anvil.wsUrl, weight: 1, archive: true }],
+  }
+  let run: Awaited<ReturnType<typeof runServer>>
+  let demoLines: string[] = []
+  try {
+    await ensureMulticall3(anvil.url)
+    if (opts.demo) demoLines = await ensureDemo(anvil.url, env.dataDir)
+    run = await runServer({ env, networks: [network], devMode: true, cleanup: () => anvil.stop() })
+  } catch (err) {
+    await anvil.stop()
+    throw err
+  }
+  const { halyard, stopped } = run
+  const key = await ensureDevKey(halyard.ctx.auth, env.dataDir)
+  console.log(
+    [
+      '',
+      'Halyard is running on a local devnet (anvil, chain id 31337).',
+      `  HTTP base URL:  ${halyard.baseUrl}`,
+      `  JSON-RPC:       ${halyard.baseUrl}/rpc/ethereum/devnet`,
+      `  WebSocket URL:  ${halyard.wsOrigin}/v1/ws/ethereum/devnet?apiKey=<key>`,
+      `  API key:        ${key}`,
+      '',
+      'Try:',
+      `  curl -s ${halyard.baseUrl}/rpc/ethereum/devnet -H 'X-API-Key: ${key}' \\`,
+      `    -d '{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}'`,
+      '',
+      ...demoLines,
+      'Ctrl-C stops Halyard and the devnet.',
+      '',
+    ].join('\n'),
+  )
+  await stopped
+}
+
+/** The dev account's test key: created on first start, kept (0600) and reused after. */
+async function ensureDevKey(auth: AuthService, dataDir: string): Promise<string> {
+  const file = dataFiles(dataDir).devKey
+  if (existsSync(file)) {
+    const saved = devKeySchema.safeParse(JSON.parse(readFileSync(file, 'utf8')))
+    if (saved.success && (await auth.isKeyActive(saved.data.key))) return saved.data.key
+  }
+  try {
+    await auth.accountByEmail(DEV_EMAIL)
+  } catch {
+    await auth.createAccount(DEV_EMAIL, 'growth')
+  }
+  const created = await auth.createKey({ accountEmail: DEV_EMAIL, env: 'test', name: 'dev' })
+  writeSecretFile(file, JSON.stringify({ email: DEV_EMAIL, key: created.key }))
+  return created.key
+}

@@ -1,0 +1,21 @@
+export class UsageError extends Error {
+  constructor(message: string) {
+    super(message)
+    this.name = 'UsageError'
+  }
+}
+
+export const USAGE = `usage: halyard <command>
+
+  dev [--block-time SECONDS] [--demo]     run on a local anvil devnet (what npm start runs);
+                                          --demo deploys sample tokens and NFTs to the dev account
+  serve [--config FILE]                   production mode; networks from the YAML config
+  migrate                                 apply database migrations and exit
+  accounts create --email E [--plan free|growth|enterprise]
+  accounts set-plan --account E --plan P
+  keys create --account E --env test|live [--scopes a,b] [--name N]
+  keys list --account E
+  keys revoke KEY_ID
+
+environment: HALYARD_HOST, HALYARD_PORT, HALYARD_DATA_DIR, HALYARD_CONFIG, DATABASE_URL,
+REDIS_URL, HALYARD_SECRET_KEY, SMTP_URL, HALYARD_LOG_LEVEL`

@@ -1,0 +1,43 @@
+import path from 'node:path'
+import { z } from 'zod'
+import { ConfigError, describeZodError } from './validation.ts'
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
+
+const envSchema = z.object({
+  HALYARD_HOST: z.string().min(1).default('127.0.0.1'),
+  HALYARD_PORT: z.coerce.number().int().min(0).max(65535).default(8080),
+  HALYARD_DATA_DIR: z.string().min(1).default('./.halyard'),
+  HALYARD_CONFIG: z.string().min(1).optional(),
+  DATABASE_URL: z
+    .string()
+    .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// or postgresql:// URL')
+    .optional(),
+  REDIS_URL: z
+    .string()
+    .regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL')
+    .optional(),
+  HALYARD_SECRET_KEY: z
+    .string()
+    .regex(/^(0x)?[0-9a-fA-F]{64}$/, 'must be 32 bytes as 64 hex digits')
+    .optional(),
+  SMTP_URL: z
+    .string()
+    .regex(/^smtps?:\/\//, 'must be an smtp:// or smtps:// URL')
+    .optional(),
+  HALYARD_LOG_LEVEL: z.enum(LOG_LEVELS).default('info'),
+})
+
+export type Env = Readonly<z.infer<typeof envSchema> & { dataDir: string }>
+
+/** Reads and validates the environment once; empty strings count as unset. */
+export function loadEnv(source: NodeJS.ProcessEnv = process.env): Env {
+  const picked: Record<string, string> = {}
+  for (const key of Object.keys(envSchema.shape)) {
+    const value = source[key]
+    if (value !== undefined && value !== '') picked[key] = value
+  }
+  const parsed = envSchema.safeParse(picked)
+  if (!parsed.success) throw new ConfigError(`invalid environment: ${describeZodError(parsed.error)}`)
+  return Object.freeze({ ...parsed.data, dataDir: path.resolve(parsed.data.HALYARD_DATA_DIR) })
+}

@@ -1,0 +1,44 @@
+/**
+ * Errors are values with stable codes. Services throw `HalyardError`; the HTTP layer
+ * (src/server/error-handler.ts) and the JSON-RPC layer (src/rpc/jsonrpc.ts) map them to the
+ * wire in one place each.
+ */
+export const ERROR_STATUS = {
+  invalid_request: 400,
+  unauthorized: 401,
+  forbidden: 403,
+  not_found: 404,
+  rate_limited: 429,
+  internal_error: 500,
+} as const
+
+export type ErrorCode = keyof typeof ERROR_STATUS
+
+export class HalyardError extends Error {
+  readonly code: ErrorCode
+  readonly status: number
+  /** Extra response headers, e.g. Retry-After on 429. */
+  readonly headers: Readonly<Record<string, string>>
+
+  constructor(code: ErrorCode, message: string, headers: Record<string, string> = {}) {
+    super(message)
+    this.name = 'HalyardError'
+    this.code = code
+    this.status = ERROR_STATUS[code]
+    this.headers = headers
+  }
+}
+
+export const invalidRequest = (message: string) => new HalyardError('invalid_request', message)
+export const unauthorized = (message: string) => new HalyardError('unauthorized', message)
+export const forbidden = (message: string) => new HalyardError('forbidden', message)
+export const notFound = (message: string) => new HalyardError('not_found', message)
+
+/** Body shape of every error response (spec section 7). */
+export interface ErrorBody {
+  error: { code: ErrorCode; message: string; status: number }
+}
+
+export function errorBody(err: HalyardError): ErrorBody {
+  return { error: { code: err.code, message: err.message, status: err.status } }
+}

@@ -1,0 +1,264 @@
+import type { Kysely } from 'kysely'
+import type { Network } from '../chains/registry.ts'
+import type { Logger } from '../logger.ts'
+import type { Database } from '../storage/schema.ts'
+import type { Hash } from '../types.ts'
+import { type ChainHeader, type ChainLog, ChainReader, ChainRpcError } from './chain.ts'
+import { decodeTransfers } from './decode.ts'
+import * as store from './store.ts'
+import type { BlockConsumer, IndexedBlock } from './types.ts'
+
+export interface FollowerOptions {
+  network: Network
+  consumers: readonly BlockConsumer[]
+  logger: Logger
+  /** First block to index when there is no cursor yet. */
+  startBlock: bigint | undefined
+  /** Largest eth_getLogs range (blocks) during backfill. */
+  maxRange: number
+  /** A range answer with more logs than this shrinks the next range. */
+  maxLogsPerRange: number
+  /** Called after each commit with the new cursor. */
+  onAdvance: (network: string, cursor: store.Cursor) => void
+}
+
+/** Below this gap to the target the follower goes block by block (full blocks); above it, ranges. */
+const BACKFILL_GAP = 16n
+/** Block hashes kept for finding the common ancestor of a reorg. */
+const KEEP_BLOCKS = 512n
+
+/** In-memory position: `hash` null before the first indexed block (nothing to compare with). */
+interface Position {
+  number: bigint
+  hash: Hash | null
+}
+
+/**
+ * Follows one EVM network: catches up with adaptive eth_getLogs ranges, then goes block by block
+ * with full blocks; detects reorgs by parent hash (and by the hash at the cursor when the head
+ * did not move, as after `anvil_reorg`), rolls back to the common ancestor, and commits each
+ * step's data, consumer writes and cursor in one transaction.
+ */
+export class NetworkFollower {
+  private readonly chain: ChainReader
+  private readonly slug: string
+  private pos: Position | undefined
+  private range: bigint
+
+  constructor(private readonly opts: FollowerOptions) {
+    this.chain = new ChainReader(opts.network.pool)
+    this.slug = opts.network.slug
+    this.range = BigInt(Math.min(opts.maxRange, 1000))
+  }
+
+  /** Forget the in-memory position (after an error or a lost lock): re-read from the DB. */
+  reset(): void {
+    this.pos = undefined
+  }
+
+  /** One step of work. Returns false when caught up (the caller waits before the next step). */
+  async step(db: Kysely<Database>): Promise<boolean> {
+    const pos = await this.position(db)
+    const head = await this.chain.header('latest')
+    if (!head) return false
+    const confirmations = BigInt(this.opts.network.config.confirmations)
+    const target = head.number - confirmations
+    if (target < 0n) return false
+
+    if (target <= pos.number) {
+      if (pos.hash === null) return false
+      // The chain got shorter than our cursor (e.g. anvil_rollback): find the ancestor at or below target.
+      if (target < pos.number) return this.handleReorg(db, pos, target)
+      // The head did not pass us: the block we stand on may have been replaced (anvil_reorg).
+      const at = target === head.number ? head : await this.chain.header(target)
+      if (!at || at.hash === pos.hash) return false
+      return this.handleReorg(db, pos, pos.number)
+    }
+    if (target - pos.number > BACKFILL_GAP) return this.backfill(db, pos, target)
+    return this.followBlock(db, pos, pos.number + 1n)
+  }
+
+  private async position(db: Kysely<Database>): Promise<Position> {
+    if (this.pos) return this.pos
+    const saved = await store.readCursor(db, this.slug)
+    if (saved) {
+      this.pos = saved
+      return saved
+    }
+    let start = this.opts.startBlock
+    if (start === undefined) {
+      // Without a configured start, a devnet is indexed from genesis; a public chain from now on
+      // (indexing mainnet from block 0 is an operator's decision, made with startBlock).
+      start = this.opts.network.isDevnet
+        ? 0n
+        : (await this.chain.blockNumber()) - BigInt(this.opts.network.config.confirmations)
+      if (start < 0n) start = 0n
+    }
+    this.pos = { number: start - 1n, hash: null }
+    return this.pos
+  }
+
+  private async followBlock(db: Kysely<Database>, pos: Position, n: bigint): Promise<boolean> {
+    const block = await this.chain.header(n, true)
+    if (!block) return false
+    if (pos.hash !== null && block.parentHash !== pos.hash) return this.handleReorg(db, pos, pos.number)
+    const logs = await this.chain.logsByBlockHash(block.hash)
+    const indexed = this.toIndexedBlock(block, logs)
+    await this.commit(db, [indexed], [{ number: n, hash: block.hash, parentHash: block.parentHash }], {
+      number: n,
+      hash: block.hash,
+    })
+    return true
+  }
+
+  private async backfill(db: Kysely<Database>, pos: Position, target: bigint): Promise<boolean> {
+    const from = pos.number + 1n
+    const to = from + this.range - 1n < target ? from + this.range - 1n : target
+    let logs: ChainLog[]
+    try {
+      logs = await this.chain.logsByRange(from, to)
+    } catch (err) {
+      // Nodes refuse ranges that are too wide or too full with a JSON-RPC error: halve and retry.
+      if (err instanceof ChainRpcError && this.range > 1n) {
+        this.range = this.range / 2n
+        this.opts.logger.debug({ network: this.slug, range: Number(this.range) }, 'eth_getLogs range shrunk')
+        return true
+      }
+      throw err
+    }
+    if (logs.length > this.opts.maxLogsPerRange && this.range > 1n) this.range /= 2n
+    else if (logs.length < this.opts.maxLogsPerRange / 4 && this.range < BigInt(this.opts.maxRange))
+      this.range = this.range * 2n > BigInt(this.opts.maxRange) ? BigInt(this.opts.maxRange) : this.range * 2n
+
+    const byBlock = new Map<bigint, ChainLog[]>()
+    for (const l of logs) {
+      const list = byBlock.get(l.blockNumber)
+      if (list) list.push(l)
+      else byBlock.set(l.blockNumber, [l])
+    }
+    const numbers = new Set<bigint>([from, to, ...byBlock.keys()])
+    const headers = await this.headers([...numbers])
+    const first = headers.get(from)
+    const last = headers.get(to)
+    if (!first || !last) return false
+    if (pos.hash !== null && first.parentHash !== pos.hash) return this.handleReorg(db, pos, pos.number)
+    // A log whose block hash differs from the header we just read came from a replaced block.
+    for (const l of logs) {
+      const h = headers.get(l.blockNumber)
+      if (!h || h.hash !== l.blockHash) return false
+    }
+    const blocks = [...byBlock.keys()]
+      .sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
+      .map((n) => this.toIndexedBlock(headers.get(n) as ChainHeader, byBlock.get(n) as ChainLog[]))
+    const seen = [...headers.values()].map((h) => ({
+      number: h.number,
+      hash: h.hash,
+      parentHash: h.parentHash,
+    }))
+    await this.commit(db, blocks, seen, { number: to, hash: last.hash })
+    return true
+  }
+
+  private async headers(numbers: bigint[]): Promise<Map<bigint, ChainHeader>> {
+    const out = new Map<bigint, ChainHeader>()
+    const CONCURRENCY = 16
+    for (let i = 0; i < numbers.length; i += CONCURRENCY) {
+      const part = numbers.slice(i, i + CONCURRENCY)
+      const got = await Promise.all(part.map((n) => this.chain.header(n)))
+      for (const h of got) if (h) out.set(h.number, h)
+    }
+    return out
+  }
+
+  private toIndexedBlock(block: ChainHeader, logs: ChainLog[]): IndexedBlock {
+    const sorted = [...logs].sort((a, b) => a.logIndex - b.logIndex)
+    const indexed: IndexedBlock = {
+      network: this.slug,
+      chainId: this.opts.network.chainId ?? 0,
+      number: block.number,
+      hash: block.hash,
+      parentHash: block.parentHash,
+      timestamp: block.timestamp,
+      logs: sorted.map((l) => ({
+        address: l.address,
+        topics: l.topics,
+        data: l.data,
+        txHash: l.txHash,
+        logIndex: l.logIndex,
+      })),
+      transfers: sorted.flatMap(decodeTransfers),
+    }
+    if (block.transactions) indexed.transactions = block.transactions
+    return indexed
+  }
+
+  private async commit(
+    db: Kysely<Database>,
+    blocks: IndexedBlock[],
+    seen: { number: bigint; hash: Hash; parentHash: Hash | null }[],
+    cursor: store.Cursor,
+  ): Promise<void> {
+    await db.transaction().execute(async (trx) => {
+      const transfers: store.StoredTransfer[] = []
+      for (const b of blocks)
+        for (const t of b.transfers)
+          transfers.push({ ...t, blockNumber: b.number, blockHash: b.hash, timestamp: b.timestamp })
+      await store.saveTransfers(trx, this.slug, transfers)
+      await store.saveBlocks(trx, this.slug, seen)
+      for (const b of blocks) for (const c of this.opts.consumers) await c.onBlock(trx, b)
+      await store.writeCursor(trx, this.slug, cursor)
+      if (cursor.number % 64n === 0n || seen.length > 1) {
+        await store.pruneBlocks(trx, this.slug, cursor.number - KEEP_BLOCKS)
+      }
+    })
+    this.pos = { ...cursor }
+    this.opts.onAdvance(this.slug, cursor)
+  }
+
+  /**
+   * The chain no longer has our block at `from`: walk our stored hashes down until one matches
+   * the chain, and roll back to it.
+   */
+  private async handleReorg(db: Kysely<Database>, pos: Position, from: bigint): Promise<boolean> {
+    const stored = await store.recentBlocks(db, this.slug, from, Number(KEEP_BLOCKS))
+    for (const s of stored) {
+      const onChain = await this.chain.header(s.number)
+      if (onChain && onChain.hash === s.hash) {
+        this.opts.logger.warn(
+          { network: this.slug, from: pos.number.toString(), ancestor: s.number.toString() },
+          'chain reorganisation: rolling back to the common ancestor',
+        )
+        await this.rollbackTo(db, s)
+        return true
+      }
+    }
+    // Deeper than what we keep: restart from just below the oldest block we still know.
+    const oldest = stored.at(-1)?.number ?? pos.number
+    const base = oldest - 1n
+    const header = base >= 0n ? await this.chain.header(base) : null
+    this.opts.logger.error(
+      { network: this.slug, ancestor: base.toString() },
+      'reorg deeper than the retained block hashes; rolling back to the oldest retained block',
+    )
+    if (header) await this.rollbackTo(db, { number: base, hash: header.hash })
+    else {
+      await db.transaction().execute(async (trx) => {
+        await store.rollbackAbove(trx, this.slug, -1n)
+        for (const c of this.opts.consumers) await c.onRollback(trx, this.slug, -1n)
+        await trx.deleteFrom('indexer_cursors').where('network', '=', this.slug).execute()
+      })
+      this.pos = undefined
+    }
+    return true
+  }
+
+  private async rollbackTo(db: Kysely<Database>, ancestor: store.Cursor): Promise<void> {
+    await db.transaction().execute(async (trx) => {
+      await store.rollbackAbove(trx, this.slug, ancestor.number)
+      for (const c of this.opts.consumers) await c.onRollback(trx, this.slug, ancestor.number)
+      await store.writeCursor(trx, this.slug, ancestor)
+    })
+    this.pos = { ...ancestor }
+    this.opts.onAdvance(this.slug, ancestor)
+  }
+}

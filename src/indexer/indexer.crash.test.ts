@@ -1,0 +1,144 @@
+import { type ChildProcess, spawn } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+import pg from 'pg'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { type AnvilProcess, startAnvil } from '../devnet/anvil.ts'
+import { Devnet } from '../devnet/demo.ts'
+import { openStorage, type Storage } from '../storage/database.ts'
+import { TRANSFER_TOPIC } from './decode.ts'
+
+const WORKER = path.join(import.meta.dirname, 'testdata', 'crash-worker.ts')
+
+interface Target {
+  name: string
+  env(): Record<string, string>
+  open(): Promise<Storage>
+  cleanup(): Promise<void>
+}
+
+function targets(): Target[] {
+  const dir = mkdtempSync(path.join(tmpdir(), 'halyard-crash-'))
+  const list: Target[] = [
+    {
+      name: 'pglite',
+      env: () => ({ WORKER_PGLITE_DIR: dir }),
+      open: () => openStorage({ dataDir: dir }),
+      cleanup: async () => {},
+    },
+  ]
+  const url = process.env.DATABASE_URL
+  if (url) {
+    const schema = `t_${randomBytes(6).toString('hex')}`
+    list.push({
+      name: 'postgres',
+      env: () => ({ WORKER_DATABASE_URL: url, WORKER_SCHEMA: schema }),
+      open: () => openStorage({ databaseUrl: url, schema, poolSize: 2 }),
+      cleanup: async () => {
+        const c = new pg.Client({ connectionString: url })
+        await c.connect()
+        await c.query(`drop schema if exists ${schema} cascade`)
+        await c.end()
+      },
+    })
+  }
+  return list
+}
+
+function startWorker(env: Record<string, string>): {
+  child: ChildProcess
+  cursor: () => bigint
+  exited: Promise<void>
+} {
+  const child = spawn(process.execPath, ['--import', 'tsx', WORKER], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  let cursor = -1n
+  let buf = ''
+  child.stdout?.on('data', (d: Buffer) => {
+    buf += d.toString()
+    for (const m of buf.matchAll(/cursor (\d+)/g)) cursor = BigInt(m[1] as string)
+    buf = buf.slice(buf.lastIndexOf('\n') + 1)
+  })
+  child.stderr?.on('data', (d: Buffer) => process.stderr.write(d))
+  const exited = new Promise<void>((r) => child.once('exit', () => r()))
+  return { child, cursor: () => cursor, exited }
+}
+
+async function until(what: string, fn: () => boolean | Promise<boolean>, ms = 60_000) {
+  const end = Date.now() + ms
+  while (!(await fn())) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
+    await new Promise((r) => setTimeout(r, 10))
+  }
+}
+
+describe.each(targets())('indexer killed mid-backfill on $name', (target) => {
+  let anvil: AnvilProcess
+  let head: bigint
+  let expected: number
+
+  beforeAll(async () => {
+    anvil = await startAnvil()
+    const dev = new Devnet(anvil.url)
+    const token = await dev.deploy('DemoERC20', ['C', 'C', 18])
+    const nft = await dev.deploy('DemoERC721', ['C7', 'C7'])
+    // ~40 blocks with transfers, interleaved with empty blocks: the backfill takes many ranges.
+    for (let i = 0; i < 20; i++) {
+      await dev.send('DemoERC20', token, 'spray', [BigInt(i), 25n, 1n])
+      await dev.send('DemoERC721', nft, 'mintRange', [
+        '0x1111111111111111111111111111111111111111',
+        BigInt(i * 10),
+        5n,
+      ])
+      await dev.rpc('anvil_mine', ['0x3'])
+    }
+    head = BigInt(await dev.rpc<string>('eth_blockNumber'))
+    const logs = await dev.rpc<unknown[]>('eth_getLogs', [
+      { fromBlock: '0x0', toBlock: `0x${head.toString(16)}`, topics: [TRANSFER_TOPIC] },
+    ])
+    expected = logs.length
+    expect(expected).toBe(20 * 25 + 20 * 5)
+  })
+  afterAll(async () => {
+    await anvil?.stop()
+    await target.cleanup()
+  })
+
+  it('resumes without losing or duplicating a transfer (count equals eth_getLogs)', async () => {
+    const env = { ANVIL_URL: anvil.url, WORKER_RANGE: '4', ...target.env() }
+    const first = startWorker(env)
+    await until('a few commits', () => first.cursor() >= 12n)
+    first.child.kill('SIGKILL')
+    await first.exited
+    const killedAt = first.cursor()
+    expect(killedAt).toBeLessThan(head)
+
+    const second = startWorker(env)
+    try {
+      await until('the head', () => second.cursor() >= head)
+    } finally {
+      second.child.kill('SIGTERM')
+      await second.exited
+    }
+    const storage = await target.open()
+    try {
+      const rows = await storage.db
+        .selectFrom('token_transfers')
+        .select((eb) => [eb.fn.countAll<string>().as('n')])
+        .executeTakeFirstOrThrow()
+      expect(Number(rows.n)).toBe(expected)
+      const distinct = await storage.db
+        .selectFrom('token_transfers')
+        .select(['tx_hash', 'log_index'])
+        .distinct()
+        .execute()
+      expect(distinct.length).toBe(expected)
+    } finally {
+      await storage.close()
+    }
+  })
+})

@@ -1,0 +1,11 @@
+import type { FeatureHost } from '../server/features.ts'
+import { IndexerService } from './service.ts'
+
+/** Creates the indexer service; its loops start once every feature has added its consumers. */
+export function registerIndexer(host: FeatureHost): IndexerService {
+  const { ctx } = host
+  const indexer = new IndexerService({ storage: ctx.storage, networks: ctx.networks, logger: ctx.logger })
+  host.onStart(() => indexer.start())
+  host.addTask({ name: 'indexer', stop: () => indexer.stop() })
+  return indexer
+}

@@ -1,0 +1,166 @@
+import { EventEmitter } from 'node:events'
+import { type Kysely, sql } from 'kysely'
+import type { Network, NetworkRegistry } from '../chains/registry.ts'
+import type { Logger } from '../logger.ts'
+import type { Storage } from '../storage/database.ts'
+import type { Database } from '../storage/schema.ts'
+import { NetworkFollower } from './follower.ts'
+import { type Cursor, readCursor } from './store.ts'
+import type { BlockConsumer } from './types.ts'
+
+export interface IndexerOptions {
+  storage: Storage
+  networks: NetworkRegistry
+  logger: Logger
+  /** Poll interval override (ms); default a quarter of each network's block time, 50–1000 ms. */
+  pollMs?: number
+  /** How long to wait before retrying the per-network lock held by another instance. */
+  lockRetryMs?: number
+}
+
+/**
+ * One follower per EVM network, each run by exactly one instance at a time: on PostgreSQL the
+ * follower holds a session advisory lock on a dedicated pooled connection (keyed by schema and
+ * network, so isolated test schemas do not contend); on PGlite there is one process anyway.
+ */
+export class IndexerService {
+  private readonly consumers: BlockConsumer[] = []
+  private readonly events = new EventEmitter()
+  private readonly cursors = new Map<string, Cursor>()
+  private started = false
+  private stopping = false
+  private readonly abort = new AbortController()
+  private loops: Promise<void>[] = []
+
+  constructor(private readonly opts: IndexerOptions) {
+    this.events.setMaxListeners(0)
+  }
+
+  /** Consumers see every block in order, inside the indexer's transaction. Add before start. */
+  addConsumer(consumer: BlockConsumer): void {
+    if (this.started) throw new Error(`indexer consumer ${consumer.name} added after the indexer started`)
+    this.consumers.push(consumer)
+  }
+
+  /** Networks the indexer follows: every EVM network whose config does not switch it off. */
+  indexedNetworks(): Network[] {
+    return this.opts.networks.all().filter((n) => n.kind === 'evm' && n.config.indexer?.enabled !== false)
+  }
+
+  start(): void {
+    if (this.started) return
+    this.started = true
+    this.loops = this.indexedNetworks().map((n) => this.run(n))
+  }
+
+  async stop(): Promise<void> {
+    this.stopping = true
+    this.abort.abort()
+    await Promise.all(this.loops)
+  }
+
+  /** The last indexed block of a network (as committed), or null before the first block. */
+  async cursor(slug: string): Promise<Cursor | null> {
+    return this.cursors.get(slug) ?? (await readCursor(this.opts.storage.db, slug))
+  }
+
+  /** Resolves once block `number` of `slug` is indexed (committed); rejects after `timeoutMs`. */
+  async waitForBlock(slug: string, number: bigint, timeoutMs = 30_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs
+    for (;;) {
+      const c = await readCursor(this.opts.storage.db, slug)
+      if (c && c.number >= number) return
+      const left = deadline - Date.now()
+      if (left <= 0)
+        throw new Error(`indexer of ${slug} did not reach block ${number} within ${timeoutMs} ms`)
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(done, Math.min(left, 200))
+        function done() {
+          clearTimeout(t)
+          resolve()
+        }
+        this.events.once('advance', done)
+      })
+    }
+  }
+
+  private async run(network: Network): Promise<void> {
+    const log = this.opts.logger.child({ network: network.slug })
+    const cfg = network.config.indexer
+    const follower = new NetworkFollower({
+      network,
+      consumers: this.consumers,
+      logger: log,
+      startBlock: cfg?.startBlock === undefined ? undefined : BigInt(cfg.startBlock),
+      maxRange: cfg?.maxBlockRange ?? 2000,
+      maxLogsPerRange: 10_000,
+      onAdvance: (slug, c) => {
+        this.cursors.set(slug, c)
+        this.events.emit('advance', slug, c)
+      },
+    })
+    const pollMs =
+      this.opts.pollMs ?? Math.min(1000, Math.max(50, Math.floor(network.config.blockTimeMs / 4)))
+    const db = this.opts.storage.db
+    while (!this.stopping) {
+      try {
+        if (this.opts.storage.kind === 'postgres') {
+          await db.connection().execute(async (conn) => {
+            const key = `halyard-indexer:${network.slug}`
+            const got = await sql<{ ok: boolean }>`
+              select pg_try_advisory_lock(hashtext(current_schema() || ':' || ${key})) as ok`.execute(conn)
+            if (!got.rows[0]?.ok) return
+            log.info('indexer lock acquired')
+            try {
+              await this.follow(follower, conn, pollMs, log)
+            } finally {
+              await sql`select pg_advisory_unlock(hashtext(current_schema() || ':' || ${key}))`
+                .execute(conn)
+                .catch(() => {})
+            }
+          })
+        } else {
+          await this.follow(follower, db, pollMs, log)
+        }
+      } catch (err) {
+        log.warn({ err: (err as Error).message }, 'indexer stopped on repeated errors; restarting')
+      }
+      follower.reset()
+      await this.sleep(this.opts.lockRetryMs ?? 2000)
+    }
+  }
+
+  /** Steps until stopped; gives up (to re-acquire the lock) after consecutive failures. */
+  private async follow(follower: NetworkFollower, db: Kysely<Database>, pollMs: number, log: Logger) {
+    let failures = 0
+    while (!this.stopping) {
+      try {
+        const worked = await follower.step(db)
+        failures = 0
+        if (!worked) await this.sleep(pollMs)
+      } catch (err) {
+        if (this.stopping) return
+        failures++
+        follower.reset()
+        // Debug until it persists: an upstream blip is routine, the give-up below is a warning.
+        log.debug({ err: (err as Error).message, failures }, 'indexer step failed')
+        if (failures >= 5) throw err
+        await this.sleep(Math.min(10_000, pollMs * 2 ** failures))
+      }
+    }
+  }
+
+  private sleep(ms: number): Promise<void> {
+    if (this.abort.signal.aborted) return Promise.resolve()
+    return new Promise((resolve) => {
+      const t = setTimeout(done, ms)
+      const signal = this.abort.signal
+      function done() {
+        clearTimeout(t)
+        signal.removeEventListener('abort', done)
+        resolve()
+      }
+      signal.addEventListener('abort', done)
+    })
+  }
+}

@@ -1,0 +1,289 @@
+import { type Kysely, sql } from 'kysely'
+import type { Database } from '../storage/schema.ts'
+import type { Address, Hash } from '../types.ts'
+import { ZERO_ADDRESS } from './decode.ts'
+import type { TokenTransfer } from './types.ts'
+
+export interface IndexerCursorsTable {
+  network: string
+  block_number: string
+  block_hash: string
+  updated_at: Date
+}
+
+export interface IndexerBlocksTable {
+  network: string
+  number: string
+  hash: string
+  parent_hash: string | null
+}
+
+export interface TokenTransfersTable {
+  network: string
+  block_number: string
+  log_index: number
+  batch_index: number
+  block_hash: string
+  block_timestamp: string
+  tx_hash: string
+  standard: string
+  contract: string
+  from_address: string
+  to_address: string
+  token_id: string | null
+  value: string
+}
+
+export interface TokenHoldersTable {
+  network: string
+  holder: string
+  contract: string
+  first_block: string
+}
+
+export interface NftBalancesTable {
+  network: string
+  contract: string
+  token_id: string
+  holder: string
+  standard: string
+  balance: string
+}
+
+export interface IndexerTables {
+  indexer_cursors: IndexerCursorsTable
+  indexer_blocks: IndexerBlocksTable
+  token_transfers: TokenTransfersTable
+  token_holders: TokenHoldersTable
+  nft_balances: NftBalancesTable
+}
+
+type Db = Kysely<Database>
+
+export interface Cursor {
+  number: bigint
+  hash: Hash
+}
+
+/** A transfer with the block it was in, as the indexer writes it. */
+export interface StoredTransfer extends TokenTransfer {
+  blockNumber: bigint
+  blockHash: Hash
+  timestamp: number
+}
+
+export async function readCursor(db: Db, network: string): Promise<Cursor | null> {
+  const row = await db
+    .selectFrom('indexer_cursors')
+    .select(['block_number', 'block_hash'])
+    .where('network', '=', network)
+    .executeTakeFirst()
+  return row ? { number: BigInt(row.block_number), hash: row.block_hash as Hash } : null
+}
+
+export async function writeCursor(db: Db, network: string, c: Cursor): Promise<void> {
+  await db
+    .insertInto('indexer_cursors')
+    .values({ network, block_number: c.number.toString(), block_hash: c.hash, updated_at: new Date() })
+    .onConflict((oc) =>
+      oc.column('network').doUpdateSet({
+        block_number: c.number.toString(),
+        block_hash: c.hash,
+        updated_at: new Date(),
+      }),
+    )
+    .execute()
+}
+
+export async function saveBlocks(
+  db: Db,
+  network: string,
+  blocks: { number: bigint; hash: Hash; parentHash: Hash | null }[],
+): Promise<void> {
+  if (blocks.length === 0) return
+  await db
+    .insertInto('indexer_blocks')
+    .values(
+      blocks.map((b) => ({
+        network,
+        number: b.number.toString(),
+        hash: b.hash,
+        parent_hash: b.parentHash,
+      })),
+    )
+    .onConflict((oc) =>
+      oc.columns(['network', 'number']).doUpdateSet((eb) => ({
+        hash: eb.ref('excluded.hash'),
+        parent_hash: sql<string | null>`coalesce(excluded.parent_hash, indexer_blocks.parent_hash)`,
+      })),
+    )
+    .execute()
+}
+
+/** Stored block hashes at or below `atOrBelow`, newest first (for finding a common ancestor). */
+export async function recentBlocks(db: Db, network: string, atOrBelow: bigint, limit: number) {
+  const rows = await db
+    .selectFrom('indexer_blocks')
+    .select(['number', 'hash'])
+    .where('network', '=', network)
+    .where('number', '<=', atOrBelow.toString())
+    .orderBy('number', 'desc')
+    .limit(limit)
+    .execute()
+  return rows.map((r) => ({ number: BigInt(r.number), hash: r.hash as Hash }))
+}
+
+export async function pruneBlocks(db: Db, network: string, below: bigint): Promise<void> {
+  await db
+    .deleteFrom('indexer_blocks')
+    .where('network', '=', network)
+    .where('number', '<', below.toString())
+    .execute()
+}
+
+/**
+ * Writes transfers and the holdings derived from them. Rows go in as parallel arrays through
+ * `unnest`, so a statement carries a fixed number of parameters however many rows it holds.
+ */
+export async function saveTransfers(db: Db, network: string, transfers: StoredTransfer[]): Promise<void> {
+  if (transfers.length === 0) return
+  const CHUNK = 5000
+  for (let i = 0; i < transfers.length; i += CHUNK) {
+    const part = transfers.slice(i, i + CHUNK)
+    await sql`
+      insert into token_transfers (network, block_number, log_index, batch_index, block_hash,
+        block_timestamp, tx_hash, standard, contract, from_address, to_address, token_id, value)
+      select ${network}, * from unnest(
+        ${part.map((t) => t.blockNumber.toString())}::bigint[],
+        ${part.map((t) => t.logIndex)}::integer[],
+        ${part.map((t) => t.batchIndex)}::integer[],
+        ${part.map((t) => t.blockHash)}::text[],
+        ${part.map((t) => String(t.timestamp))}::bigint[],
+        ${part.map((t) => t.txHash)}::text[],
+        ${part.map((t) => t.standard)}::text[],
+        ${part.map((t) => t.contract)}::text[],
+        ${part.map((t) => t.from)}::text[],
+        ${part.map((t) => t.to)}::text[],
+        ${part.map((t) => (t.tokenId === null ? null : t.tokenId.toString()))}::numeric[],
+        ${part.map((t) => t.value.toString())}::numeric[])
+      on conflict do nothing`.execute(db)
+  }
+  await saveHolders(db, network, transfers)
+  await applyNftDeltas(db, network, nftDeltas(transfers, 1n))
+}
+
+async function saveHolders(db: Db, network: string, transfers: StoredTransfer[]): Promise<void> {
+  // Blocks arrive in ascending order, so the first sighting kept here is the earliest one.
+  const first = new Map<string, { holder: Address; contract: Address; block: bigint }>()
+  for (const t of transfers) {
+    if (t.standard !== 'ERC20') continue
+    for (const holder of [t.from, t.to]) {
+      if (holder === ZERO_ADDRESS) continue
+      const key = `${holder}${t.contract}`
+      if (!first.has(key)) first.set(key, { holder, contract: t.contract, block: t.blockNumber })
+    }
+  }
+  if (first.size === 0) return
+  const rows = [...first.values()]
+  await sql`
+    insert into token_holders (network, holder, contract, first_block)
+    select ${network}, * from unnest(
+      ${rows.map((r) => r.holder)}::text[],
+      ${rows.map((r) => r.contract)}::text[],
+      ${rows.map((r) => r.block.toString())}::bigint[])
+    on conflict do nothing`.execute(db)
+}
+
+interface NftDelta {
+  contract: string
+  tokenId: string
+  holder: string
+  standard: string
+  delta: bigint
+}
+
+/** Per-(contract, id, holder) balance changes; `sign` -1 undoes them. Mint/burn sides skipped. */
+function nftDeltas(
+  transfers: Pick<StoredTransfer, 'standard' | 'contract' | 'tokenId' | 'from' | 'to' | 'value'>[],
+  sign: bigint,
+): NftDelta[] {
+  const acc = new Map<string, NftDelta>()
+  const add = (t: (typeof transfers)[number], holder: string, d: bigint) => {
+    if (holder === ZERO_ADDRESS || t.tokenId === null) return
+    const key = `${t.contract}:${t.tokenId}:${holder}`
+    const cur = acc.get(key)
+    if (cur) cur.delta += d
+    else
+      acc.set(key, {
+        contract: t.contract,
+        tokenId: t.tokenId.toString(),
+        holder,
+        standard: t.standard,
+        delta: d,
+      })
+  }
+  for (const t of transfers) {
+    if (t.standard === 'ERC20') continue
+    add(t, t.from, -t.value * sign)
+    add(t, t.to, t.value * sign)
+  }
+  return [...acc.values()].filter((d) => d.delta !== 0n)
+}
+
+async function applyNftDeltas(db: Db, network: string, deltas: NftDelta[]): Promise<void> {
+  if (deltas.length === 0) return
+  await sql`
+    insert into nft_balances (network, contract, token_id, holder, standard, balance)
+    select ${network}, * from unnest(
+      ${deltas.map((d) => d.contract)}::text[],
+      ${deltas.map((d) => d.tokenId)}::numeric[],
+      ${deltas.map((d) => d.holder)}::text[],
+      ${deltas.map((d) => d.standard)}::text[],
+      ${deltas.map((d) => d.delta.toString())}::numeric[])
+    on conflict (network, contract, token_id, holder)
+      do update set balance = nft_balances.balance + excluded.balance`.execute(db)
+  await db.deleteFrom('nft_balances').where('network', '=', network).where('balance', '=', '0').execute()
+}
+
+/**
+ * Undoes everything above `ancestor`: NFT holdings by negated deltas of the removed transfers,
+ * holder pairs first seen above it (a pair first seen at or below it stays, correctly), the
+ * transfers and the block hashes. The caller moves the cursor in the same transaction.
+ */
+export async function rollbackAbove(db: Db, network: string, ancestor: bigint): Promise<number> {
+  const above = ancestor.toString()
+  const removed = await db
+    .selectFrom('token_transfers')
+    .select(['standard', 'contract', 'token_id', 'from_address', 'to_address', 'value'])
+    .where('network', '=', network)
+    .where('block_number', '>', above)
+    .where('standard', '!=', 'ERC20')
+    .execute()
+  await applyNftDeltas(
+    db,
+    network,
+    nftDeltas(
+      removed.map((r) => ({
+        standard: r.standard as TokenTransfer['standard'],
+        contract: r.contract as Address,
+        tokenId: r.token_id === null ? null : BigInt(r.token_id),
+        from: r.from_address as Address,
+        to: r.to_address as Address,
+        value: BigInt(r.value),
+      })),
+      -1n,
+    ),
+  )
+  await db
+    .deleteFrom('token_holders')
+    .where('network', '=', network)
+    .where('first_block', '>', above)
+    .execute()
+  const del = await db
+    .deleteFrom('token_transfers')
+    .where('network', '=', network)
+    .where('block_number', '>', above)
+    .executeTakeFirst()
+  await db.deleteFrom('indexer_blocks').where('network', '=', network).where('number', '>', above).execute()
+  return Number(del.numDeletedRows)
+}

@@ -1,0 +1,78 @@
+import type { Transaction } from 'kysely'
+import type { Database } from '../storage/schema.ts'
+import type { Address, Hash, Hex } from '../types.ts'
+
+/**
+ * The contract between the indexer and its in-process consumers (webhook matcher, wallet
+ * deployment tracker, …). The indexer calls consumers inside the same database transaction
+ * that stores the block and advances its cursor, so a consumer's writes commit atomically with
+ * the indexer's: a crash at any point resumes without loss or duplication.
+ */
+
+export interface IndexedTransaction {
+  hash: Hash
+  from: Address
+  /** null for contract creation. */
+  to: Address | null
+  value: bigint
+  /** Receipt status: true = success. Undefined when the receipt was not fetched. */
+  success?: boolean
+  /** Index within the block. */
+  index: number
+  input: Hex
+}
+
+export interface IndexedLog {
+  address: Address
+  topics: Hex[]
+  data: Hex
+  txHash: Hash
+  logIndex: number
+}
+
+export type TokenStandard = 'ERC20' | 'ERC721' | 'ERC1155'
+
+export interface TokenTransfer {
+  standard: TokenStandard
+  contract: Address
+  from: Address
+  to: Address
+  /** ERC-20 amount; ERC-1155 quantity; 1 for ERC-721. */
+  value: bigint
+  /** ERC-721 / ERC-1155 token id; null for ERC-20. */
+  tokenId: bigint | null
+  txHash: Hash
+  logIndex: number
+  /** Position within a TransferBatch (0 for the others), so (txHash, logIndex, batchIndex) is unique. */
+  batchIndex: number
+}
+
+export interface IndexedBlock {
+  /** Network slug, e.g. `ethereum-devnet`. */
+  network: string
+  chainId: number
+  number: bigint
+  hash: Hash
+  parentHash: Hash
+  /** Unix seconds. */
+  timestamp: number
+  /** Every log of the block, in log-index order. */
+  logs: IndexedLog[]
+  /** Transfers decoded from the logs. */
+  transfers: TokenTransfer[]
+  /**
+   * The block's transactions, when the indexer fetched the full block (always while
+   * following the head; range backfill may leave this undefined).
+   */
+  transactions?: IndexedTransaction[]
+}
+
+export type DbTransaction = Transaction<Database>
+
+export interface BlockConsumer {
+  readonly name: string
+  /** Called for each block in order, inside the indexer's transaction; throwing aborts the block. */
+  onBlock(trx: DbTransaction, block: IndexedBlock): Promise<void>
+  /** Blocks above `ancestor` were undone by a reorg; called inside the rollback transaction. */
+  onRollback(trx: DbTransaction, network: string, ancestor: bigint): Promise<void>
+}

@@ -1,0 +1,95 @@
+import type { PlanLimits } from './plans.ts'
+
+export type LimitName = 'requests per second' | 'requests per day' | 'compute units per second'
+
+export interface LimitCost {
+  /** Requests to count (1 per HTTP request or WebSocket message; 0 for a CU-only charge). */
+  readonly requests: number
+  readonly computeUnits: number
+}
+
+export interface LimitDecision {
+  readonly allowed: boolean
+  /** Which limit refused the request, when it was refused. */
+  readonly exceeded?: LimitName
+  /** Requests per second of the plan (X-RateLimit-Limit); null = unlimited. */
+  readonly limit: number | null
+  /** Requests left in the current one-second window (X-RateLimit-Remaining). */
+  readonly remaining: number | null
+  /** Unix seconds when the current window resets (X-RateLimit-Reset). */
+  readonly resetAt: number
+  /** Seconds until a retry can succeed (Retry-After), when refused. */
+  readonly retryAfterSeconds?: number
+  /** The cost itself can never fit in one window (e.g. a batch above the CU/s limit). */
+  readonly neverFits?: boolean
+}
+
+/**
+ * Fixed windows: one second for requests and compute units, one UTC day for requests.
+ * `consume` is all-or-nothing: a refused request consumes nothing, so a 429 costs nothing.
+ */
+export interface RateLimiter {
+  consume(accountId: string, limits: PlanLimits, cost: LimitCost, nowMs?: number): Promise<LimitDecision>
+  close(): Promise<void>
+}
+
+export const DAY_MS = 86_400_000
+
+/** The shared decision logic, given the counters of the current windows. */
+export function decide(
+  limits: PlanLimits,
+  cost: LimitCost,
+  used: { second: number; cu: number; day: number },
+  nowMs: number,
+): LimitDecision {
+  const second = Math.floor(nowMs / 1000)
+  const resetAt = second + 1
+  const secondsToNextSecond = 1
+  const dayEnd = (Math.floor(nowMs / DAY_MS) + 1) * DAY_MS
+  const rps = limits.requestsPerSecond
+  const base = { limit: rps, resetAt }
+  const remainingBefore = rps === null ? null : Math.max(0, rps - used.second)
+
+  if (limits.computeUnitsPerSecond !== null && cost.computeUnits > limits.computeUnitsPerSecond) {
+    return {
+      ...base,
+      allowed: false,
+      exceeded: 'compute units per second',
+      remaining: remainingBefore,
+      retryAfterSeconds: secondsToNextSecond,
+      neverFits: true,
+    }
+  }
+  if (rps !== null && used.second + cost.requests > rps) {
+    return {
+      ...base,
+      allowed: false,
+      exceeded: 'requests per second',
+      remaining: remainingBefore,
+      retryAfterSeconds: secondsToNextSecond,
+    }
+  }
+  if (limits.requestsPerDay !== null && used.day + cost.requests > limits.requestsPerDay) {
+    return {
+      ...base,
+      allowed: false,
+      exceeded: 'requests per day',
+      remaining: remainingBefore,
+      retryAfterSeconds: Math.max(1, Math.ceil((dayEnd - nowMs) / 1000)),
+    }
+  }
+  if (limits.computeUnitsPerSecond !== null && used.cu + cost.computeUnits > limits.computeUnitsPerSecond) {
+    return {
+      ...base,
+      allowed: false,
+      exceeded: 'compute units per second',
+      remaining: remainingBefore,
+      retryAfterSeconds: secondsToNextSecond,
+    }
+  }
+  return {
+    ...base,
+    allowed: true,
+    remaining: rps === null ? null : Math.max(0, rps - used.second - cost.requests),
+  }
+}

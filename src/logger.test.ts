@@ -1,0 +1,36 @@
+import { Writable } from 'node:stream'
+import { describe, expect, it } from 'vitest'
+import { createLogger } from './logger.ts'
+
+function capture() {
+  const lines: string[] = []
+  const stream = new Writable({
+    write(chunk, _enc, cb) {
+      lines.push(chunk.toString())
+      cb()
+    },
+  })
+  return { lines, stream }
+}
+
+describe('logger redaction', () => {
+  it('never writes API keys, bearer tokens or signing secrets', () => {
+    const { lines, stream } = capture()
+    const log = createLogger('info', stream)
+    const key = 'halyard_live_0123456789abcdefghijABCDEFGHIJ01'
+    log.info(
+      { req: { headers: { 'x-api-key': key, authorization: `Bearer ${key}` }, query: { apiKey: key } } },
+      'r',
+    )
+    log.info(
+      { webhook: { id: 'wh_1', signing_secret: 'whsec_topsecret' }, admin: { token: 'adm-token' } },
+      'w',
+    )
+    const out = lines.join('')
+    expect(out).not.toContain(key)
+    expect(out).not.toContain('whsec_topsecret')
+    expect(out).not.toContain('adm-token')
+    expect(out).toContain('[redacted]')
+    expect(out).toContain('wh_1')
+  })
+})

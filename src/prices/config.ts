@@ -1,0 +1,61 @@
+import { z } from 'zod'
+
+/**
+ * Per-network settings of the data APIs (tokens, NFTs), under `data:` in a network's config.
+ * Kept here, next to the code that reads them; src/config/file.ts only embeds the schema.
+ */
+const decimalString = z.string().regex(/^\d+(\.\d+)?$/, 'must be a decimal string such as "1.25"')
+const address = z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'must be a 0x-prefixed 20-byte address')
+const httpUrl = z.string().regex(/^https?:\/\/\S+$/, 'must be an http:// or https:// URL')
+/** The key `native` names the chain's native currency; anything else is a token contract. */
+const tokenKey = z.union([z.literal('native'), address])
+
+export const priceSourceSchema = z.discriminatedUnion('source', [
+  z
+    .object({
+      source: z.literal('static'),
+      /** JSON file `{ "native": "3000", "0x…": "1.00" }`; re-read when it changes. */
+      file: z.string().min(1).optional(),
+      prices: z.record(tokenKey, decimalString).optional(),
+    })
+    .strict(),
+  z
+    .object({
+      source: z.literal('coingecko'),
+      /** API root, e.g. https://api.coingecko.com/api/v3 (or pro-api…). */
+      url: httpUrl,
+      apiKey: z.string().min(1).optional(),
+      /** CoinGecko asset platform id of this network, e.g. `ethereum`, `polygon-pos`. */
+      platform: z.string().min(1),
+      /** CoinGecko coin id of the native currency, e.g. `ethereum`. */
+      nativeCoinId: z.string().min(1).optional(),
+    })
+    .strict(),
+  z
+    .object({
+      source: z.literal('chainlink'),
+      /** Token (or `native`) → USD aggregator address whose latestRoundData is read. */
+      feeds: z.record(tokenKey, address),
+      /** A round older than this is stale: its price counts as unknown. */
+      maxAgeSeconds: z.number().int().min(1).default(86_400),
+    })
+    .strict(),
+])
+
+export const dataApiSchema = z
+  .object({
+    prices: priceSourceSchema.optional(),
+    priceTtlSeconds: z.number().int().min(0).max(86_400).default(60),
+    /** Token lists in the Uniswap token-list format (file paths or http(s) URLs), for logos. */
+    tokenLists: z.array(z.string().min(1)).default([]),
+    /** Gateways that `ipfs://` and `ar://` URIs are rewritten to (path appended). */
+    ipfsGateway: httpUrl.default('https://ipfs.io/ipfs/'),
+    arweaveGateway: httpUrl.default('https://arweave.net/'),
+  })
+  .strict()
+
+export type PriceSourceConfig = z.infer<typeof priceSourceSchema>
+export type DataApiConfig = z.infer<typeof dataApiSchema>
+
+/** Defaults when a network has no `data:` section. */
+export const DEFAULT_DATA_API: DataApiConfig = dataApiSchema.parse({})

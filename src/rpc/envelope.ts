@@ -1,0 +1,32 @@
+import { z } from 'zod'
+import { describeZodError } from '../config/validation.ts'
+import type { JsonRpcId, JsonRpcRequest } from './jsonrpc.ts'
+
+const requestSchema = z.object(
+  {
+    jsonrpc: z.literal('2.0', { error: 'must be "2.0"' }),
+    id: z.union([z.string().max(256), z.number()], { error: 'is required and must be a number or a string' }),
+    method: z
+      .string({ error: 'is required and must be a string' })
+      .min(1, 'must not be empty')
+      .max(128, 'is longer than 128 characters'),
+    // viem omits `params` for parameterless methods; accept that as [] (Alchemy does too).
+    params: z.array(z.unknown(), { error: 'must be an array' }).default([]),
+  },
+  { error: 'must be a JSON-RPC request object' },
+)
+
+export type EnvelopeResult =
+  | { ok: true; request: JsonRpcRequest }
+  | { ok: false; id: JsonRpcId; message: string }
+
+/** Checks one JSON-RPC request object; on failure the message names the offending field. */
+export function parseEnvelope(raw: unknown): EnvelopeResult {
+  const parsed = requestSchema.safeParse(raw)
+  if (parsed.success) return { ok: true, request: parsed.data as JsonRpcRequest }
+  const rawId = (raw as { id?: unknown } | null)?.id
+  const id = typeof rawId === 'string' || typeof rawId === 'number' ? rawId : null
+  return { ok: false, id, message: `invalid JSON-RPC request: ${describeZodError(parsed.error)}` }
+}
+
+export const DEFAULT_MAX_BATCH = 100

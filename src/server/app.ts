@@ -1,0 +1,93 @@
+import { randomUUID } from 'node:crypto'
+import type { IncomingMessage } from 'node:http'
+import Fastify, {
+  type FastifyBaseLogger,
+  type FastifyInstance,
+  type FastifyRequest,
+  LogController,
+} from 'fastify'
+import { scopeForRoute } from '../auth/scopes.ts'
+import type { AuthService } from '../auth/service.ts'
+import { routeCost } from '../limits/compute-units.ts'
+import type { Logger } from '../logger.ts'
+import { makeAuthHook, requireScope } from './auth-hook.ts'
+import type { Charger } from './charge.ts'
+import { installErrorHandling } from './error-handler.ts'
+import type { Metrics } from './metrics.ts'
+import './context.ts'
+
+/** proxyd uses 10 MiB; a blob-carrying raw transaction is under 1 MiB. */
+export const DEFAULT_BODY_LIMIT = 5 * 1024 * 1024
+
+const SAFE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/
+
+export interface AppDeps {
+  logger: Logger
+  auth: AuthService
+  charger: Charger
+  metrics: Metrics
+  bodyLimit?: number
+}
+
+/**
+ * The HTTP application shell: request ids, authentication, scope checks and charging for
+ * REST routes, metrics, and error mapping. Features register their routes on it.
+ */
+export function buildApp(deps: AppDeps): FastifyInstance {
+  const bodyLimit = deps.bodyLimit ?? DEFAULT_BODY_LIMIT
+  const app = Fastify({
+    loggerInstance: deps.logger as FastifyBaseLogger,
+    // Per-request logs would cost more than the proxying itself; errors are logged with ids.
+    logController: new LogController({ disableRequestLogging: true }),
+    bodyLimit,
+    requestIdHeader: false,
+    genReqId: (req: IncomingMessage) => {
+      const given = req.headers['x-request-id']
+      return typeof given === 'string' && SAFE_REQUEST_ID.test(given) ? given : randomUUID()
+    },
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
+  })
+
+  // JSON-RPC clients often omit or mislabel Content-Type; every body is parsed as JSON.
+  app.addContentTypeParser('*', { parseAs: 'string' }, app.getDefaultJsonParser('error', 'error'))
+
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id)
+  })
+  app.addHook('onRequest', makeAuthHook(deps.auth))
+
+  // Scope from the one route table; then REST routes pay one charge before the handler.
+  app.addHook('preHandler', async (request, reply) => {
+    if (!request.caller) return
+    const route = routeLabel(request)
+    const scope = scopeForRoute(route)
+    if (scope) requireScope(request.caller, scope, `${request.method} ${route}`)
+    if (request.routeOptions.config?.chargesItself) return
+    await deps.charger.charge(request, reply, routeCost(request.method, route))
+  })
+
+  app.addHook('onResponse', async (request, reply) => {
+    const route = routeLabel(request)
+    const network = request.metricNetwork ?? networkLabel(request)
+    deps.metrics.httpRequests.inc({
+      route,
+      status: String(reply.statusCode),
+      network,
+      method: request.metricMethod ?? request.method,
+    })
+    deps.metrics.httpDuration.observe({ route, network }, reply.elapsedTime / 1000)
+  })
+
+  installErrorHandling(app, deps.charger, bodyLimit)
+  return app
+}
+
+function routeLabel(request: FastifyRequest): string {
+  return request.is404 ? 'unmatched' : (request.routeOptions.url ?? 'unmatched')
+}
+
+function networkLabel(request: FastifyRequest): string {
+  const p = request.params as Record<string, string> | undefined
+  if (!p?.chain) return ''
+  return p.network ? `${p.chain}/${p.network}` : p.chain
+}

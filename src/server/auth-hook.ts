@@ -1,0 +1,39 @@
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { Scope } from '../auth/scopes.ts'
+import type { AuthService, Caller } from '../auth/service.ts'
+import type { Network } from '../chains/registry.ts'
+import { forbidden } from '../errors.ts'
+
+/** The key from `X-API-Key`, `Authorization: Bearer`, or (WebSocket) `?apiKey=`. */
+export function presentedKey(request: FastifyRequest): string | undefined {
+  const header = request.headers['x-api-key']
+  if (typeof header === 'string' && header !== '') return header.trim()
+  const auth = request.headers.authorization
+  if (typeof auth === 'string') {
+    const m = /^Bearer\s+(\S+)\s*$/i.exec(auth)
+    if (m) return m[1]
+  }
+  const query = request.query as Record<string, unknown> | undefined
+  const fromQuery = query?.apiKey
+  return typeof fromQuery === 'string' && fromQuery !== '' ? fromQuery : undefined
+}
+
+export function makeAuthHook(auth: AuthService) {
+  return async function authHook(request: FastifyRequest, _reply: FastifyReply) {
+    if (request.is404 || request.routeOptions.config?.public) return
+    request.caller = await auth.authenticate(presentedKey(request))
+  }
+}
+
+export function requireScope(caller: Caller, scope: Scope, what: string): void {
+  if (!caller.scopes.has(scope)) throw forbidden(`this API key lacks the ${scope} scope required for ${what}`)
+}
+
+/** A test key may not touch any mainnet network (spec section 5). */
+export function requireNetworkAccess(caller: Caller, network: Network): void {
+  if (caller.env === 'test' && network.isMainnet) {
+    throw forbidden(
+      `test keys cannot access mainnet networks (${network.chain}/${network.network}); use a live key`,
+    )
+  }
+}

@@ -1,0 +1,71 @@
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { Caller } from '../auth/service.ts'
+import { HalyardError } from '../errors.ts'
+import type { LimitDecision, RateLimiter } from '../limits/limiter.ts'
+import type { Metrics } from './metrics.ts'
+
+export function rateLimitHeaders(d: LimitDecision): Record<string, string> {
+  return {
+    'x-ratelimit-limit': d.limit === null ? 'unlimited' : String(d.limit),
+    'x-ratelimit-remaining': d.remaining === null ? 'unlimited' : String(d.remaining),
+    'x-ratelimit-reset': String(d.resetAt),
+  }
+}
+
+function refusal(d: LimitDecision, computeUnits: number, caller: Caller): HalyardError {
+  const limits = caller.limits
+  let message: string
+  if (d.exceeded === 'compute units per second' && d.neverFits) {
+    message = `rate limit exceeded: this request costs ${computeUnits} compute units, more than the plan's ${limits.computeUnitsPerSecond} compute units per second`
+  } else if (d.exceeded === 'compute units per second') {
+    message = `rate limit exceeded: ${limits.computeUnitsPerSecond} compute units per second`
+  } else if (d.exceeded === 'requests per day') {
+    message = `rate limit exceeded: ${limits.requestsPerDay} requests per day`
+  } else {
+    message = `rate limit exceeded: ${limits.requestsPerSecond} requests per second`
+  }
+  return new HalyardError('rate_limited', message, { 'retry-after': String(d.retryAfterSeconds ?? 1) })
+}
+
+/**
+ * Counts one request and its compute units against the caller's account, sets the
+ * rate-limit headers, and throws 429 when a limit is hit (a refused request costs nothing).
+ */
+export class Charger {
+  constructor(
+    private readonly limiter: RateLimiter,
+    private readonly metrics: Metrics,
+  ) {}
+
+  async charge(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    computeUnits: number,
+    requests = 1,
+  ): Promise<void> {
+    const caller = request.caller
+    if (!caller) return
+    const decision = await this.limiter.consume(caller.accountId, caller.limits, { requests, computeUnits })
+    request.charged = true
+    reply.headers(rateLimitHeaders(decision))
+    if (!decision.allowed) {
+      this.metrics.rateLimited.inc({ limit: decision.exceeded ?? 'unknown' })
+      throw refusal(decision, computeUnits, caller)
+    }
+    if (computeUnits > 0)
+      this.metrics.computeUnits.inc({ route: request.routeOptions.url ?? 'unmatched' }, computeUnits)
+  }
+
+  /** For error responses to identified callers: count the request, no compute units, headers only. */
+  async headersForError(request: FastifyRequest, reply: FastifyReply): Promise<void> {
+    const caller = request.caller
+    if (!caller || request.charged) return
+    request.charged = true
+    try {
+      const d = await this.limiter.consume(caller.accountId, caller.limits, { requests: 1, computeUnits: 0 })
+      reply.headers(rateLimitHeaders(d))
+    } catch {
+      // The limiter being down must not turn a 4xx into a 500.
+    }
+  }
+}

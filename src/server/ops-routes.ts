@@ -1,0 +1,70 @@
+import type { FastifyInstance } from 'fastify'
+import { sql } from 'kysely'
+import type { NetworkRegistry } from '../chains/registry.ts'
+import type { DB } from '../storage/database.ts'
+import type { Metrics } from './metrics.ts'
+
+export interface ReadinessCheck {
+  name: string
+  check(): Promise<void>
+}
+
+interface Deps {
+  db: DB
+  networks: NetworkRegistry
+  metrics: Metrics
+  /** Extra dependencies to check, e.g. Redis. */
+  checks?: ReadinessCheck[]
+}
+
+/** GET /health, /ready, /metrics: no key, no secrets. */
+export function registerOpsRoutes(app: FastifyInstance, deps: Deps) {
+  app.get('/health', { config: { public: true } }, async () => ({ status: 'ok' }))
+
+  app.get('/ready', { config: { public: true } }, async (_request, reply) => {
+    const results: Record<string, string> = {}
+    const run = async (name: string, fn: () => Promise<unknown>) => {
+      try {
+        await withTimeout(fn(), 2_000)
+        results[name] = 'ok'
+      } catch (err) {
+        results[name] = `failing: ${(err as Error).message}`
+      }
+    }
+    await Promise.all([
+      run('database', () => sql`select 1`.execute(deps.db)),
+      ...(deps.checks ?? []).map((c) => run(c.name, () => c.check())),
+      ...deps.networks.all().map((n) =>
+        run(`network ${n.chain}/${n.network}`, async () => {
+          const out = await n.pool.call(n.kind === 'solana' ? 'getHealth' : 'eth_chainId', [], {
+            timeoutMs: 2_000,
+          })
+          if (out.error) throw new Error(out.error.message)
+        }),
+      ),
+    ])
+    const ready = Object.values(results).every((v) => v === 'ok')
+    return reply.status(ready ? 200 : 503).send({ status: ready ? 'ready' : 'not_ready', checks: results })
+  })
+
+  app.get('/metrics', { config: { public: true } }, async (_request, reply) => {
+    reply.header('content-type', deps.metrics.registry.contentType)
+    return deps.metrics.registry.metrics()
+  })
+}
+
+function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const t = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms)
+    p.then(
+      (v) => {
+        clearTimeout(t)
+        resolve(v)
+      },
+      (e) => {
+        clearTimeout(t)
+        reject(e)
+      },
+    )
+  })
+}

@@ -1,0 +1,173 @@
+import { randomBytes } from 'node:crypto'
+import type { FastifyInstance } from 'fastify'
+import { Redis } from 'ioredis'
+import { registerAdminRoutes } from '../auth/admin-routes.ts'
+import { AuthService } from '../auth/service.ts'
+import { AuthStore } from '../auth/store.ts'
+import { NetworkRegistry, type PoolFactory } from '../chains/registry.ts'
+import type { Env } from '../config/env.ts'
+import type { NetworkConfig } from '../config/file.ts'
+import type { RateLimiter } from '../limits/limiter.ts'
+import { MemoryRateLimiter } from '../limits/memory-limiter.ts'
+import { RedisRateLimiter } from '../limits/redis-limiter.ts'
+import { createLogger, type Logger } from '../logger.ts'
+import { registerRpcRoutes } from '../rpc/routes.ts'
+import { RpcService } from '../rpc/service.ts'
+import { openStorage, type Storage } from '../storage/database.ts'
+import { migrate } from '../storage/migrate.ts'
+import { buildApp } from './app.ts'
+import { Charger } from './charge.ts'
+import { type FeatureServices, registerFeatures } from './features.ts'
+import { Metrics } from './metrics.ts'
+import { type ReadinessCheck, registerOpsRoutes } from './ops-routes.ts'
+
+/** Everything a feature may use: built once per process, shared by routes and workers. */
+export interface AppContext {
+  readonly env: Env
+  readonly devMode: boolean
+  readonly logger: Logger
+  readonly storage: Storage
+  readonly auth: AuthService
+  readonly limiter: RateLimiter
+  readonly networks: NetworkRegistry
+  readonly metrics: Metrics
+  readonly charger: Charger
+  readonly rpc: RpcService
+  /** 32-byte key for encryption at rest (signing secrets). */
+  readonly secretKey: Buffer
+  /** Shared Redis connection for caches and fan-out, when REDIS_URL is set. */
+  readonly redis: Redis | undefined
+}
+
+/** A background job started with the server and stopped before storage closes. */
+export interface BackgroundTask {
+  readonly name: string
+  stop(): Promise<void>
+}
+
+export interface StartOptions {
+  env: Env
+  networks: NetworkConfig[]
+  secretKey: Buffer
+  devMode?: boolean
+  /** Overrides env HALYARD_PORT / HALYARD_HOST (tests use port 0). */
+  port?: number
+  host?: string
+  /** Use this storage instead of opening one from env (tests); it is not closed by Halyard. */
+  storage?: Storage
+  logger?: Logger
+  poolFactory?: PoolFactory
+  /** Token for the loopback admin API; the admin routes exist only when set. */
+  adminToken?: string
+}
+
+export interface Halyard {
+  readonly app: FastifyInstance
+  readonly ctx: AppContext
+  readonly services: FeatureServices
+  /** http://host:port */
+  readonly origin: string
+  /** origin + /v1 */
+  readonly baseUrl: string
+  readonly wsOrigin: string
+  close(): Promise<void>
+}
+
+/** Builds and starts one Halyard instance: storage, services, routes, workers, listener. */
+export async function startHalyard(opts: StartOptions): Promise<Halyard> {
+  const env = opts.env
+  const logger = opts.logger ?? createLogger(env.HALYARD_LOG_LEVEL)
+  const ownsStorage = !opts.storage
+  const storage = opts.storage ?? (await openStorage({ databaseUrl: env.DATABASE_URL, dataDir: env.dataDir }))
+  const tasks: BackgroundTask[] = []
+  let redis: Redis | undefined
+  let limiter: RateLimiter | undefined
+  let networks: NetworkRegistry | undefined
+  try {
+    await migrate(storage.db)
+    if (env.REDIS_URL) {
+      redis = new Redis(env.REDIS_URL, { maxRetriesPerRequest: 2, lazyConnect: false })
+      redis.on('error', (err) => logger.warn({ err: err.message }, 'redis connection error'))
+    }
+    limiter = env.REDIS_URL ? new RedisRateLimiter(env.REDIS_URL) : new MemoryRateLimiter()
+    networks = new NetworkRegistry(opts.networks, opts.poolFactory)
+    const metrics = new Metrics()
+    const charger = new Charger(limiter, metrics)
+    const auth = new AuthService(new AuthStore(storage.db))
+    const ctx: AppContext = {
+      env,
+      devMode: opts.devMode ?? false,
+      logger,
+      storage,
+      auth,
+      limiter,
+      networks,
+      metrics,
+      charger,
+      rpc: new RpcService(metrics),
+      secretKey: opts.secretKey,
+      redis,
+    }
+
+    const app = buildApp({ logger, auth, charger, metrics })
+    const checks: ReadinessCheck[] = []
+    if (redis) {
+      const r = redis
+      checks.push({ name: 'redis', check: async () => void (await r.ping()) })
+    }
+    registerOpsRoutes(app, { db: storage.db, networks, metrics, checks })
+    if (opts.adminToken) registerAdminRoutes(app, auth, opts.adminToken)
+    registerRpcRoutes(app, { networks, rpc: ctx.rpc, charger })
+    // Filled by registerFeatures: each feature sets its own field before any other reads it.
+    const services = {} as FeatureServices
+    const starters: (() => Promise<void> | void)[] = []
+    await registerFeatures({
+      app,
+      ctx,
+      services,
+      addTask: (t) => tasks.push(t),
+      onStart: (fn) => starters.push(fn),
+    })
+    for (const start of starters) await start()
+
+    const host = opts.host ?? env.HALYARD_HOST
+    await app.listen({ host, port: opts.port ?? env.HALYARD_PORT })
+    const addr = app.server.address()
+    const port = typeof addr === 'object' && addr ? addr.port : (opts.port ?? env.HALYARD_PORT)
+    const shownHost = host.includes(':') ? `[${host}]` : host === '0.0.0.0' ? '127.0.0.1' : host
+    const origin = `http://${shownHost}:${port}`
+
+    let closed = false
+    return {
+      app,
+      ctx,
+      services,
+      origin,
+      baseUrl: `${origin}/v1`,
+      wsOrigin: `ws://${shownHost}:${port}`,
+      async close() {
+        if (closed) return
+        closed = true
+        await app.close()
+        for (const t of tasks.reverse()) {
+          await t.stop().catch((err) => logger.error({ err, task: t.name }, 'background task failed to stop'))
+        }
+        await networks?.close()
+        await limiter?.close()
+        redis?.disconnect()
+        if (ownsStorage) await storage.close()
+      },
+    }
+  } catch (err) {
+    for (const t of tasks.reverse()) await t.stop().catch(() => {})
+    await networks?.close()
+    await limiter?.close()
+    redis?.disconnect()
+    if (ownsStorage) await storage.close()
+    throw err
+  }
+}
+
+export function randomToken(): string {
+  return randomBytes(24).toString('base64url')
+}

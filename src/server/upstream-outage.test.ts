@@ -1,0 +1,85 @@
+import { createServer, type Server } from 'node:net'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import {
+  anvilNetwork,
+  call,
+  postRpc,
+  startTestHalyard,
+  type TestHalyard,
+} from '../../test/helpers/halyard.ts'
+import { storageBackends } from '../../test/helpers/storage.ts'
+import { type AnvilProcess, startAnvil } from '../devnet/anvil.ts'
+import type { Storage } from '../storage/database.ts'
+
+type RpcErr = { error?: { code: number; message: string }; result?: string }
+
+describe('an unreachable upstream', () => {
+  let anvil: AnvilProcess
+  let silent: Server
+  let storage: Storage
+  let h: TestHalyard
+  let key: string
+
+  beforeAll(async () => {
+    anvil = await startAnvil()
+    // Accepts connections and never answers: the deadline, not the socket, must end the call.
+    silent = createServer(() => {})
+    await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r))
+    const silentPort = (silent.address() as { port: number }).port
+    storage = await storageBackends()[0]!.open()
+    h = await startTestHalyard({
+      networks: [
+        anvilNetwork(anvil, { requestTimeoutMs: 500 }),
+        anvilNetwork(anvil, {
+          network: 'silent',
+          chainId: 31337,
+          requestTimeoutMs: 500,
+          upstreams: [{ url: `http://127.0.0.1:${silentPort}` }],
+        }),
+      ],
+      storage,
+    })
+    key = await h.createKey()
+  })
+  afterAll(async () => {
+    await h?.close()
+    await storage?.close()
+    await anvil?.stop()
+    silent?.close()
+  })
+
+  it('answers -32603 naming the cause when the node stops, stays up, and recovers when it returns', async () => {
+    const url = `${h.baseUrl}/rpc/ethereum/devnet`
+    expect(((await postRpc(url, key, call('eth_blockNumber'))).json as unknown as RpcErr).result).toMatch(
+      /^0x/,
+    )
+    const port = anvil.port
+    await anvil.stop()
+
+    const down = await postRpc(url, key, call('eth_blockNumber'))
+    expect(down.status).toBe(200)
+    const err = (down.json as unknown as RpcErr).error
+    expect(err?.code).toBe(-32603)
+    expect(err?.message).toMatch(/upstream/i)
+    expect((await fetch(`${h.halyard.origin}/health`)).status).toBe(200)
+    const ready = await fetch(`${h.halyard.origin}/ready`)
+    expect(ready.status).toBe(503)
+    expect(JSON.stringify(await ready.json())).toMatch(/network ethereum\/devnet.*failing/)
+
+    anvil = await startAnvil({ port })
+    let recovered: RpcErr = {}
+    for (let i = 0; i < 60 && !recovered.result; i++) {
+      recovered = (await postRpc(url, key, call('eth_chainId'))).json as unknown as RpcErr
+      if (!recovered.result) await new Promise((r) => setTimeout(r, 500))
+    }
+    expect(recovered.result).toBe('0x7a69')
+  })
+
+  it('ends a call to a node that never answers at the deadline with -32603', async () => {
+    const res = await postRpc(`${h.baseUrl}/rpc/ethereum/silent`, key, call('eth_blockNumber'))
+    expect(res.status).toBe(200)
+    const err = (res.json as unknown as RpcErr).error
+    expect(err?.code).toBe(-32603)
+    expect(err?.message).toMatch(/did not answer in time|timed out|deadline/i)
+  })
+})

@@ -1,0 +1,73 @@
+import { mkdirSync } from 'node:fs'
+import path from 'node:path'
+import { PGlite } from '@electric-sql/pglite'
+import { Kysely, PostgresDialect, sql } from 'kysely'
+import pg from 'pg'
+import { PGliteDialect } from './pglite-driver.ts'
+import type { Database } from './schema.ts'
+
+export type DB = Kysely<Database>
+
+export interface Storage {
+  readonly db: DB
+  readonly kind: 'pglite' | 'postgres'
+  /** Whether other processes may open the same database directly (PostgreSQL only). */
+  readonly sharedAccess: boolean
+  close(): Promise<void>
+}
+
+export interface StorageOptions {
+  /** PostgreSQL URL; PGlite when unset. */
+  databaseUrl?: string | undefined
+  /** PGlite directory; in-memory when unset. */
+  dataDir?: string | undefined
+  /** PostgreSQL schema to use (created when missing); tests isolate themselves with it. */
+  schema?: string | undefined
+  poolSize?: number
+}
+
+// int8 and numeric come back as strings from both drivers; stores convert to bigint.
+pg.types.setTypeParser(20, (v) => v)
+pg.types.setTypeParser(1700, (v) => v)
+
+export async function openStorage(opts: StorageOptions): Promise<Storage> {
+  if (opts.databaseUrl) return openPostgres(opts.databaseUrl, opts.schema, opts.poolSize ?? 10)
+  return openPGlite(opts.dataDir)
+}
+
+async function openPostgres(url: string, schema: string | undefined, poolSize: number): Promise<Storage> {
+  if (schema !== undefined && !/^[a-z_][a-z0-9_]*$/.test(schema)) throw new Error(`bad schema name ${schema}`)
+  if (schema) {
+    const admin = new pg.Client({ connectionString: url })
+    await admin.connect()
+    try {
+      await admin.query(`create schema if not exists ${schema}`)
+    } finally {
+      await admin.end()
+    }
+  }
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: poolSize,
+    ...(schema ? { options: `-c search_path=${schema}` } : {}),
+  })
+  // An idle client losing its server must not crash the process; the next query reconnects.
+  pool.on('error', () => {})
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) })
+  await sql`select 1`.execute(db)
+  return { db, kind: 'postgres', sharedAccess: true, close: () => db.destroy() }
+}
+
+async function openPGlite(dataDir: string | undefined): Promise<Storage> {
+  let dir: string | undefined
+  if (dataDir) {
+    dir = path.join(dataDir, 'pgdata')
+    mkdirSync(dir, { recursive: true })
+  }
+  const pglite = new PGlite(dir, {
+    parsers: { 20: (v: string) => v, 1700: (v: string) => v },
+  })
+  await pglite.waitReady
+  const db = new Kysely<Database>({ dialect: new PGliteDialect(pglite) })
+  return { db, kind: 'pglite', sharedAccess: false, close: () => db.destroy() }
+}

@@ -1,0 +1,9 @@
+import type { AuthTables } from '../auth/store.ts'
+import type { IndexerTables } from '../indexer/store.ts'
+import type { TokenTables } from '../tokens/store.ts'
+
+/**
+ * The whole database as Kysely sees it: each feature declares its own tables in its
+ * store.ts and they are joined here.
+ */
+export interface Database extends AuthTables, IndexerTables, TokenTables {}

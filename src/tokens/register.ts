@@ -1,0 +1,31 @@
+import type { Network } from '../chains/registry.ts'
+import { buildDataSources, type NetworkDataSources } from '../prices/registry.ts'
+import type { FeatureHost } from '../server/features.ts'
+import { registerTokenRoutes } from './routes.ts'
+import { TokenService } from './service.ts'
+
+export interface DataApis {
+  tokens: TokenService
+  sources: (net: Network) => NetworkDataSources
+}
+
+/** Token API (spec 4.2): price sources and token lists per EVM network, then the routes. */
+export async function registerTokens(host: FeatureHost): Promise<DataApis> {
+  const { ctx } = host
+  const bySlug = new Map<string, NetworkDataSources>()
+  for (const net of ctx.networks.all()) {
+    if (net.kind !== 'evm') continue
+    bySlug.set(
+      net.slug,
+      await buildDataSources(net, { devMode: ctx.devMode, dataDir: ctx.env.dataDir, logger: ctx.logger }),
+    )
+  }
+  const sources = (net: Network) => {
+    const s = bySlug.get(net.slug)
+    if (!s) throw new Error(`no data sources for ${net.slug}`)
+    return s
+  }
+  const tokens = new TokenService({ db: ctx.storage.db, sources })
+  registerTokenRoutes(host.app, ctx.networks, tokens)
+  return { tokens, sources }
+}

@@ -1,0 +1,208 @@
+import type { Kysely } from 'kysely'
+import type { Network } from '../chains/registry.ts'
+import { invalidRequest, notFound } from '../errors.ts'
+import { formatUnits, multiplyDecimal } from '../prices/decimal.ts'
+import type { NetworkDataSources } from '../prices/registry.ts'
+import type { TokenKey } from '../prices/sources.ts'
+import type { Database } from '../storage/schema.ts'
+import type { Address, Hex } from '../types.ts'
+import { call, decodeString, decodeUint, SELECTORS } from './erc20.ts'
+import { MultiReader } from './multicall.ts'
+import { type Page, slicePage } from './pagination.ts'
+import * as store from './store.ts'
+
+/** The pseudo-contract of the native currency in balance lists (Moralis/1inch convention). */
+export const NATIVE_CONTRACT = '0xeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee' as Address
+
+/** Wire shapes, spec 2.1 and 2.2. Unknown values are `null`, never invented. */
+export interface TokenBalance {
+  contract: Address
+  symbol: string | null
+  name: string | null
+  decimals: number
+  balance: string
+  formatted_balance: string
+  usd_value: string | null
+  logo_url: string | null
+}
+
+export interface TokenBalanceList {
+  address: Address
+  chain: string
+  tokens: TokenBalance[]
+  page: number
+  total: number
+}
+
+export interface TokenMetadata {
+  contract: Address
+  chain: string
+  name: string | null
+  symbol: string | null
+  decimals: number | null
+  total_supply: string | null
+  formatted_total_supply: string | null
+  price_usd: string | null
+  market_cap_usd: string | null
+  logo_url: string | null
+}
+
+export interface TokenServiceDeps {
+  db: Kysely<Database>
+  /** Per network slug. */
+  sources: (net: Network) => NetworkDataSources
+}
+
+const NATIVE_NAMES: Record<string, string> = { ETH: 'Ether', POL: 'Polygon Ecosystem Token', MATIC: 'Matic' }
+
+/**
+ * Token balances and metadata from Halyard's own index: which tokens an address touched comes
+ * from the indexer's `token_holders`; balances are read at the head through Multicall3, so
+ * rebasing and fee-on-transfer tokens show what `balanceOf` says.
+ */
+export class TokenService {
+  private readonly readers = new Map<string, MultiReader>()
+  private readonly metaCache = new Map<string, store.TokenMeta>()
+
+  constructor(private readonly deps: TokenServiceDeps) {}
+
+  reader(net: Network): MultiReader {
+    let r = this.readers.get(net.slug)
+    if (!r) {
+      r = new MultiReader(net.pool)
+      this.readers.set(net.slug, r)
+    }
+    return r
+  }
+
+  async balances(net: Network, holder: Address, page: Page): Promise<TokenBalanceList> {
+    const contracts = await store.touchedContracts(this.deps.db, net.slug, holder)
+    const [native, raw, metas] = await Promise.all([
+      this.nativeBalance(net, holder),
+      this.reader(net).read(contracts.map((c) => call(c, SELECTORS.balanceOf, holder))),
+      this.metas(net, contracts),
+    ])
+    const held: { contract: Address; balance: bigint }[] = []
+    contracts.forEach((c, i) => {
+      const b = decodeUint(raw[i])
+      if (b !== null && b > 0n) held.push({ contract: c, balance: b })
+    })
+    const sym = net.config.nativeCurrency.symbol
+    const all = [
+      {
+        contract: NATIVE_CONTRACT,
+        balance: native,
+        meta: { name: NATIVE_NAMES[sym] ?? sym, symbol: sym, decimals: net.config.nativeCurrency.decimals },
+      },
+      ...held.map((h) => ({ ...h, meta: metas.get(h.contract) })),
+    ]
+    const shown = slicePage(all, page)
+    const src = this.deps.sources(net)
+    const prices = await src.prices.prices(
+      shown.map((s) => (s.contract === NATIVE_CONTRACT ? 'native' : s.contract) as TokenKey),
+    )
+    const tokens = shown.map((s): TokenBalance => {
+      const decimals = s.meta?.decimals ?? 0
+      const price = prices.get(s.contract === NATIVE_CONTRACT ? 'native' : s.contract)
+      return {
+        contract: s.contract,
+        symbol: s.meta?.symbol ?? null,
+        name: s.meta?.name ?? null,
+        decimals,
+        balance: s.balance.toString(),
+        formatted_balance: formatUnits(s.balance, decimals),
+        usd_value: price === undefined ? null : multiplyDecimal(s.balance, decimals, price),
+        logo_url:
+          net.chainId === undefined ? null : (src.tokenLists.get(net.chainId, s.contract)?.logoURI ?? null),
+      }
+    })
+    return { address: holder, chain: net.slug, tokens, page: page.page, total: all.length }
+  }
+
+  async metadata(net: Network, contract: Address): Promise<TokenMetadata> {
+    const code = await net.pool.call('eth_getCode', [contract, 'latest'])
+    if (code.error) throw new Error(`eth_getCode failed: ${code.error.message}`)
+    if (code.result === '0x' || code.result === '0x0')
+      throw notFound(`${contract} is not a contract on ${net.slug}`)
+    const [metas, supplyRes] = await Promise.all([
+      this.metas(net, [contract]),
+      this.reader(net).read([call(contract, SELECTORS.totalSupply)]),
+    ])
+    const meta = metas.get(contract)
+    const supply = decodeUint(supplyRes[0])
+    if (!meta?.name && !meta?.symbol && meta?.decimals == null && supply === null) {
+      throw notFound(
+        `${contract} on ${net.slug} is not a token contract (no name, symbol, decimals or totalSupply)`,
+      )
+    }
+    const src = this.deps.sources(net)
+    const price = (await src.prices.prices([contract])).get(contract) ?? null
+    const decimals = meta?.decimals ?? null
+    const formattedSupply = supply === null ? null : formatUnits(supply, decimals ?? 0)
+    return {
+      contract,
+      chain: net.slug,
+      name: meta?.name ?? null,
+      symbol: meta?.symbol ?? null,
+      decimals,
+      total_supply: supply === null ? null : supply.toString(),
+      formatted_total_supply: formattedSupply,
+      price_usd: price,
+      market_cap_usd:
+        price === null || supply === null ? null : multiplyDecimal(supply, decimals ?? 0, price),
+      logo_url:
+        net.chainId === undefined ? null : (src.tokenLists.get(net.chainId, contract)?.logoURI ?? null),
+    }
+  }
+
+  /** Name, symbol and decimals never change: memory, then the database, then the chain. */
+  async metas(net: Network, contracts: readonly Address[]): Promise<Map<Address, store.TokenMeta>> {
+    const out = new Map<Address, store.TokenMeta>()
+    let missing: Address[] = []
+    for (const c of contracts) {
+      const hit = this.metaCache.get(`${net.slug}:${c}`)
+      if (hit) out.set(c, hit)
+      else missing.push(c)
+    }
+    if (missing.length === 0) return out
+    for (const m of await store.readMetas(this.deps.db, net.slug, missing)) this.remember(net, m, out)
+    missing = missing.filter((c) => !out.has(c))
+    if (missing.length === 0) return out
+    const calls = missing.flatMap((c) => [
+      call(c, SELECTORS.name),
+      call(c, SELECTORS.symbol),
+      call(c, SELECTORS.decimals),
+    ])
+    const res = await this.reader(net).read(calls)
+    const fresh = missing.map((contract, i): store.TokenMeta => {
+      const d = decodeUint(res[i * 3 + 2])
+      return {
+        contract,
+        name: decodeString(res[i * 3]),
+        symbol: decodeString(res[i * 3 + 1]),
+        decimals: d !== null && d <= 255n ? Number(d) : null,
+      }
+    })
+    await store.saveMetas(this.deps.db, net.slug, fresh)
+    for (const m of fresh) this.remember(net, m, out)
+    return out
+  }
+
+  private remember(net: Network, m: store.TokenMeta, out: Map<Address, store.TokenMeta>) {
+    this.metaCache.set(`${net.slug}:${m.contract}`, m)
+    out.set(m.contract, m)
+  }
+
+  private async nativeBalance(net: Network, holder: Address): Promise<bigint> {
+    const out = await net.pool.call('eth_getBalance', [holder, 'latest'])
+    if (out.error || typeof out.result !== 'string' || !/^0x[0-9a-fA-F]+$/.test(out.result)) {
+      throw new Error(`eth_getBalance failed: ${out.error?.message ?? 'malformed answer'}`)
+    }
+    return BigInt(out.result as Hex)
+  }
+}
+
+export function requireEvm(net: Network): void {
+  if (net.kind !== 'evm')
+    throw invalidRequest(`chain ${net.slug} is not an EVM network; token data covers EVM networks`)
+}

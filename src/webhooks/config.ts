@@ -1,0 +1,105 @@
+import { z } from 'zod'
+import { invalidRequest } from '../errors.ts'
+import { describeZodError } from '../config/validation.ts'
+import type { Address, Hash } from '../types.ts'
+
+/**
+ * Webhook `config` per event type (DESIGN.md): address_activity {addresses},
+ * token_transfer {addresses?, contracts?, min_value?}, nft_transfer {addresses?, contracts?},
+ * mined_transaction {tx_hashes}, log {addresses?, topics?} (topics as in eth_getLogs).
+ * Unknown keys are refused, so a typo never silently widens a filter. Lists hold at most
+ * MAX_ITEMS entries: a webhook watching more addresses is split into several webhooks.
+ */
+export const EVENT_TYPES = ['address_activity', 'token_transfer', 'nft_transfer', 'mined_transaction', 'log'] as const
+export type EventType = (typeof EVENT_TYPES)[number]
+
+export const MAX_ITEMS = 1000
+
+const address = z
+  .string()
+  .regex(/^0x[0-9a-fA-F]{40}$/, 'must be a 0x-prefixed 20-byte hex address')
+  .transform((s) => s.toLowerCase() as Address)
+const hash = z
+  .string()
+  .regex(/^0x[0-9a-fA-F]{64}$/, 'must be a 0x-prefixed 32-byte hex hash')
+  .transform((s) => s.toLowerCase() as Hash)
+const list = <T extends z.ZodType>(item: T, required: boolean) => {
+  const base = z.array(item).max(MAX_ITEMS, `at most ${MAX_ITEMS} entries per webhook`)
+  return required ? base.min(1, 'must list at least one entry') : base.optional()
+}
+const decimal = z
+  .string()
+  .regex(/^\d{1,78}$/, 'must be a non-negative integer as a decimal string (base units)')
+  .transform((s) => BigInt(s).toString())
+
+const topicSlot = z.union([z.null(), hash, z.array(hash).min(1).max(MAX_ITEMS)])
+
+const schemas = {
+  address_activity: z.strictObject({ addresses: list(address, true) }),
+  token_transfer: z.strictObject({
+    addresses: list(address, false),
+    contracts: list(address, false),
+    min_value: decimal.optional(),
+  }),
+  nft_transfer: z.strictObject({ addresses: list(address, false), contracts: list(address, false) }),
+  mined_transaction: z.strictObject({ tx_hashes: list(hash, true) }),
+  log: z.strictObject({
+    addresses: list(address, false),
+    topics: z.array(topicSlot).max(4, 'at most 4 topic positions').optional(),
+  }),
+} as const
+
+export interface WebhookConfig {
+  addresses?: Address[]
+  contracts?: Address[]
+  min_value?: string
+  tx_hashes?: Hash[]
+  topics?: Array<Hash | Hash[] | null>
+}
+
+/** Validates and normalises (lowercase, de-duplicated) a config; a 400 names the bad field. */
+export function parseConfig(eventType: EventType, raw: unknown): WebhookConfig {
+  const parsed = schemas[eventType].safeParse(raw ?? {})
+  if (!parsed.success) throw invalidRequest(`invalid config for ${eventType}: ${describeZodError(parsed.error, 'config')}`)
+  const cfg = parsed.data as WebhookConfig
+  for (const key of ['addresses', 'contracts', 'tx_hashes'] as const) {
+    const v = cfg[key]
+    if (v) (cfg as Record<string, unknown>)[key] = [...new Set<string>(v)]
+  }
+  return cfg
+}
+
+export interface MatchKey {
+  kind: 'addr' | 'contract' | 'tx' | 'log_addr' | 'any'
+  key: string
+}
+
+/**
+ * The index rows that make a webhook a candidate for a block item. A webhook with no key
+ * filter (e.g. every NFT transfer) is indexed under ('any', '*'). token/nft webhooks with
+ * both addresses and contracts are indexed by contract and the address test runs afterwards.
+ */
+export function matchKeys(eventType: EventType, cfg: WebhookConfig): MatchKey[] {
+  const out = (kind: MatchKey['kind'], keys: readonly string[] | undefined) => (keys ?? []).map((key) => ({ kind, key }))
+  switch (eventType) {
+    case 'address_activity':
+      return out('addr', cfg.addresses)
+    case 'mined_transaction':
+      return out('tx', cfg.tx_hashes)
+    case 'token_transfer':
+    case 'nft_transfer':
+      if (cfg.contracts?.length) return out('contract', cfg.contracts)
+      if (cfg.addresses?.length) return out('addr', cfg.addresses)
+      return [{ kind: 'any', key: '*' }]
+    case 'log':
+      if (cfg.addresses?.length) return out('log_addr', cfg.addresses)
+      return [{ kind: 'any', key: '*' }]
+  }
+}
+
+export const eventTypeSchema = z.enum(EVENT_TYPES, {
+  error: (issue) =>
+    `event_type: must be one of ${EVENT_TYPES.join(', ')}${typeof issue.input === 'string' ? ` (got "${issue.input.slice(0, 40)}")` : ''}`,
+})
+
+export { describeZodError }

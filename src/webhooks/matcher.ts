@@ -1,0 +1,302 @@
+import { randomBytes } from 'node:crypto'
+import type { BlockConsumer, DbTransaction, IndexedBlock, IndexedLog, IndexedTransaction, TokenTransfer } from '../indexer/types.ts'
+import type { Logger } from '../logger.ts'
+import type { EventType, WebhookConfig } from './config.ts'
+import type { TokenMetadata } from './token-metadata.ts'
+import type { NewEvent, WebhookStore } from './store.ts'
+
+/**
+ * Turns indexed blocks into webhook events (spec 6.1 form A `data`), inside the indexer's
+ * transaction: events commit atomically with the block and its cursor, so a crash neither
+ * loses nor duplicates them. Candidate webhooks come from ONE indexed lookup per block over
+ * every address, contract and tx hash the block touches (webhook_match_keys), never a scan of
+ * all webhooks; the per-item filter then runs only on those candidates.
+ *
+ * Payloads the spec leaves open (documented in README "Webhooks"):
+ *  - mined_transaction: chain, block_number, block_hash, tx_hash, transaction_index, from, to,
+ *    value, status (`success` | `reverted` | null when the indexer did not fetch the receipt).
+ *  - log: chain, block_number, block_hash, tx_hash, log_index, address, topics, data.
+ *  - address_activity covers every transaction from/to a watched address (value may be "0" for
+ *    a contract call) and every ERC-20 transfer touching it; NFTs go to nft_transfer.
+ */
+
+export const newEventId = () => `evt_${randomBytes(12).toString('hex')}`
+
+interface Candidate {
+  id: string
+  eventType: EventType
+  cfg: WebhookConfig
+  sets: { addresses?: Set<string>; contracts?: Set<string>; txs?: Set<string> }
+}
+
+interface Draft {
+  webhookId: string
+  eventType: EventType
+  /** [transaction index, log index or -1] — block order within the block. */
+  order: [number, number]
+  data: Record<string, unknown>
+}
+
+export class WebhookMatcher implements BlockConsumer {
+  readonly name = 'webhooks'
+  /** Parsed configs by webhook id + raw config text (a PATCH changes the text, so the cache key). */
+  private readonly parsed = new Map<string, Candidate>()
+  /** Called after a block produced events (the delivery worker polls sooner). */
+  onEvents: (() => void) | undefined
+
+  constructor(
+    private readonly store: WebhookStore,
+    private readonly tokens: TokenMetadata,
+    private readonly nativeSymbol: (network: string) => string,
+    private readonly logger: Logger,
+  ) {}
+
+  async onBlock(trx: DbTransaction, block: IndexedBlock): Promise<void> {
+    const txs = block.transactions ?? []
+    const keys = new Set<string>()
+    for (const t of txs) {
+      keys.add(t.from)
+      if (t.to) keys.add(t.to)
+      keys.add(t.hash)
+    }
+    for (const t of block.transfers) {
+      keys.add(t.from)
+      keys.add(t.to)
+      keys.add(t.contract)
+    }
+    for (const l of block.logs) keys.add(l.address)
+    const rows = await this.store.candidates(trx, block.network, [...keys])
+    if (rows.length === 0) return
+
+    const candidates = new Map<string, Candidate>()
+    for (const r of rows) {
+      if (candidates.has(r.webhook_id)) continue
+      candidates.set(r.webhook_id, this.candidate(r.webhook_id, r.event_type as EventType, r.config))
+    }
+    const txIndex = new Map(txs.map((t) => [t.hash, t.index]))
+    const drafts: Draft[] = []
+    for (const c of candidates.values()) {
+      switch (c.eventType) {
+        case 'address_activity':
+          await this.addressActivity(c, block, txs, drafts, txIndex)
+          break
+        case 'token_transfer':
+          await this.tokenTransfers(c, block, drafts, txIndex)
+          break
+        case 'nft_transfer':
+          this.nftTransfers(c, block, drafts, txIndex)
+          break
+        case 'mined_transaction':
+          this.minedTransactions(c, block, txs, drafts)
+          break
+        case 'log':
+          this.logs(c, block, drafts, txIndex)
+          break
+      }
+    }
+    if (drafts.length === 0) return
+    drafts.sort((a, b) => a.order[0] - b.order[0] || a.order[1] - b.order[1])
+    const createdAt = new Date().toISOString()
+    const events: NewEvent[] = drafts.map((d) => {
+      const id = newEventId()
+      return {
+        id,
+        webhook_id: d.webhookId,
+        network: block.network,
+        block_number: block.number.toString(),
+        event_type: d.eventType,
+        body: JSON.stringify({ id, event_type: d.eventType, webhook_id: d.webhookId, created_at: createdAt, data: d.data }),
+      }
+    })
+    await this.store.insertEvents(trx, events)
+    this.onEvents?.()
+  }
+
+  async onRollback(trx: DbTransaction, network: string, ancestor: bigint): Promise<void> {
+    await this.store.cancelAbove(trx, network, ancestor)
+  }
+
+  private candidate(id: string, eventType: EventType, configText: string): Candidate {
+    const cacheKey = `${id}\n${configText}`
+    const hit = this.parsed.get(cacheKey)
+    if (hit) return hit
+    const cfg = JSON.parse(configText) as WebhookConfig
+    const c: Candidate = {
+      id,
+      eventType,
+      cfg,
+      sets: {
+        addresses: cfg.addresses?.length ? new Set(cfg.addresses) : undefined,
+        contracts: cfg.contracts?.length ? new Set(cfg.contracts) : undefined,
+        txs: cfg.tx_hashes?.length ? new Set(cfg.tx_hashes) : undefined,
+      },
+    }
+    if (this.parsed.size > 50_000) this.parsed.clear()
+    this.parsed.set(cacheKey, c)
+    return c
+  }
+
+  private base(block: IndexedBlock, txHash: string) {
+    return { chain: block.network, block_number: Number(block.number), tx_hash: txHash }
+  }
+
+  private async addressActivity(
+    c: Candidate,
+    block: IndexedBlock,
+    txs: IndexedTransaction[],
+    out: Draft[],
+    txIndex: Map<string, number>,
+  ) {
+    const watched = c.sets.addresses
+    if (!watched) return
+    for (const t of txs) {
+      const sides: Array<'outgoing' | 'incoming'> = []
+      if (watched.has(t.from)) sides.push('outgoing')
+      if (t.to && watched.has(t.to)) sides.push('incoming')
+      for (const direction of sides) {
+        out.push({
+          webhookId: c.id,
+          eventType: 'address_activity',
+          order: [t.index, -1],
+          data: {
+            ...this.base(block, t.hash),
+            from: t.from,
+            to: t.to,
+            value: t.value.toString(),
+            asset: this.nativeSymbol(block.network),
+            contract: null,
+            direction,
+          },
+        })
+      }
+    }
+    for (const t of block.transfers) {
+      if (t.standard !== 'ERC20') continue
+      const sides: Array<'outgoing' | 'incoming'> = []
+      if (watched.has(t.from)) sides.push('outgoing')
+      if (watched.has(t.to)) sides.push('incoming')
+      if (sides.length === 0) continue
+      const meta = await this.tokens.get(block.network, t.contract)
+      for (const direction of sides) {
+        out.push({
+          webhookId: c.id,
+          eventType: 'address_activity',
+          order: [txIndex.get(t.txHash) ?? 0, t.logIndex],
+          data: {
+            ...this.base(block, t.txHash),
+            from: t.from,
+            to: t.to,
+            value: t.value.toString(),
+            asset: meta.symbol,
+            contract: t.contract,
+            direction,
+          },
+        })
+      }
+    }
+  }
+
+  private passesTransferFilter(c: Candidate, t: TokenTransfer): boolean {
+    if (c.sets.contracts && !c.sets.contracts.has(t.contract)) return false
+    if (c.sets.addresses && !c.sets.addresses.has(t.from) && !c.sets.addresses.has(t.to)) return false
+    return true
+  }
+
+  private async tokenTransfers(c: Candidate, block: IndexedBlock, out: Draft[], txIndex: Map<string, number>) {
+    const min = c.cfg.min_value === undefined ? 0n : BigInt(c.cfg.min_value)
+    for (const t of block.transfers) {
+      if (t.standard !== 'ERC20' || !this.passesTransferFilter(c, t) || t.value < min) continue
+      const meta = await this.tokens.get(block.network, t.contract)
+      out.push({
+        webhookId: c.id,
+        eventType: 'token_transfer',
+        order: [txIndex.get(t.txHash) ?? 0, t.logIndex],
+        data: {
+          ...this.base(block, t.txHash),
+          contract: t.contract,
+          from: t.from,
+          to: t.to,
+          value: t.value.toString(),
+          symbol: meta.symbol,
+          decimals: meta.decimals,
+        },
+      })
+    }
+  }
+
+  private nftTransfers(c: Candidate, block: IndexedBlock, out: Draft[], txIndex: Map<string, number>) {
+    for (const t of block.transfers) {
+      if (t.standard === 'ERC20' || !this.passesTransferFilter(c, t)) continue
+      out.push({
+        webhookId: c.id,
+        eventType: 'nft_transfer',
+        order: [txIndex.get(t.txHash) ?? 0, t.logIndex * 10_000 + t.batchIndex],
+        data: {
+          ...this.base(block, t.txHash),
+          contract: t.contract,
+          from: t.from,
+          to: t.to,
+          token_id: (t.tokenId ?? 0n).toString(),
+          standard: t.standard,
+          // ERC-1155 quantities beyond 2^53 are reported as the largest safe integer (spec: integer).
+          quantity: t.standard === 'ERC721' ? 1 : Number(t.value > BigInt(Number.MAX_SAFE_INTEGER) ? BigInt(Number.MAX_SAFE_INTEGER) : t.value),
+        },
+      })
+    }
+  }
+
+  private minedTransactions(c: Candidate, block: IndexedBlock, txs: IndexedTransaction[], out: Draft[]) {
+    const wanted = c.sets.txs
+    if (!wanted) return
+    for (const t of txs) {
+      if (!wanted.has(t.hash)) continue
+      out.push({
+        webhookId: c.id,
+        eventType: 'mined_transaction',
+        order: [t.index, -1],
+        data: {
+          ...this.base(block, t.hash),
+          block_hash: block.hash,
+          transaction_index: t.index,
+          from: t.from,
+          to: t.to,
+          value: t.value.toString(),
+          status: t.success === undefined ? null : t.success ? 'success' : 'reverted',
+        },
+      })
+    }
+  }
+
+  private logs(c: Candidate, block: IndexedBlock, out: Draft[], txIndex: Map<string, number>) {
+    for (const l of block.logs) {
+      if (c.sets.addresses && !c.sets.addresses.has(l.address)) continue
+      if (!topicsMatch(c.cfg.topics, l)) continue
+      out.push({
+        webhookId: c.id,
+        eventType: 'log',
+        order: [txIndex.get(l.txHash) ?? 0, l.logIndex],
+        data: {
+          ...this.base(block, l.txHash),
+          block_hash: block.hash,
+          log_index: l.logIndex,
+          address: l.address,
+          topics: l.topics.map((t) => t.toLowerCase()),
+          data: l.data,
+        },
+      })
+    }
+  }
+}
+
+/** eth_getLogs topic semantics: null = any; a hash = equal; an array = any of them. */
+export function topicsMatch(filter: WebhookConfig['topics'], log: IndexedLog): boolean {
+  if (!filter) return true
+  for (let i = 0; i < filter.length; i++) {
+    const want = filter[i]
+    if (want === null || want === undefined) continue
+    const got = log.topics[i]?.toLowerCase()
+    if (got === undefined) return false
+    if (Array.isArray(want) ? !want.includes(got as (typeof want)[number]) : want !== got) return false
+  }
+  return true
+}
