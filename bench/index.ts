@@ -7,7 +7,8 @@
  * 3. Indexer: a fresh schema, IndexerService from block 0 to the head: transfers/s, and the
  *    ratio to the baseline.
  * 4. GET /v1/tokens/{chain}/balances/{address} for the 200-token address: p50/p99 over
- *    sequential requests through the real HTTP stack.
+ *    sequential requests through the real HTTP stack — cold (first request after each new
+ *    indexed block: every balance read again) and warm (repeated within one block).
  * DATABASE_URL (default postgres://postgres@127.0.0.1:5432/test) names the server.
  */
 import { randomBytes } from 'node:crypto'
@@ -39,6 +40,7 @@ const ERC1155_TXS = 10
 const ERC1155_PER_TX = 200
 const HOLDER_TOKENS = 200
 const BALANCE_REQUESTS = 400
+const COLD_REQUESTS = 100
 
 const ms = (t0: bigint) => Number(process.hrtime.bigint() - t0) / 1e6
 const pct = (sorted: number[], p: number) =>
@@ -147,6 +149,8 @@ async function main() {
     })
     let p50 = 0
     let p99 = 0
+    let coldP50 = 0
+    let coldP99 = 0
     let listed = 0
     try {
       await halyard.ctx.auth.createAccount('bench@halyard.local', 'enterprise')
@@ -160,6 +164,19 @@ async function main() {
       }
       listed = (await once()).total
       for (let i = 0; i < 20; i++) await once() // warm-up: metadata cache, connections
+      // Cold: the first request after a new block is indexed (every balance read again).
+      const cold: number[] = []
+      for (let i = 0; i < COLD_REQUESTS; i++) {
+        await dev.rpc('anvil_mine', ['0x1'])
+        await halyard.services.indexer.waitForBlock('ethereum-devnet', head + BigInt(i + 1))
+        const t = process.hrtime.bigint()
+        await once()
+        cold.push(ms(t))
+      }
+      cold.sort((a, b) => a - b)
+      coldP50 = pct(cold, 50)
+      coldP99 = pct(cold, 99)
+      // Warm: repeated requests within one block (balances reused until the head moves).
       const lat: number[] = []
       for (let i = 0; i < BALANCE_REQUESTS; i++) {
         const t = process.hrtime.bigint()
@@ -184,10 +201,13 @@ async function main() {
     console.log(`ratio indexer / raw eth_getLogs: ${(idxRate / rawRate).toFixed(3)}`)
     console.log(`target ≥ 5000 transfers/s: ${idxRate >= 5000 ? 'met' : 'NOT met'}`)
     console.log(
-      `balances for an address with ${HOLDER_TOKENS} tokens (${listed} entries incl. native), limit=100, ${BALANCE_REQUESTS} sequential requests:`,
+      `balances for an address with ${HOLDER_TOKENS} tokens (${listed} entries incl. native), limit=100, sequential:`,
     )
     console.log(
-      `  p50 ${p50.toFixed(1)} ms, p99 ${p99.toFixed(1)} ms (target p50 ≤ 20 ms: ${p50 <= 20 ? 'met' : 'NOT met'})`,
+      `  cold (first request after a new block, ${COLD_REQUESTS} blocks): p50 ${coldP50.toFixed(1)} ms, p99 ${coldP99.toFixed(1)} ms (target p50 ≤ 20 ms: ${coldP50 <= 20 ? 'met' : 'NOT met'})`,
+    )
+    console.log(
+      `  warm (same block, ${BALANCE_REQUESTS} requests): p50 ${p50.toFixed(1)} ms, p99 ${p99.toFixed(1)} ms (target p50 ≤ 20 ms: ${p50 <= 20 ? 'met' : 'NOT met'})`,
     )
   } finally {
     await storage.close()

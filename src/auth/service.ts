@@ -44,9 +44,13 @@ export interface CreatedKey extends KeyView {
  */
 const CACHE_TTL_MS = 1_000
 const CACHE_MAX = 50_000
+/** Entries this old are refreshed in the background while still being served. */
+const REFRESH_AFTER_MS = 750
 
 export class AuthService {
   private readonly cache = new Map<string, { caller: Caller | null; at: number }>()
+  private readonly inflight = new Map<string, Promise<Caller | null>>()
+  private generation = 0
 
   constructor(private readonly store: AuthStore) {}
 
@@ -81,7 +85,7 @@ export class AuthService {
     if (!isPlanName(plan)) throw invalidRequest(`plan: must be one of ${PLAN_NAMES.join(', ')}`)
     const account = await this.accountByEmail(email)
     await this.store.setPlan(account.id, plan as PlanName)
-    this.cache.clear()
+    this.invalidate()
     return { ...account, plan }
   }
 
@@ -122,7 +126,7 @@ export class AuthService {
     const existing = await this.store.keyById(keyId)
     if (!existing) throw notFound(`key: no key with id ${keyId}`)
     await this.store.revokeKey(keyId)
-    this.cache.clear()
+    this.invalidate()
     const row = await this.store.keyById(keyId)
     return keyView(row!)
   }
@@ -145,13 +149,44 @@ export class AuthService {
     let caller: Caller | null
     if (hit && now - hit.at < CACHE_TTL_MS) {
       caller = hit.caller
+      // Hot keys are re-read before they expire, so no request waits on the database for them.
+      if (now - hit.at >= REFRESH_AFTER_MS) this.refresh(hash).catch(() => {})
     } else {
-      caller = await this.lookup(hash)
-      if (this.cache.size >= CACHE_MAX) this.cache.clear()
-      this.cache.set(hash, { caller, at: now })
+      caller = await this.refresh(hash)
     }
     if (!caller) throw unauthorized('invalid or revoked API key')
     return caller
+  }
+
+  /** Forgets every resolved key on this instance (revocation, plan change). */
+  private invalidate(): void {
+    this.generation++
+    this.cache.clear()
+    this.inflight.clear()
+  }
+
+  /**
+   * One lookup per key at a time (a burst of requests after expiry makes one query, not one
+   * each). The entry's age counts from when the lookup began, so a read that raced a
+   * revocation is still served for less than CACHE_TTL_MS after it.
+   */
+  private refresh(hash: string): Promise<Caller | null> {
+    const existing = this.inflight.get(hash)
+    if (existing) return existing
+    const started = Date.now()
+    const generation = this.generation
+    const pending: Promise<Caller | null> = this.lookup(hash)
+      .then((caller) => {
+        if (this.cache.size >= CACHE_MAX) this.cache.clear()
+        // A revocation or plan change since the read began: the read may predate it.
+        if (generation === this.generation) this.cache.set(hash, { caller, at: started })
+        return caller
+      })
+      .finally(() => {
+        if (this.inflight.get(hash) === pending) this.inflight.delete(hash)
+      })
+    this.inflight.set(hash, pending)
+    return pending
   }
 
   private async lookup(hash: string): Promise<Caller | null> {

@@ -22,6 +22,9 @@ const responseSchema = z.union([
 
 /** JSON-RPC error codes and messages that mean "this node is rate-limiting you". */
 const RATE_LIMIT_CODES = new Set([-32005, 429])
+/** -32005 also means "limit exceeded" for eth_getLogs ranges; only rate wording is a rate limit. */
+const RATE_LIMIT_MESSAGE =
+  /rate.?limit|too many requests|requests per|exceeded .*(capacity|rate|quota)|throttl/i
 
 let nextId = 1
 
@@ -60,6 +63,10 @@ export class HttpUpstream {
     } catch {
       throw new UpstreamError('invalid', `upstream ${this.id} answered with invalid JSON`, this.id)
     }
+    // Common case first, checked by hand (hot path): an object with a result and no error.
+    if (typeof parsed === 'object' && parsed !== null && 'result' in parsed && !('error' in parsed)) {
+      return { result: (parsed as { result: unknown }).result }
+    }
     const checked = responseSchema.safeParse(parsed)
     if (!checked.success) {
       throw new UpstreamError('invalid', `upstream ${this.id} answered with no result or error`, this.id)
@@ -67,7 +74,7 @@ export class HttpUpstream {
     const value = checked.data
     if (value.error !== undefined) {
       const { code, message, data } = value.error
-      if (RATE_LIMIT_CODES.has(code) && /rate|limit|too many/i.test(message)) {
+      if (RATE_LIMIT_CODES.has(code) && RATE_LIMIT_MESSAGE.test(message)) {
         throw new UpstreamError('rate_limited', `upstream ${this.id} is rate-limiting: ${message}`, this.id)
       }
       return { error: data === undefined ? { code, message } : { code, message, data } }
@@ -75,7 +82,9 @@ export class HttpUpstream {
     return { result: value.result }
   }
 
-  private async post(body: string, timeoutMs: number): Promise<string> {
+  private async post(body: string, deadlineMs: number): Promise<string> {
+    // Budgets are computed from fractional latencies; timers want whole milliseconds.
+    const timeoutMs = Math.max(1, Math.ceil(deadlineMs))
     const signal = AbortSignal.timeout(timeoutMs)
     let res: Awaited<ReturnType<Pool['request']>>
     try {

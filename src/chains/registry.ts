@@ -1,6 +1,7 @@
 import type { NetworkConfig } from '../config/file.ts'
 import { notFound } from '../errors.ts'
-import { FailoverPool, type UpstreamPool } from './upstream-pool.ts'
+import { ManagedPool, type PoolDeps } from './managed-pool.ts'
+import type { UpstreamPool } from './upstream-pool.ts'
 
 export interface Network {
   readonly chain: string
@@ -17,7 +18,13 @@ export interface Network {
 
 export type PoolFactory = (config: NetworkConfig) => UpstreamPool
 
-const defaultPoolFactory: PoolFactory = (cfg) => new FailoverPool(cfg.upstreams, cfg.requestTimeoutMs)
+/** The production pool (health checks, failover, breaker), reporting to `deps` metrics and log. */
+export const managedPoolFactory =
+  (deps: PoolDeps = {}): PoolFactory =>
+  (cfg) =>
+    new ManagedPool(cfg, deps)
+
+const defaultPoolFactory: PoolFactory = managedPoolFactory()
 
 export function networkSlug(chain: string, network: string): string {
   return network === 'mainnet' ? chain : `${chain}-${network}`

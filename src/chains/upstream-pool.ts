@@ -1,6 +1,7 @@
 import type { RpcOutcome } from '../rpc/jsonrpc.ts'
 import { RPC_INTERNAL_ERROR, RpcError } from '../rpc/jsonrpc.ts'
 import { HttpUpstream, UpstreamError } from './http-upstream.ts'
+import type { UpstreamStatus } from './upstream-state.ts'
 
 export interface UpstreamCallOptions {
   /** Overall deadline for the call, across failovers. */
@@ -15,6 +16,12 @@ export interface UpstreamCallOptions {
 export interface UpstreamPool {
   call(method: string, params: readonly unknown[], opts?: UpstreamCallOptions): Promise<RpcOutcome>
   close(): Promise<void>
+  /** Best head (block number or slot) among verified upstreams, when the pool tracks heads. */
+  bestHead?(): number | undefined
+  /** Highest block (slot) whose content can no longer change, when the pool knows it. */
+  finalizedHead?(): number | undefined
+  /** Per-upstream health, for /ready, metrics and tests. */
+  statuses?(): UpstreamStatus[]
 }
 
 export interface UpstreamSpec {

@@ -3,6 +3,7 @@ import { z } from 'zod'
 import type { AuthService } from '../auth/service.ts'
 import type { Env } from '../config/env.ts'
 import type { NetworkConfig } from '../config/file.ts'
+import { ensureAccountAbstraction } from '../devnet/account-abstraction.ts'
 import { startAnvil } from '../devnet/anvil.ts'
 import { ensureDemo } from '../devnet/demo.ts'
 import { ensureMulticall3 } from '../devnet/multicall3.ts'
@@ -41,8 +42,15 @@ export async function dev(env: Env, opts: DevOptions): Promise<void> {
   }
   let run: Awaited<ReturnType<typeof runServer>>
   let demoLines: string[] = []
+  let aaLines: string[] = []
   try {
     await ensureMulticall3(anvil.url)
+    const aa = await ensureAccountAbstraction(anvil.url, env.dataDir)
+    network.accountAbstraction = aa.config
+    aaLines = [
+      `  ERC-4337:       EntryPoint v0.7 ${aa.config.entryPoints.v07}, v0.6 ${aa.config.entryPoints.v06}`,
+      `                  SimpleAccountFactory v0.7 ${aa.config.simpleAccountFactory.v07}, VerifyingPaymaster ${aa.config.paymaster}`,
+    ]
     if (opts.demo) demoLines = await ensureDemo(anvil.url, env.dataDir)
     run = await runServer({ env, networks: [network], devMode: true, cleanup: () => anvil.stop() })
   } catch (err) {
@@ -59,6 +67,7 @@ export async function dev(env: Env, opts: DevOptions): Promise<void> {
       `  JSON-RPC:       ${halyard.baseUrl}/rpc/ethereum/devnet`,
       `  WebSocket URL:  ${halyard.wsOrigin}/v1/ws/ethereum/devnet?apiKey=<key>`,
       `  API key:        ${key}`,
+      ...aaLines,
       '',
       'Try:',
       `  curl -s ${halyard.baseUrl}/rpc/ethereum/devnet -H 'X-API-Key: ${key}' \\`,

@@ -26,6 +26,20 @@ const envSchema = z.object({
     .regex(/^smtps?:\/\//, 'must be an smtp:// or smtps:// URL')
     .optional(),
   HALYARD_LOG_LEVEL: z.enum(LOG_LEVELS).default('info'),
+  // Webhook delivery (src/webhooks/settings.ts): durations like 500ms, 10s, 1m, 6h.
+  HALYARD_WEBHOOK_RETRY_SCHEDULE: z
+    .string()
+    .regex(/^\d+(ms|s|m|h)(,\d+(ms|s|m|h))*$/, 'must be comma-separated durations such as 10s,1m,10m,1h,6h')
+    .optional(),
+  HALYARD_WEBHOOK_TIMEOUT: z
+    .string()
+    .regex(/^\d+(ms|s|m)$/, 'must be a duration such as 15s or 500ms')
+    .optional(),
+  HALYARD_WEBHOOK_ALLOW_CIDRS: z.string().optional(),
+  HALYARD_WEBHOOK_HOSTS: z.string().optional(),
+  HALYARD_WEBHOOK_CA_FILE: z.string().optional(),
+  HALYARD_WEBHOOK_CONCURRENCY: z.coerce.number().int().min(1).max(4096).optional(),
+  HALYARD_WEBHOOK_PER_HOST: z.coerce.number().int().min(1).max(4096).optional(),
 })
 
 export type Env = Readonly<z.infer<typeof envSchema> & { dataDir: string }>

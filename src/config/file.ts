@@ -1,6 +1,8 @@
 import { readFileSync } from 'node:fs'
 import YAML from 'yaml'
 import { z } from 'zod'
+import { accountAbstractionSchema } from '../aa/config.ts'
+import { gasConfigSchema } from '../gas/price-config.ts'
 import { dataApiSchema } from '../prices/config.ts'
 import { ConfigError, describeZodError } from './validation.ts'
 
@@ -16,6 +18,37 @@ export const upstreamSchema = z
     archive: z.boolean().default(false),
   })
   .strict()
+
+/** JSON-RPC gateway tuning per network (src/chains upstream pool, src/rpc cache and guards). */
+export const gatewaySchema = z
+  .object({
+    /** An upstream this many blocks (slots) behind the best one is left out until it catches up. */
+    maxLagBlocks: z.number().int().min(1).max(100_000).default(16),
+    /** …or this far behind in time (lag × block time); eRPC uses 30 s. */
+    maxLagMs: z.number().int().min(100).max(3_600_000).default(30_000),
+    /** Background health check period; default: half the block time, within 250 ms – 5 s. */
+    healthCheckMs: z.number().int().min(50).max(60_000).optional(),
+    /** Send a read slower than the method's recent p95 to a second upstream as well. */
+    hedge: z.boolean().default(false),
+    /** Never hedge sooner than this. */
+    hedgeMinDelayMs: z.number().int().min(1).max(60_000).default(20),
+    /** Consecutive failures that open an upstream's circuit breaker. */
+    breakerFailures: z.number().int().min(1).max(1_000).default(3),
+    /** How long an open breaker keeps an upstream out before a probe may close it. */
+    breakerCooldownMs: z.number().int().min(50).max(600_000).default(2_000),
+    /** Send raw transactions to every healthy upstream at once. */
+    broadcastTransactions: z.boolean().default(true),
+    /** Cache finalized, immutable results (memory, and Redis when REDIS_URL is set). */
+    cache: z.boolean().default(true),
+    /** eth_getLogs: largest block range and result count a request may ask for. */
+    getLogsMaxRange: z.number().int().min(1).max(10_000_000).default(10_000),
+    getLogsMaxResults: z.number().int().min(1).max(10_000_000).default(10_000),
+    /** Solana: the cluster's genesis hash; an upstream reporting another one is never used. */
+    genesisHash: z.string().min(32).max(64).optional(),
+  })
+  .strict()
+
+export type GatewaySettings = z.infer<typeof gatewaySchema>
 
 export const networkSchema = z
   .object({
@@ -46,8 +79,14 @@ export const networkSchema = z
       })
       .strict()
       .optional(),
+    /** JSON-RPC gateway: lag limits, hedging, breaker, cache, eth_getLogs limits (defaults apply). */
+    gateway: gatewaySchema.optional(),
     /** Token/NFT data APIs: price source, token lists, IPFS/Arweave gateways (src/prices/config.ts). */
     data: dataApiSchema.optional(),
+    /** ERC-4337 EntryPoints, SimpleAccountFactory, paymaster; code checked at start-up (src/aa/config.ts). */
+    accountAbstraction: accountAbstractionSchema.optional(),
+    /** Gas price estimates: per-network minimum tip (src/gas/price-config.ts). */
+    gas: gasConfigSchema.optional(),
   })
   .strict()
   .superRefine((n, ctx) => {

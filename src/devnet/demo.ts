@@ -10,13 +10,19 @@ import {
   stringToHex,
 } from 'viem'
 import { z } from 'zod'
-import type { Address, Hash, Hex } from '../types.ts'
+import type { Address, Hash } from '../types.ts'
 import { type CompiledContract, compileSol } from './demo-contracts/compile.ts'
 
 /** Anvil's first pre-funded, unlocked account: the devnet's "dev account". */
 export const DEV_ACCOUNT = '0xf39fd6e51aad88f6f4ce6ab8827279cfffb92266' as Address
 
-export type DemoContractName = 'DemoERC20' | 'DemoERC721' | 'DemoERC1155' | 'Bytes32Token' | 'DemoAggregator'
+export type DemoContractName =
+  | 'DemoERC20'
+  | 'DemoERC721'
+  | 'DemoERC1155'
+  | 'LegacyERC721'
+  | 'Bytes32Token'
+  | 'DemoAggregator'
 
 export function demoArtifact(name: DemoContractName): CompiledContract {
   const c = compileSol('DemoTokens.sol')[name]
@@ -192,6 +198,8 @@ export async function ensureDemo(url: string, dataDir: string): Promise<string[]
     `  ERC-20  DUSD ${demo.usd}, DGLD ${demo.gold}, MKR (bytes32) ${demo.maker}`,
     `  ERC-721 SAIL ${demo.nft} (ids 1-3), ERC-1155 ITEM ${demo.items} (ids 1, 2)`,
     `  curl -s <base>/tokens/ethereum-devnet/balances/${DEV_ACCOUNT} -H 'X-API-Key: <key>'`,
+    `  curl -s <base>/nfts/ethereum-devnet/owned/${DEV_ACCOUNT} -H 'X-API-Key: <key>'`,
+    `  curl -s <base>/nfts/ethereum-devnet/metadata/${demo.nft}/1 -H 'X-API-Key: <key>'`,
     '',
   ]
 }

@@ -118,10 +118,19 @@ export class NetworkFollower {
     try {
       logs = await this.chain.logsByRange(from, to)
     } catch (err) {
-      // Nodes refuse ranges that are too wide or too full with a JSON-RPC error: halve and retry.
-      if (err instanceof ChainRpcError && this.range > 1n) {
+      // Nodes refuse ranges that are too wide or too full with a JSON-RPC error, and some time
+      // out or cut the connection instead: halve and retry; only a single block failing is fatal.
+      if (this.range > 1n) {
         this.range = this.range / 2n
-        this.opts.logger.debug({ network: this.slug, range: Number(this.range) }, 'eth_getLogs range shrunk')
+        this.opts.logger.debug(
+          {
+            network: this.slug,
+            range: Number(this.range),
+            err: (err as Error).message,
+            rpcError: err instanceof ChainRpcError,
+          },
+          'eth_getLogs range shrunk',
+        )
         return true
       }
       throw err
@@ -136,8 +145,10 @@ export class NetworkFollower {
       if (list) list.push(l)
       else byBlock.set(l.blockNumber, [l])
     }
-    const numbers = new Set<bigint>([from, to, ...byBlock.keys()])
-    const headers = await this.headers([...numbers])
+    // Consumers that need every block with its transactions get them during backfill too.
+    const full = this.opts.consumers.some((c) => c.fullBlocks === true)
+    const numbers = full ? rangeOf(from, to) : [...new Set<bigint>([from, to, ...byBlock.keys()])]
+    const headers = await this.headers(numbers, full)
     const first = headers.get(from)
     const last = headers.get(to)
     if (!first || !last) return false
@@ -147,9 +158,13 @@ export class NetworkFollower {
       const h = headers.get(l.blockNumber)
       if (!h || h.hash !== l.blockHash) return false
     }
-    const blocks = [...byBlock.keys()]
-      .sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
-      .map((n) => this.toIndexedBlock(headers.get(n) as ChainHeader, byBlock.get(n) as ChainLog[]))
+    const published = full ? numbers : [...byBlock.keys()].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
+    const blocks: IndexedBlock[] = []
+    for (const n of published) {
+      const h = headers.get(n)
+      if (!h) return false // the node lost a block we just saw: try again next step
+      blocks.push(this.toIndexedBlock(h, byBlock.get(n) ?? []))
+    }
     const seen = [...headers.values()].map((h) => ({
       number: h.number,
       hash: h.hash,
@@ -159,12 +174,12 @@ export class NetworkFollower {
     return true
   }
 
-  private async headers(numbers: bigint[]): Promise<Map<bigint, ChainHeader>> {
+  private async headers(numbers: bigint[], full = false): Promise<Map<bigint, ChainHeader>> {
     const out = new Map<bigint, ChainHeader>()
     const CONCURRENCY = 16
     for (let i = 0; i < numbers.length; i += CONCURRENCY) {
       const part = numbers.slice(i, i + CONCURRENCY)
-      const got = await Promise.all(part.map((n) => this.chain.header(n)))
+      const got = await Promise.all(part.map((n) => this.chain.header(n, full)))
       for (const h of got) if (h) out.set(h.number, h)
     }
     return out
@@ -261,4 +276,11 @@ export class NetworkFollower {
     this.pos = { ...ancestor }
     this.opts.onAdvance(this.slug, ancestor)
   }
+}
+
+/** from, from + 1, …, to. */
+function rangeOf(from: bigint, to: bigint): bigint[] {
+  const out: bigint[] = []
+  for (let n = from; n <= to; n++) out.push(n)
+  return out
 }

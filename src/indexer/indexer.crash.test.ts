@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type AnvilProcess, startAnvil } from '../devnet/anvil.ts'
 import { Devnet } from '../devnet/demo.ts'
 import { openStorage, type Storage } from '../storage/database.ts'
+import { migrate } from '../storage/migrate.ts'
 import { TRANSFER_TOPIC } from './decode.ts'
 
 const WORKER = path.join(import.meta.dirname, 'testdata', 'crash-worker.ts')
@@ -16,6 +17,8 @@ interface Target {
   name: string
   env(): Record<string, string>
   open(): Promise<Storage>
+  /** Work a worker would otherwise do first (PGlite's initdb takes seconds), done up front. */
+  prepare(): Promise<void>
   cleanup(): Promise<void>
 }
 
@@ -26,6 +29,11 @@ function targets(): Target[] {
       name: 'pglite',
       env: () => ({ WORKER_PGLITE_DIR: dir }),
       open: () => openStorage({ dataDir: dir }),
+      prepare: async () => {
+        const s = await openStorage({ dataDir: dir })
+        await migrate(s.db)
+        await s.close()
+      },
       cleanup: async () => {},
     },
   ]
@@ -36,6 +44,7 @@ function targets(): Target[] {
       name: 'postgres',
       env: () => ({ WORKER_DATABASE_URL: url, WORKER_SCHEMA: schema }),
       open: () => openStorage({ databaseUrl: url, schema, poolSize: 2 }),
+      prepare: async () => {},
       cleanup: async () => {
         const c = new pg.Client({ connectionString: url })
         await c.connect()
@@ -82,18 +91,23 @@ describe.each(targets())('indexer killed mid-backfill on $name', (target) => {
   let expected: number
 
   beforeAll(async () => {
+    const prepared = target.prepare()
     anvil = await startAnvil()
     const dev = new Devnet(anvil.url)
     const token = await dev.deploy('DemoERC20', ['C', 'C', 18])
     const nft = await dev.deploy('DemoERC721', ['C7', 'C7'])
     // ~40 blocks with transfers, interleaved with empty blocks: the backfill takes many ranges.
+    // Automine mines each transaction as it arrives, so receipts need not be polled; a revert
+    // would show in the eth_getLogs count checked below.
     for (let i = 0; i < 20; i++) {
-      await dev.send('DemoERC20', token, 'spray', [BigInt(i), 25n, 1n])
-      await dev.send('DemoERC721', nft, 'mintRange', [
-        '0x1111111111111111111111111111111111111111',
-        BigInt(i * 10),
-        5n,
-      ])
+      await dev.send('DemoERC20', token, 'spray', [BigInt(i), 25n, 1n], { wait: false })
+      await dev.send(
+        'DemoERC721',
+        nft,
+        'mintRange',
+        ['0x1111111111111111111111111111111111111111', BigInt(i * 10), 5n],
+        { wait: false },
+      )
       await dev.rpc('anvil_mine', ['0x3'])
     }
     head = BigInt(await dev.rpc<string>('eth_blockNumber'))
@@ -102,6 +116,7 @@ describe.each(targets())('indexer killed mid-backfill on $name', (target) => {
     ])
     expected = logs.length
     expect(expected).toBe(20 * 25 + 20 * 5)
+    await prepared
   })
   afterAll(async () => {
     await anvil?.stop()

@@ -130,7 +130,9 @@ describe.each(storageBackends())('indexer on $name', (backend) => {
     const valueTx = (await dev.rpc('eth_sendTransaction', [
       { from: DEV_ACCOUNT, to: BOB, value: '0xde0b6b3a7640000' },
     ])) as Hash
-    await indexedTo(await head())
+    // eth_sendTransaction can answer before the block is mined: wait for it, then for the index.
+    const mined = await dev.client.waitForTransactionReceipt({ hash: valueTx, pollingInterval: 20 })
+    await indexedTo(mined.blockNumber)
     expect(await nftHolders(nft, 1n)).toEqual([`${CAROL}:1`])
     const tx = seen.flatMap((b) => b.transactions ?? []).find((t) => t.hash === valueTx)
     expect(tx).toMatchObject({ from: DEV_ACCOUNT, to: BOB, value: 10n ** 18n })

@@ -125,6 +125,8 @@ export class IndexerService {
       } catch (err) {
         log.warn({ err: (err as Error).message }, 'indexer stopped on repeated errors; restarting')
       }
+      // Not following any more (lock lost, or another instance has it): cursor() reads the DB.
+      this.cursors.delete(network.slug)
       follower.reset()
       await this.sleep(this.opts.lockRetryMs ?? 2000)
     }

@@ -232,7 +232,7 @@ function nftDeltas(
 
 async function applyNftDeltas(db: Db, network: string, deltas: NftDelta[]): Promise<void> {
   if (deltas.length === 0) return
-  await sql`
+  const { rows } = await sql<{ contract: string; token_id: string; holder: string; balance: string }>`
     insert into nft_balances (network, contract, token_id, holder, standard, balance)
     select ${network}, * from unnest(
       ${deltas.map((d) => d.contract)}::text[],
@@ -241,8 +241,20 @@ async function applyNftDeltas(db: Db, network: string, deltas: NftDelta[]): Prom
       ${deltas.map((d) => d.standard)}::text[],
       ${deltas.map((d) => d.delta.toString())}::numeric[])
     on conflict (network, contract, token_id, holder)
-      do update set balance = nft_balances.balance + excluded.balance`.execute(db)
-  await db.deleteFrom('nft_balances').where('network', '=', network).where('balance', '=', '0').execute()
+      do update set balance = nft_balances.balance + excluded.balance
+    returning contract, token_id::text as token_id, holder, balance::text as balance`.execute(db)
+  // Only the rows this step touched can have reached zero: delete those by key, never scan the
+  // network's whole holdings table.
+  const emptied = rows.filter((r) => BigInt(r.balance) === 0n)
+  if (emptied.length === 0) return
+  await sql`
+    delete from nft_balances
+    where network = ${network} and balance = 0
+      and (contract, token_id, holder) in (
+        select * from unnest(
+          ${emptied.map((r) => r.contract)}::text[],
+          ${emptied.map((r) => r.token_id)}::numeric[],
+          ${emptied.map((r) => r.holder)}::text[]))`.execute(db)
 }
 
 /**

@@ -71,6 +71,12 @@ export type DbTransaction = Transaction<Database>
 
 export interface BlockConsumer {
   readonly name: string
+  /**
+   * Set when the consumer needs every block with its transactions even while the indexer
+   * catches up (backfill): otherwise a backfill publishes only the blocks that have logs, and
+   * without `transactions` (cheaper: one eth_getLogs per range instead of one full block each).
+   */
+  readonly fullBlocks?: boolean
   /** Called for each block in order, inside the indexer's transaction; throwing aborts the block. */
   onBlock(trx: DbTransaction, block: IndexedBlock): Promise<void>
   /** Blocks above `ancestor` were undone by a reorg; called inside the rollback transaction. */

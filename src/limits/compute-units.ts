@@ -64,6 +64,13 @@ const EVM_COSTS: Readonly<Record<string, EvmCost>> = {
   eth_simulateV1: { cu: 30 },
 }
 
+/**
+ * WebSocket subscription pushes are charged by size: 1 CU per this many bytes delivered
+ * (Alchemy's 0.04 CU per byte on Halyard's ten-times-smaller scale). `eth_subscribe` itself
+ * costs its table entry above.
+ */
+export const PUSH_BYTES_PER_CU = 250
+
 /** Methods not in the table (debug_*, trace_*, devnet helpers) are heavy by default. */
 const DEFAULT_EVM_CU = 20
 
@@ -108,10 +115,36 @@ const SOLANA_COSTS: Readonly<Record<string, number>> = {
   simulateTransaction: 10,
   sendTransaction: 10,
   requestAirdrop: 10,
+  getGenesisHash: 1,
+  getIdentity: 1,
+  getSlotLeader: 1,
+  getFirstAvailableBlock: 1,
+  getBlockTime: 2,
+  getBlockCommitment: 2,
+  getEpochSchedule: 1,
+  getInflationRate: 1,
+  getInflationGovernor: 1,
+  getStakeMinimumDelegation: 1,
+  getTransactionCount: 1,
+  getVoteAccounts: 20,
+  getClusterNodes: 10,
+  getBlocksWithLimit: 5,
+  getBlockProduction: 10,
+  getRecentPerformanceSamples: 2,
+  getHighestSnapshotSlot: 1,
+  getMaxRetransmitSlot: 1,
+  getMaxShredInsertSlot: 1,
+  getTokenAccountsByDelegate: 10,
+  minimumLedgerSlot: 1,
 }
 
 export function solanaMethodCost(method: string): number {
   return SOLANA_COSTS[method] ?? DEFAULT_EVM_CU
+}
+
+/** Whether the table prices this method by name (metrics label methods by it, others "other"). */
+export function hasMethodCost(kind: 'evm' | 'solana', method: string): boolean {
+  return kind === 'solana' ? Object.hasOwn(SOLANA_COSTS, method) : Object.hasOwn(EVM_COSTS, method)
 }
 
 /** REST endpoints, by route pattern (Fastify's `routeOptions.url`). */

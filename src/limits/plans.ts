@@ -17,6 +17,25 @@ export const PLAN_NAMES = Object.keys(PLANS) as PlanName[]
 
 export const isPlanName = (p: string): p is PlanName => p in PLANS
 
+/**
+ * WebSocket limits per plan (src/ws): concurrent connections per account (null = unlimited) and
+ * subscriptions per connection (always bounded: each one costs memory and fan-out work).
+ */
+export interface WsPlanLimits {
+  readonly connectionsPerAccount: number | null
+  readonly subscriptionsPerConnection: number
+}
+
+export const WS_PLAN_LIMITS = {
+  free: { connectionsPerAccount: 10, subscriptionsPerConnection: 25 },
+  growth: { connectionsPerAccount: 250, subscriptionsPerConnection: 250 },
+  enterprise: { connectionsPerAccount: null, subscriptionsPerConnection: 1_000 },
+} as const satisfies Record<PlanName, WsPlanLimits>
+
+export function wsLimitsFor(plan: string): WsPlanLimits {
+  return isPlanName(plan) ? WS_PLAN_LIMITS[plan] : WS_PLAN_LIMITS.free
+}
+
 /** The plan's limits with any per-account overrides applied. */
 export function effectiveLimits(
   plan: string,

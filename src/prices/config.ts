@@ -51,6 +51,28 @@ export const dataApiSchema = z
     /** Gateways that `ipfs://` and `ar://` URIs are rewritten to (path appended). */
     ipfsGateway: httpUrl.default('https://ipfs.io/ipfs/'),
     arweaveGateway: httpUrl.default('https://arweave.net/'),
+    /** Fetching NFT metadata documents (src/nfts): always through the SSRF-safe fetch. */
+    nftMetadata: z
+      .object({
+        /** Whole-fetch deadline, redirects included. */
+        timeoutMs: z.number().int().min(100).max(60_000).default(10_000),
+        /** Largest document read; a larger one leaves the token's metadata null. */
+        maxBytes: z
+          .number()
+          .int()
+          .min(1024)
+          .max(16 * 1024 * 1024)
+          .default(1024 * 1024),
+        maxRedirects: z.number().int().min(0).max(10).default(3),
+        /** `?refresh=true` is honoured at most once per this many seconds per token. */
+        refreshIntervalSeconds: z.number().int().min(0).max(86_400).default(60),
+        /** Background metadata fetches (owned-NFT lists fill in lazily) in flight at once per network. */
+        concurrency: z.number().int().min(1).max(256).default(8),
+        /** How long an owned-NFT list waits for missing metadata before answering with nulls. */
+        ownedWaitMs: z.number().int().min(0).max(30_000).default(1500),
+      })
+      .strict()
+      .prefault({}),
   })
   .strict()
 

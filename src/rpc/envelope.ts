@@ -22,11 +22,29 @@ export type EnvelopeResult =
 
 /** Checks one JSON-RPC request object; on failure the message names the offending field. */
 export function parseEnvelope(raw: unknown): EnvelopeResult {
+  const fast = wellFormed(raw)
+  if (fast) return { ok: true, request: fast }
   const parsed = requestSchema.safeParse(raw)
   if (parsed.success) return { ok: true, request: parsed.data as JsonRpcRequest }
   const rawId = (raw as { id?: unknown } | null)?.id
   const id = typeof rawId === 'string' || typeof rawId === 'number' ? rawId : null
   return { ok: false, id, message: `invalid JSON-RPC request: ${describeZodError(parsed.error)}` }
+}
+
+/**
+ * The schema's rules, checked by hand for the common well-formed request: this runs for every
+ * call on the proxy's hot path, and the schema (with its exact messages) still decides the rest.
+ */
+function wellFormed(raw: unknown): JsonRpcRequest | undefined {
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return undefined
+  const r = raw as Record<string, unknown>
+  const { id, method, params } = r
+  if (r.jsonrpc !== '2.0') return undefined
+  if (!((typeof id === 'string' && id.length <= 256) || (typeof id === 'number' && Number.isFinite(id))))
+    return undefined
+  if (typeof method !== 'string' || method.length === 0 || method.length > 128) return undefined
+  if (params !== undefined && !Array.isArray(params)) return undefined
+  return { jsonrpc: '2.0', id, method, params: (params as unknown[] | undefined) ?? [] }
 }
 
 export const DEFAULT_MAX_BATCH = 100

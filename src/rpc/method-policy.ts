@@ -1,4 +1,5 @@
 import type { Network } from '../chains/registry.ts'
+import { hasMethodCost } from '../limits/compute-units.ts'
 
 /**
  * Which methods a network serves. Unknown and dangerous methods are refused with -32601
@@ -16,14 +17,12 @@ const EVM_DENIED = new Set([
   'eth_coinbase',
 ])
 
-const SOLANA_METHOD = /^[a-z][A-Za-z0-9]+$/
-const SOLANA_DENIED = new Set<string>([])
-
 export type PolicyVerdict = { allowed: true } | { allowed: false; reason: string }
 
 export function checkMethod(network: Network, method: string): PolicyVerdict {
   if (network.kind === 'solana') {
-    if (!SOLANA_METHOD.test(method) || SOLANA_DENIED.has(method)) {
+    // Solana's method table is the CU table: what is not priced is not served.
+    if (!hasMethodCost('solana', method)) {
       return { allowed: false, reason: `the method ${method} does not exist or is not available` }
     }
     return { allowed: true }

@@ -1,11 +1,12 @@
 import type { FastifyInstance } from 'fastify'
 import type { NetworkRegistry } from '../chains/registry.ts'
 import { forbidden, invalidRequest } from '../errors.ts'
+import { hasMethodCost } from '../limits/compute-units.ts'
 import { requireNetworkAccess } from '../server/auth-hook.ts'
 import type { Charger } from '../server/charge.ts'
 import { DEFAULT_MAX_BATCH, parseEnvelope } from './envelope.ts'
-import { type JsonRpcResponse, RPC_INVALID_REQUEST, toResponse } from './jsonrpc.ts'
-import type { AdmittedCall, RpcService } from './service.ts'
+import { type JsonRpcId, type JsonRpcResponse, RPC_INVALID_REQUEST } from './jsonrpc.ts'
+import type { AdmittedCall, Execution, RpcService } from './service.ts'
 
 interface Deps {
   networks: NetworkRegistry
@@ -59,18 +60,44 @@ export function registerRpcRoutes(app: FastifyInstance, deps: Deps) {
         computeUnits += call.computeUnits
         admitted.push(call)
       }
-      request.metricMethod = isBatch ? 'batch' : (items[0] as { method: string }).method
+      const first = (items[0] as { method?: unknown }).method
+      // Unknown method names would make unbounded metric series: they are counted as "other".
+      request.metricMethod = isBatch
+        ? 'batch'
+        : typeof first === 'string' && hasMethodCost(network.kind, first)
+          ? first
+          : 'other'
 
       await deps.charger.charge(request, reply, computeUnits)
 
-      const responses = await Promise.all(
-        admitted.map(async (a): Promise<JsonRpcResponse> => {
-          if ('jsonrpc' in a) return a
-          if (a.refused) return { jsonrpc: '2.0', id: a.request.id, error: a.refused }
-          return toResponse(a.request.id, await deps.rpc.execute(network, a.request))
+      let hits = 0
+      let misses = 0
+      const executions = await Promise.all(
+        admitted.map(async (a): Promise<string> => {
+          if ('jsonrpc' in a) return JSON.stringify(a)
+          if (a.refused) return JSON.stringify({ jsonrpc: '2.0', id: a.request.id, error: a.refused })
+          const r = await deps.rpc.run(network, a.request)
+          if (r.cache === 'hit') hits++
+          else if (r.cache === 'miss') misses++
+          return serialize(a.request.id, r)
         }),
       )
-      return isBatch ? responses : responses[0]
+      if (hits + misses > 0)
+        reply.header(CACHE_HEADER, hits === 0 ? 'MISS' : misses === 0 ? 'HIT' : 'PARTIAL')
+      reply.header('content-type', 'application/json; charset=utf-8')
+      return isBatch ? `[${executions.join(',')}]` : executions[0]
     },
   )
+}
+
+/** Says whether the cache answered: HIT, MISS, PARTIAL (batch); absent when nothing was cacheable. */
+export const CACHE_HEADER = 'x-cache'
+
+/** Builds the response text directly: a cached result is spliced in as the JSON it is stored as. */
+function serialize(id: JsonRpcId, r: Execution): string {
+  const head = `{"jsonrpc":"2.0","id":${JSON.stringify(id)},`
+  if (r.cache === 'hit') return `${head}"result":${r.json}}`
+  const o = r.outcome
+  if (o.error !== undefined) return `${head}"error":${JSON.stringify(o.error)}}`
+  return `${head}"result":${JSON.stringify(o.result) ?? 'null'}}`
 }

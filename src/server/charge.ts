@@ -56,6 +56,26 @@ export class Charger {
       this.metrics.computeUnits.inc({ route: request.routeOptions.url ?? 'unmatched' }, computeUnits)
   }
 
+  /**
+   * Charges an identified caller outside an HTTP request (WebSocket upgrades, messages and
+   * pushes): the same accounting as `charge`, but a refusal is returned (as the 429 error to
+   * report) instead of thrown, so a socket can answer it and stay open.
+   */
+  async chargeCaller(
+    caller: Caller,
+    computeUnits: number,
+    requests: number,
+    route: string,
+  ): Promise<{ decision: LimitDecision; refusal?: HalyardError }> {
+    const decision = await this.limiter.consume(caller.accountId, caller.limits, { requests, computeUnits })
+    if (!decision.allowed) {
+      this.metrics.rateLimited.inc({ limit: decision.exceeded ?? 'unknown' })
+      return { decision, refusal: refusal(decision, computeUnits, caller) }
+    }
+    if (computeUnits > 0) this.metrics.computeUnits.inc({ route }, computeUnits)
+    return { decision }
+  }
+
   /** For error responses to identified callers: count the request, no compute units, headers only. */
   async headersForError(request: FastifyRequest, reply: FastifyReply): Promise<void> {
     const caller = request.caller

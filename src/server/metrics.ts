@@ -1,4 +1,4 @@
-import { Counter, collectDefaultMetrics, Histogram, Registry } from 'prom-client'
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client'
 
 /** Every Prometheus series Halyard exports, in one registry per app instance. */
 export class Metrics {
@@ -37,6 +37,93 @@ export class Metrics {
     name: 'halyard_rpc_calls_total',
     help: 'JSON-RPC calls by network, method and outcome',
     labelNames: ['network', 'method', 'outcome'] as const,
+    registers: [this.registry],
+  })
+
+  // JSON-RPC gateway (src/chains, src/rpc). `method` is a known method name or "other".
+  readonly upstreamRequests = new Counter({
+    name: 'halyard_upstream_requests_total',
+    help: 'Calls sent to upstream nodes (health checks excluded), by network, upstream and method',
+    labelNames: ['network', 'upstream', 'method'] as const,
+    registers: [this.registry],
+  })
+
+  readonly upstreamDuration = new Histogram({
+    name: 'halyard_upstream_request_duration_seconds',
+    help: 'Upstream call latency by network, upstream and method',
+    labelNames: ['network', 'upstream', 'method'] as const,
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [this.registry],
+  })
+
+  readonly upstreamErrors = new Counter({
+    name: 'halyard_upstream_errors_total',
+    help: 'Failed upstream calls by network, upstream and kind (connect, timeout, http, invalid, rate_limited)',
+    labelNames: ['network', 'upstream', 'kind'] as const,
+    registers: [this.registry],
+  })
+
+  readonly failovers = new Counter({
+    name: 'halyard_rpc_failovers_total',
+    help: 'Calls retried on another upstream after a failure, by network',
+    labelNames: ['network'] as const,
+    registers: [this.registry],
+  })
+
+  readonly hedges = new Counter({
+    name: 'halyard_rpc_hedges_total',
+    help: 'Hedged reads by network and outcome (sent, won)',
+    labelNames: ['network', 'outcome'] as const,
+    registers: [this.registry],
+  })
+
+  readonly cacheLookups = new Counter({
+    name: 'halyard_rpc_cache_lookups_total',
+    help: 'JSON-RPC cache lookups of cacheable calls by network and result (hit, miss)',
+    labelNames: ['network', 'result'] as const,
+    registers: [this.registry],
+  })
+
+  readonly upstreamHealthy = new Gauge({
+    name: 'halyard_upstream_healthy',
+    help: '1 when an upstream is eligible for traffic (right chain, caught up, breaker closed)',
+    labelNames: ['network', 'upstream'] as const,
+    registers: [this.registry],
+  })
+
+  readonly upstreamHeadLag = new Gauge({
+    name: 'halyard_upstream_head_lag_blocks',
+    help: 'Blocks (slots) an upstream is behind the best upstream of its network',
+    labelNames: ['network', 'upstream'] as const,
+    registers: [this.registry],
+  })
+
+  // WebSocket subscriptions (src/ws).
+  readonly wsConnections = new Gauge({
+    name: 'halyard_ws_connections',
+    help: 'Open client WebSocket connections by network',
+    labelNames: ['network'] as const,
+    registers: [this.registry],
+  })
+
+  readonly wsPushes = new Counter({
+    name: 'halyard_ws_pushes_total',
+    help: 'Subscription pushes sent to clients, by network and kind',
+    labelNames: ['network', 'kind'] as const,
+    registers: [this.registry],
+  })
+
+  readonly wsSlowClients = new Counter({
+    name: 'halyard_ws_slow_clients_total',
+    help: 'Clients closed because their send buffer passed the cap, by network',
+    labelNames: ['network'] as const,
+    registers: [this.registry],
+  })
+
+  readonly wsUpstreamConnects = new Counter({
+    name: 'halyard_ws_upstream_connects_total',
+    help: 'Upstream WebSocket connections opened (first connects and reconnects), by network',
+    labelNames: ['network'] as const,
     registers: [this.registry],
   })
 

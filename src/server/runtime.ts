@@ -4,7 +4,7 @@ import { Redis } from 'ioredis'
 import { registerAdminRoutes } from '../auth/admin-routes.ts'
 import { AuthService } from '../auth/service.ts'
 import { AuthStore } from '../auth/store.ts'
-import { NetworkRegistry, type PoolFactory } from '../chains/registry.ts'
+import { managedPoolFactory, NetworkRegistry, type PoolFactory } from '../chains/registry.ts'
 import type { Env } from '../config/env.ts'
 import type { NetworkConfig } from '../config/file.ts'
 import type { RateLimiter } from '../limits/limiter.ts'
@@ -90,8 +90,8 @@ export async function startHalyard(opts: StartOptions): Promise<Halyard> {
       redis.on('error', (err) => logger.warn({ err: err.message }, 'redis connection error'))
     }
     limiter = env.REDIS_URL ? new RedisRateLimiter(env.REDIS_URL) : new MemoryRateLimiter()
-    networks = new NetworkRegistry(opts.networks, opts.poolFactory)
     const metrics = new Metrics()
+    networks = new NetworkRegistry(opts.networks, opts.poolFactory ?? managedPoolFactory({ metrics, logger }))
     const charger = new Charger(limiter, metrics)
     const auth = new AuthService(new AuthStore(storage.db))
     const ctx: AppContext = {
@@ -104,7 +104,7 @@ export async function startHalyard(opts: StartOptions): Promise<Halyard> {
       networks,
       metrics,
       charger,
-      rpc: new RpcService(metrics),
+      rpc: new RpcService(metrics, { redis, logger }),
       secretKey: opts.secretKey,
       redis,
     }

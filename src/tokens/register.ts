@@ -25,7 +25,12 @@ export async function registerTokens(host: FeatureHost): Promise<DataApis> {
     if (!s) throw new Error(`no data sources for ${net.slug}`)
     return s
   }
-  const tokens = new TokenService({ db: ctx.storage.db, sources })
+  const indexer = host.services.indexer
+  const tokens = new TokenService({
+    db: ctx.storage.db,
+    sources,
+    indexCursor: (slug) => indexer.cursor(slug),
+  })
   registerTokenRoutes(host.app, ctx.networks, tokens)
   return { tokens, sources }
 }

@@ -51,7 +51,19 @@ export interface TokenServiceDeps {
   db: Kysely<Database>
   /** Per network slug. */
   sources: (net: Network) => NetworkDataSources
+  /** The indexer's last committed block of a network: cached balances are dropped when it moves. */
+  indexCursor?: (slug: string) => Promise<{ hash: string } | null>
 }
+
+/** What an address holds, before prices and pagination: reused within one block. */
+interface Holding {
+  contract: Address
+  balance: bigint
+  meta: { name: string | null; symbol: string | null; decimals: number | null } | undefined
+}
+
+/** Addresses whose holdings are kept (most recently computed win). */
+const HOLDINGS_CACHE_SIZE = 10_000
 
 const NATIVE_NAMES: Record<string, string> = { ETH: 'Ether', POL: 'Polygon Ecosystem Token', MATIC: 'Matic' }
 
@@ -63,6 +75,7 @@ const NATIVE_NAMES: Record<string, string> = { ETH: 'Ether', POL: 'Polygon Ecosy
 export class TokenService {
   private readonly readers = new Map<string, MultiReader>()
   private readonly metaCache = new Map<string, store.TokenMeta>()
+  private readonly holdingsCache = new Map<string, { stamp: string; at: number; value: Promise<Holding[]> }>()
 
   constructor(private readonly deps: TokenServiceDeps) {}
 
@@ -76,26 +89,7 @@ export class TokenService {
   }
 
   async balances(net: Network, holder: Address, page: Page): Promise<TokenBalanceList> {
-    const contracts = await store.touchedContracts(this.deps.db, net.slug, holder)
-    const [native, raw, metas] = await Promise.all([
-      this.nativeBalance(net, holder),
-      this.reader(net).read(contracts.map((c) => call(c, SELECTORS.balanceOf, holder))),
-      this.metas(net, contracts),
-    ])
-    const held: { contract: Address; balance: bigint }[] = []
-    contracts.forEach((c, i) => {
-      const b = decodeUint(raw[i])
-      if (b !== null && b > 0n) held.push({ contract: c, balance: b })
-    })
-    const sym = net.config.nativeCurrency.symbol
-    const all = [
-      {
-        contract: NATIVE_CONTRACT,
-        balance: native,
-        meta: { name: NATIVE_NAMES[sym] ?? sym, symbol: sym, decimals: net.config.nativeCurrency.decimals },
-      },
-      ...held.map((h) => ({ ...h, meta: metas.get(h.contract) })),
-    ]
+    const all = await this.holdings(net, holder)
     const shown = slicePage(all, page)
     const src = this.deps.sources(net)
     const prices = await src.prices.prices(
@@ -117,6 +111,69 @@ export class TokenService {
       }
     })
     return { address: holder, chain: net.slug, tokens, page: page.page, total: all.length }
+  }
+
+  /**
+   * The native balance and every touched ERC-20 with a non-zero balance. Reading 200 balances
+   * is one Multicall3 call but still the bulk of a request, so the result is reused while the
+   * chain head (as the upstream pool tracks it) and the index cursor stay where they were, and
+   * for at most one block time: a wallet polling an address pays for one read per block.
+   */
+  private async holdings(net: Network, holder: Address): Promise<Holding[]> {
+    const key = `${net.slug}:${holder}`
+    const stamp = await this.blockStamp(net)
+    const maxAge = Math.min(5000, net.config.blockTimeMs)
+    const hit = stamp === null ? undefined : this.holdingsCache.get(key)
+    if (hit && hit.stamp === stamp && Date.now() - hit.at < maxAge) return hit.value
+    // The promise is what is kept: concurrent requests for one address share a single read.
+    const value = this.readHoldings(net, holder)
+    if (stamp !== null) {
+      const entry = { stamp, at: Date.now(), value }
+      this.holdingsCache.delete(key)
+      this.holdingsCache.set(key, entry)
+      value.catch(() => {
+        if (this.holdingsCache.get(key) === entry) this.holdingsCache.delete(key)
+      })
+      if (this.holdingsCache.size > HOLDINGS_CACHE_SIZE) {
+        const oldest = this.holdingsCache.keys().next().value
+        if (oldest !== undefined) this.holdingsCache.delete(oldest)
+      }
+    }
+    return value
+  }
+
+  /** Identifies "the same block" for the cache; null (no caching) when the head is unknown. */
+  private async blockStamp(net: Network): Promise<string | null> {
+    const head = net.pool.bestHead?.()
+    if (head === undefined || !this.deps.indexCursor) return null
+    const cursor = await this.deps.indexCursor(net.slug)
+    return `${head}:${cursor?.hash ?? '-'}`
+  }
+
+  private async readHoldings(net: Network, holder: Address): Promise<Holding[]> {
+    // The native balance needs no index: its round trip overlaps the index query.
+    const nativeRead = this.nativeBalance(net, holder)
+    nativeRead.catch(() => {}) // awaited below; a failure must not go unhandled meanwhile
+    const contracts = await store.touchedContracts(this.deps.db, net.slug, holder)
+    const [native, raw, metas] = await Promise.all([
+      nativeRead,
+      this.reader(net).read(contracts.map((c) => call(c, SELECTORS.balanceOf, holder))),
+      this.metas(net, contracts),
+    ])
+    const held: { contract: Address; balance: bigint }[] = []
+    contracts.forEach((c, i) => {
+      const b = decodeUint(raw[i])
+      if (b !== null && b > 0n) held.push({ contract: c, balance: b })
+    })
+    const sym = net.config.nativeCurrency.symbol
+    return [
+      {
+        contract: NATIVE_CONTRACT,
+        balance: native,
+        meta: { name: NATIVE_NAMES[sym] ?? sym, symbol: sym, decimals: net.config.nativeCurrency.decimals },
+      },
+      ...held.map((h) => ({ ...h, meta: metas.get(h.contract) })),
+    ]
   }
 
   async metadata(net: Network, contract: Address): Promise<TokenMetadata> {

@@ -132,6 +132,11 @@ describe.each(storageBackends())('token API on $name', (backend) => {
     await synced()
     const { body } = await balances(OTHER)
     expect(body.tokens.find((t) => t.contract === gold)?.balance).toBe('3')
+    // Balances are reused within a block; the next indexed block must not see the old ones.
+    await dev.send('DemoERC20', gold, 'mint', [OTHER, 4n])
+    await synced()
+    const again = await balances(OTHER)
+    expect(again.body.tokens.find((t) => t.contract === gold)?.balance).toBe('7')
   })
 
   it('shows a transfer within one block interval of it being mined (interval mining, 2 s blocks)', async () => {

@@ -1,6 +1,6 @@
 import { z } from 'zod'
-import { invalidRequest } from '../errors.ts'
 import { describeZodError } from '../config/validation.ts'
+import { invalidRequest } from '../errors.ts'
 import type { Address, Hash } from '../types.ts'
 
 /**
@@ -10,7 +10,13 @@ import type { Address, Hash } from '../types.ts'
  * Unknown keys are refused, so a typo never silently widens a filter. Lists hold at most
  * MAX_ITEMS entries: a webhook watching more addresses is split into several webhooks.
  */
-export const EVENT_TYPES = ['address_activity', 'token_transfer', 'nft_transfer', 'mined_transaction', 'log'] as const
+export const EVENT_TYPES = [
+  'address_activity',
+  'token_transfer',
+  'nft_transfer',
+  'mined_transaction',
+  'log',
+] as const
 export type EventType = (typeof EVENT_TYPES)[number]
 
 export const MAX_ITEMS = 1000
@@ -60,7 +66,8 @@ export interface WebhookConfig {
 /** Validates and normalises (lowercase, de-duplicated) a config; a 400 names the bad field. */
 export function parseConfig(eventType: EventType, raw: unknown): WebhookConfig {
   const parsed = schemas[eventType].safeParse(raw ?? {})
-  if (!parsed.success) throw invalidRequest(`invalid config for ${eventType}: ${describeZodError(parsed.error, 'config')}`)
+  if (!parsed.success)
+    throw invalidRequest(`invalid config for ${eventType}: ${describeZodError(parsed.error, 'config')}`)
   const cfg = parsed.data as WebhookConfig
   for (const key of ['addresses', 'contracts', 'tx_hashes'] as const) {
     const v = cfg[key]
@@ -80,7 +87,8 @@ export interface MatchKey {
  * both addresses and contracts are indexed by contract and the address test runs afterwards.
  */
 export function matchKeys(eventType: EventType, cfg: WebhookConfig): MatchKey[] {
-  const out = (kind: MatchKey['kind'], keys: readonly string[] | undefined) => (keys ?? []).map((key) => ({ kind, key }))
+  const out = (kind: MatchKey['kind'], keys: readonly string[] | undefined) =>
+    (keys ?? []).map((key) => ({ kind, key }))
   switch (eventType) {
     case 'address_activity':
       return out('addr', cfg.addresses)

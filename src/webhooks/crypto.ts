@@ -15,12 +15,18 @@ export function encryptSecret(secret: string, key: Buffer): string {
   const iv = randomBytes(12)
   const cipher = createCipheriv('aes-256-gcm', key, iv)
   const enc = Buffer.concat([cipher.update(secret, 'utf8'), cipher.final()])
-  return [VERSION, iv.toString('base64'), cipher.getAuthTag().toString('base64'), enc.toString('base64')].join(':')
+  return [
+    VERSION,
+    iv.toString('base64'),
+    cipher.getAuthTag().toString('base64'),
+    enc.toString('base64'),
+  ].join(':')
 }
 
 export function decryptSecret(stored: string, key: Buffer): string {
   const [version, iv, tag, enc] = stored.split(':')
-  if (version !== VERSION || !iv || !tag || enc === undefined) throw new Error('unrecognised encrypted secret')
+  if (version !== VERSION || !iv || !tag || enc === undefined)
+    throw new Error('unrecognised encrypted secret')
   const decipher = createDecipheriv('aes-256-gcm', key, Buffer.from(iv, 'base64'))
   decipher.setAuthTag(Buffer.from(tag, 'base64'))
   return Buffer.concat([decipher.update(Buffer.from(enc, 'base64')), decipher.final()]).toString('utf8')

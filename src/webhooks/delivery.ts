@@ -2,9 +2,9 @@ import http from 'node:http'
 import https from 'node:https'
 import type { Logger } from '../logger.ts'
 import type { CidrAllowlist } from '../net/address-policy.ts'
-import { safeFetch } from '../net/safe-fetch.ts'
+import { type Resolver, safeFetch } from '../net/safe-fetch.ts'
 import { decryptSecret, sign } from './crypto.ts'
-import type { ClaimedEvent, WebhookStore } from './store.ts'
+import type { AttemptOutcome, ClaimedEvent, WebhookStore } from './store.ts'
 
 /**
  * The delivery worker (spec 6.1 form A). Every instance may run one: events are claimed from
@@ -13,20 +13,27 @@ import type { ClaimedEvent, WebhookStore } from './store.ts'
  * mid-send makes the event claimable again after the lease (at-least-once; the event id never
  * changes). Concurrency is bounded globally and per receiver host, and a host at its cap is
  * left out of the next claim, so a slow receiver never holds up other webhooks.
+ * Outcomes are recorded in batches (one transaction per flush), which is what makes thousands
+ * of deliveries per second possible; an event's slot is freed only once its outcome is durable.
  */
 
 export interface DeliveryOptions {
   /** Receiver timeout (spec 8: 15 s). */
   timeoutMs: number
   /** Delays before retry 1..n (spec: 10 s, 1 min, 10 min, 1 h, 6 h). After the last retry fails the webhook is paused. */
-  scheduleMs: number[]
+  scheduleMs: readonly number[]
+  /** Concurrent lanes (one webhook each). */
   concurrency: number
   perHostCap: number
+  /** Events claimed per webhook at once and sent one after another. */
+  perLane: number
   pollMs: number
-  /** Response bytes read (and kept in the attempt log) at most. */
+  /** Response bytes read at most (the body is discarded; only the status counts). */
   maxResponseBytes: number
   allowLoopback: boolean
   allowlist?: CidrAllowlist
+  /** Operator host overrides (HALYARD_WEBHOOK_HOSTS); the result is still checked by the policy. */
+  resolve?: Resolver
   protocols: readonly string[]
   /** Extra CA certificates to trust (HALYARD_WEBHOOK_CA_FILE): internal PKI receivers, tests. */
   ca?: string
@@ -34,7 +41,7 @@ export interface DeliveryOptions {
 
 export const DEFAULT_SCHEDULE_MS = [10_000, 60_000, 600_000, 3_600_000, 21_600_000]
 
-export type PauseHandler = (webhookId: string, accountId: string, lastError: string) => Promise<void>
+export type PauseHandler = (webhookId: string, lastError: string) => Promise<void>
 
 export class DeliveryWorker {
   private inflight = 0
@@ -47,6 +54,11 @@ export class DeliveryWorker {
   private readonly active = new Set<Promise<void>>()
   private readonly httpAgent = new http.Agent({ keepAlive: true, maxSockets: 256 })
   private readonly httpsAgent = new https.Agent({ keepAlive: true, maxSockets: 256 })
+  /** Outcomes waiting for the next flush, each with the callback that frees its slot. */
+  private pending: Array<{ outcome: AttemptOutcome; done: () => void }> = []
+  /** Bumped when this process's indexer undoes blocks (reorg): lanes in flight stop and re-check. */
+  private rollbacks = 0
+  private flushing: Promise<void> | undefined
 
   constructor(
     private readonly store: WebhookStore,
@@ -61,6 +73,15 @@ export class DeliveryWorker {
     this.loop = this.run()
   }
 
+  /**
+   * The indexer is undoing blocks: lanes stop before their next send and give the rest back, so
+   * events the rollback cancels are not sent from a lane claimed before it. (The event being
+   * sent at that moment may still go out; so may lanes of other instances.)
+   */
+  noteRollback(): void {
+    this.rollbacks++
+  }
+
   /** Nudges the claim loop (new events, a freed slot). */
   wake(): void {
     this.wakeUp?.()
@@ -71,6 +92,7 @@ export class DeliveryWorker {
     this.wake()
     await this.loop
     await Promise.allSettled([...this.active])
+    while (this.flushing) await this.flushing
     this.httpAgent.destroy()
     this.httpsAgent.destroy()
   }
@@ -80,12 +102,30 @@ export class DeliveryWorker {
     while (!this.stopping) {
       let claimed = 0
       const free = this.opts.concurrency - this.inflight
-      if (free > 0) {
+      // Claim in batches: one query per freed slot would cost more than the deliveries.
+      const minBatch = this.inflight === 0 ? 1 : Math.max(1, this.opts.concurrency >> 3)
+      if (free >= minBatch) {
         try {
-          const events = await this.store.claim(free, this.leaseMs(), this.saturatedWebhooks())
+          const t0 = performance.now()
+          const events = await this.store.claim(
+            free,
+            this.opts.perLane,
+            this.leaseMs(),
+            this.saturatedWebhooks(),
+          )
           failures = 0
-          claimed = events.length
-          for (const ev of events) this.launch(ev)
+          if (events.length > 0) {
+            const ms = Math.round(performance.now() - t0)
+            this.logger.debug({ ms, events: events.length, free }, 'webhook claim')
+          }
+          const lanes = new Map<string, ClaimedEvent[]>()
+          for (const ev of events) {
+            const lane = lanes.get(ev.webhook_id)
+            if (lane) lane.push(ev)
+            else lanes.set(ev.webhook_id, [ev])
+          }
+          claimed = lanes.size
+          for (const lane of lanes.values()) this.launch(lane)
         } catch (err) {
           if (this.stopping) break
           failures++
@@ -97,9 +137,13 @@ export class DeliveryWorker {
     }
   }
 
+  /**
+   * A lane's events are leased together. A lane only starts another send while that send is
+   * sure to end (timeout) well inside the lease, so a live worker never loses its lease and a
+   * crashed worker's events come back after at most this long.
+   */
   private leaseMs(): number {
-    // Long enough for the send plus recording it; a crashed worker's events come back after this.
-    return this.opts.timeoutMs + 30_000
+    return this.opts.timeoutMs * 2 + 2_000
   }
 
   private saturatedWebhooks(): string[] {
@@ -110,26 +154,63 @@ export class DeliveryWorker {
     return out
   }
 
-  private launch(ev: ClaimedEvent): void {
+  /** Sends one webhook's claimed events in order; the first that fails ends the lane. */
+  private launch(lane: ClaimedEvent[]): void {
+    const first = lane[0] as ClaimedEvent
     this.inflight++
     let host = ''
     try {
-      host = new URL(ev.url).host
+      host = new URL(first.url).host
     } catch {}
-    this.webhookHost.set(ev.webhook_id, host)
+    if (this.webhookHost.size > 100_000) this.webhookHost.clear()
+    this.webhookHost.set(first.webhook_id, host)
     this.perHost.set(host, (this.perHost.get(host) ?? 0) + 1)
-    const p = this.deliver(ev)
-      .catch((err) => this.logger.error({ err: (err as Error).message, event: ev.id }, 'webhook delivery bookkeeping failed'))
+    const release = () => {
+      this.inflight--
+      const left = (this.perHost.get(host) ?? 1) - 1
+      if (left <= 0) this.perHost.delete(host)
+      else this.perHost.set(host, left)
+      this.wake()
+    }
+    const p = this.runLane(lane)
+      .catch((err) =>
+        this.logger.error(
+          { err: (err as Error).message, webhook: first.webhook_id },
+          'webhook delivery bookkeeping failed',
+        ),
+      )
       .finally(() => {
-        this.inflight--
-        const left = (this.perHost.get(host) ?? 1) - 1
-        if (left <= 0) this.perHost.delete(host)
-        else this.perHost.set(host, left)
-        if (this.webhookHost.size > 100_000) this.webhookHost.clear()
+        release()
         this.active.delete(p)
-        this.wake()
       })
     this.active.add(p)
+  }
+
+  /**
+   * A delivered event's slot is freed before its outcome is durable: until the flush, the event
+   * stays `sending` under its lease, so it is still the webhook's head and nothing after it can
+   * be claimed — order and at-most-one-in-flight hold without waiting on the database.
+   */
+  private async runLane(lane: ClaimedEvent[]): Promise<void> {
+    const claimedAt = Date.now()
+    const rollbacks = this.rollbacks
+    for (let i = 0; i < lane.length; i++) {
+      const rest = () => lane.slice(i).map((e) => e.seq)
+      const stale = i > 0 && (Date.now() - claimedAt > this.opts.timeoutMs || this.rollbacks !== rollbacks)
+      if (this.stopping || stale) {
+        // Stopping, past half the lease, or a reorg: the rest goes back to the queue.
+        await this.store.release(rest())
+        return
+      }
+      const outcome = await this.deliver(lane[i] as ClaimedEvent)
+      if (outcome.next !== 'delivered') {
+        // Later events wait behind this one (block order): record it, give them back unattempted.
+        await new Promise<void>((done) => this.enqueue(outcome, done))
+        await this.store.release(lane.slice(i + 1).map((e) => e.seq))
+        return
+      }
+      this.enqueue(outcome, () => {})
+    }
   }
 
   private secretFor(ev: ClaimedEvent): string {
@@ -143,10 +224,9 @@ export class DeliveryWorker {
     return s
   }
 
-  private async deliver(ev: ClaimedEvent): Promise<void> {
+  private async deliver(ev: ClaimedEvent): Promise<AttemptOutcome> {
     const timestamp = Math.floor(Date.now() / 1000)
     const signature = sign(this.secretFor(ev), timestamp, ev.body)
-    const isHttps = ev.url.startsWith('https:')
     const res = await safeFetch(ev.url, {
       method: 'POST',
       headers: {
@@ -161,27 +241,73 @@ export class DeliveryWorker {
       oversize: 'truncate',
       allowLoopback: this.opts.allowLoopback,
       allowlist: this.opts.allowlist,
+      resolve: this.opts.resolve,
       protocols: this.opts.protocols,
       ca: this.opts.ca,
-      agent: isHttps ? this.httpsAgent : this.httpAgent,
+      agent: ev.url.startsWith('https:') ? this.httpsAgent : this.httpAgent,
     })
-    const ok = res.ok && res.status >= 200 && res.status < 300
     const statusCode = res.ok ? res.status : (res.status ?? null)
     const error = res.ok ? null : `${res.kind}: ${res.message}`
-    const durationMs = res.durationMs
-    if (ok) {
-      await this.store.recordAttempt(ev, { statusCode, error, durationMs }, { status: 'delivered' })
-      return
-    }
-    const failedRetries = ev.round_attempts // attempts before this one, minus the first
-    if (failedRetries < this.opts.scheduleMs.length) {
-      const delay = this.opts.scheduleMs[failedRetries] as number
-      await this.store.recordAttempt(ev, { statusCode, error, durationMs }, { status: 'pending', retryAt: new Date(Date.now() + delay) })
-      return
-    }
+    const base = { ev, statusCode, error, durationMs: res.durationMs }
+    if (res.ok && res.status >= 200 && res.status < 300) return { ...base, next: 'delivered' }
+    // round_attempts = attempts made before this one since the last (re)queue; the first is not a retry.
+    const retry = ev.round_attempts
+    const delay = this.opts.scheduleMs[retry]
+    if (delay !== undefined) return { ...base, next: 'pending', retryAt: new Date(Date.now() + delay) }
     // The first attempt and every scheduled retry failed: the event is failed, the webhook paused.
-    await this.store.recordAttempt(ev, { statusCode, error, durationMs }, { status: 'failed' })
-    await this.onPause(ev.webhook_id, ev.account_id, error ?? `HTTP ${statusCode}`)
+    return { ...base, next: 'failed' }
+  }
+
+  private enqueue(outcome: AttemptOutcome, done: () => void): void {
+    this.pending.push({ outcome, done })
+    if (!this.flushing) this.flushing = this.flushLoop()
+  }
+
+  /** Writes queued outcomes until none are left; a failed write is retried, never dropped. */
+  private async flushLoop(): Promise<void> {
+    let failures = 0
+    while (this.pending.length > 0) {
+      const batch = this.pending
+      this.pending = []
+      try {
+        const t0 = performance.now()
+        await this.store.recordOutcomes(batch.map((b) => b.outcome))
+        this.logger.debug(
+          { ms: Math.round(performance.now() - t0), outcomes: batch.length },
+          'webhook outcomes recorded',
+        )
+        failures = 0
+      } catch (err) {
+        failures++
+        this.logger.warn(
+          { err: (err as Error).message, failures },
+          'recording webhook attempts failed; retrying',
+        )
+        this.pending = [...batch, ...this.pending]
+        // Past the lease another worker may resend; that is the at-least-once contract anyway.
+        await new Promise((r) => setTimeout(r, Math.min(5000, 100 * 2 ** failures)))
+        if (this.stopping && failures > 5) {
+          // Shutting down with the database gone: the leases expire and the events are resent.
+          for (const b of this.pending) b.done()
+          this.pending = []
+          break
+        }
+        continue
+      }
+      for (const b of batch) {
+        const o = b.outcome
+        if (o.next === 'failed') {
+          await this.onPause(o.ev.webhook_id, o.error ?? `HTTP ${o.statusCode}`).catch((err) =>
+            this.logger.error(
+              { err: (err as Error).message, webhook: o.ev.webhook_id },
+              'pausing webhook failed',
+            ),
+          )
+        }
+        b.done()
+      }
+    }
+    this.flushing = undefined
   }
 
   private sleep(ms: number): Promise<void> {

@@ -1,5 +1,5 @@
-import nodemailer from 'nodemailer'
 import type { Kysely } from 'kysely'
+import nodemailer, { type Transporter } from 'nodemailer'
 import type { Logger } from '../logger.ts'
 import type { Database } from '../storage/schema.ts'
 
@@ -16,7 +16,7 @@ export interface Mail {
  * a mail server outage must not break webhook delivery.
  */
 export class Mailer {
-  private readonly transport: nodemailer.Transporter | undefined
+  private readonly transport: Transporter | undefined
 
   constructor(
     private readonly db: Kysely<Database>,
@@ -43,7 +43,11 @@ export class Mailer {
     } catch (err) {
       const message = (err as Error).message
       this.logger.warn({ to: mail.to, err: message }, 'e-mail send failed; kept in the outbox')
-      await this.db.updateTable('mail_outbox').set({ error: message.slice(0, 500) }).where('id', '=', row.id).execute()
+      await this.db
+        .updateTable('mail_outbox')
+        .set({ error: message.slice(0, 500) })
+        .where('id', '=', row.id)
+        .execute()
     }
   }
 

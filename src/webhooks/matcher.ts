@@ -1,9 +1,18 @@
 import { randomBytes } from 'node:crypto'
-import type { BlockConsumer, DbTransaction, IndexedBlock, IndexedLog, IndexedTransaction, TokenTransfer } from '../indexer/types.ts'
+import type {
+  BlockConsumer,
+  DbTransaction,
+  IndexedBlock,
+  IndexedLog,
+  IndexedTransaction,
+  TokenTransfer,
+} from '../indexer/types.ts'
 import type { Logger } from '../logger.ts'
+import { BlockIndex } from './block-index.ts'
 import type { EventType, WebhookConfig } from './config.ts'
-import type { TokenMetadata } from './token-metadata.ts'
+import type { ReceiptReader } from './receipts.ts'
 import type { NewEvent, WebhookStore } from './store.ts'
+import type { TokenMetadata } from './token-metadata.ts'
 
 /**
  * Turns indexed blocks into webhook events (spec 6.1 form A `data`), inside the indexer's
@@ -14,7 +23,7 @@ import type { NewEvent, WebhookStore } from './store.ts'
  *
  * Payloads the spec leaves open (documented in README "Webhooks"):
  *  - mined_transaction: chain, block_number, block_hash, tx_hash, transaction_index, from, to,
- *    value, status (`success` | `reverted` | null when the indexer did not fetch the receipt).
+ *    value, status (`success` | `reverted`; null if the node had no receipt), gas_used.
  *  - log: chain, block_number, block_hash, tx_hash, log_index, address, topics, data.
  *  - address_activity covers every transaction from/to a watched address (value may be "0" for
  *    a contract call) and every ERC-20 transfer touching it; NFTs go to nft_transfer.
@@ -42,16 +51,20 @@ export class WebhookMatcher implements BlockConsumer {
   /** Parsed configs by webhook id + raw config text (a PATCH changes the text, so the cache key). */
   private readonly parsed = new Map<string, Candidate>()
   /** Called after a block produced events (the delivery worker polls sooner). */
-  onEvents: (() => void) | undefined
+  onEvents: ((network: string, block: bigint) => void) | undefined
+  /** Called inside a rollback, before it commits (the delivery worker stops its lanes). */
+  onRollbackStarted: (() => void) | undefined
 
   constructor(
     private readonly store: WebhookStore,
     private readonly tokens: TokenMetadata,
+    private readonly receipts: ReceiptReader,
     private readonly nativeSymbol: (network: string) => string,
     private readonly logger: Logger,
   ) {}
 
   async onBlock(trx: DbTransaction, block: IndexedBlock): Promise<void> {
+    const started = performance.now()
     const txs = block.transactions ?? []
     const keys = new Set<string>()
     for (const t of txs) {
@@ -66,31 +79,41 @@ export class WebhookMatcher implements BlockConsumer {
     }
     for (const l of block.logs) keys.add(l.address)
     const rows = await this.store.candidates(trx, block.network, [...keys])
+    const lookedUp = performance.now()
     if (rows.length === 0) return
 
-    const candidates = new Map<string, Candidate>()
+    // Each candidate is checked only against the block items its matched keys point at, so a
+    // block with 10,000 transfers and 1,000 candidate webhooks costs ~10,000 checks, not 10^7.
+    const matched = new Map<string, { c: Candidate; keys: Array<{ kind: string; key: string }> }>()
     for (const r of rows) {
-      if (candidates.has(r.webhook_id)) continue
-      candidates.set(r.webhook_id, this.candidate(r.webhook_id, r.event_type as EventType, r.config))
+      let m = matched.get(r.webhook_id)
+      if (!m) {
+        m = { c: this.candidate(r.webhook_id, r.event_type as EventType, r.config), keys: [] }
+        matched.set(r.webhook_id, m)
+      }
+      m.keys.push({ kind: r.kind, key: r.key })
     }
+    const index = new BlockIndex(block, txs)
     const txIndex = new Map(txs.map((t) => [t.hash, t.index]))
     const drafts: Draft[] = []
-    for (const c of candidates.values()) {
+    for (const { c, keys: hits } of matched.values()) {
+      const view = index.narrow(hits)
+      const narrowed: IndexedBlock = { ...block, transfers: view.transfers, logs: view.logs }
       switch (c.eventType) {
         case 'address_activity':
-          await this.addressActivity(c, block, txs, drafts, txIndex)
+          await this.addressActivity(c, narrowed, view.txs, drafts, txIndex)
           break
         case 'token_transfer':
-          await this.tokenTransfers(c, block, drafts, txIndex)
+          await this.tokenTransfers(c, narrowed, drafts, txIndex)
           break
         case 'nft_transfer':
-          this.nftTransfers(c, block, drafts, txIndex)
+          this.nftTransfers(c, narrowed, drafts, txIndex)
           break
         case 'mined_transaction':
-          this.minedTransactions(c, block, txs, drafts)
+          await this.minedTransactions(c, narrowed, view.txs, drafts)
           break
         case 'log':
-          this.logs(c, block, drafts, txIndex)
+          this.logs(c, narrowed, drafts, txIndex)
           break
       }
     }
@@ -105,15 +128,34 @@ export class WebhookMatcher implements BlockConsumer {
         network: block.network,
         block_number: block.number.toString(),
         event_type: d.eventType,
-        body: JSON.stringify({ id, event_type: d.eventType, webhook_id: d.webhookId, created_at: createdAt, data: d.data }),
+        body: JSON.stringify({
+          id,
+          event_type: d.eventType,
+          webhook_id: d.webhookId,
+          created_at: createdAt,
+          data: d.data,
+        }),
       }
     })
+    const built = performance.now()
     await this.store.insertEvents(trx, events)
-    this.onEvents?.()
+    this.logger.debug(
+      {
+        lookupMs: Math.round(lookedUp - started),
+        buildMs: Math.round(built - lookedUp),
+        network: block.network,
+        block: block.number.toString(),
+        events: events.length,
+        ms: Math.round(performance.now() - started),
+      },
+      'webhook events',
+    )
+    this.onEvents?.(block.network, block.number)
   }
 
   async onRollback(trx: DbTransaction, network: string, ancestor: bigint): Promise<void> {
     await this.store.cancelAbove(trx, network, ancestor)
+    this.onRollbackStarted?.()
   }
 
   private candidate(id: string, eventType: EventType, configText: string): Candidate {
@@ -202,7 +244,12 @@ export class WebhookMatcher implements BlockConsumer {
     return true
   }
 
-  private async tokenTransfers(c: Candidate, block: IndexedBlock, out: Draft[], txIndex: Map<string, number>) {
+  private async tokenTransfers(
+    c: Candidate,
+    block: IndexedBlock,
+    out: Draft[],
+    txIndex: Map<string, number>,
+  ) {
     const min = c.cfg.min_value === undefined ? 0n : BigInt(c.cfg.min_value)
     for (const t of block.transfers) {
       if (t.standard !== 'ERC20' || !this.passesTransferFilter(c, t) || t.value < min) continue
@@ -239,17 +286,29 @@ export class WebhookMatcher implements BlockConsumer {
           token_id: (t.tokenId ?? 0n).toString(),
           standard: t.standard,
           // ERC-1155 quantities beyond 2^53 are reported as the largest safe integer (spec: integer).
-          quantity: t.standard === 'ERC721' ? 1 : Number(t.value > BigInt(Number.MAX_SAFE_INTEGER) ? BigInt(Number.MAX_SAFE_INTEGER) : t.value),
+          quantity:
+            t.standard === 'ERC721'
+              ? 1
+              : Number(t.value > BigInt(Number.MAX_SAFE_INTEGER) ? BigInt(Number.MAX_SAFE_INTEGER) : t.value),
         },
       })
     }
   }
 
-  private minedTransactions(c: Candidate, block: IndexedBlock, txs: IndexedTransaction[], out: Draft[]) {
+  private async minedTransactions(
+    c: Candidate,
+    block: IndexedBlock,
+    txs: IndexedTransaction[],
+    out: Draft[],
+  ) {
     const wanted = c.sets.txs
     if (!wanted) return
     for (const t of txs) {
       if (!wanted.has(t.hash)) continue
+      const receipt =
+        t.success === undefined
+          ? await this.receipts.get(block.network, t.hash)
+          : { status: t.success ? 'success' : 'reverted', gasUsed: null }
       out.push({
         webhookId: c.id,
         eventType: 'mined_transaction',
@@ -261,7 +320,8 @@ export class WebhookMatcher implements BlockConsumer {
           from: t.from,
           to: t.to,
           value: t.value.toString(),
-          status: t.success === undefined ? null : t.success ? 'success' : 'reverted',
+          status: receipt.status,
+          gas_used: receipt.gasUsed,
         },
       })
     }

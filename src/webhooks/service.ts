@@ -2,13 +2,12 @@ import { randomBytes } from 'node:crypto'
 import type { NetworkRegistry } from '../chains/registry.ts'
 import { invalidRequest, notFound } from '../errors.ts'
 import type { Logger } from '../logger.ts'
-import type { CidrAllowlist } from '../net/address-policy.ts'
-import { checkTarget } from '../net/safe-fetch.ts'
 import { type EventType, matchKeys, parseConfig, type WebhookConfig } from './config.ts'
 import { encryptSecret, generateSigningSecret } from './crypto.ts'
 import type { Mailer } from './mailer.ts'
 import { newEventId } from './matcher.ts'
 import type { WebhookRow, WebhookStore } from './store.ts'
+import { checkWebhookUrl, type UrlPolicy } from './url-policy.ts'
 
 export interface WebhookView {
   id: string
@@ -22,12 +21,11 @@ export interface WebhookView {
   updated_at: string
 }
 
-export interface UrlPolicy {
-  devMode: boolean
-  allowlist?: CidrAllowlist
+/** Who creates a webhook: its account, and the e-mail a pause notice goes to. */
+export interface WebhookOwner {
+  accountId: string
+  email: string
 }
-
-const MAX_URL_LENGTH = 2048
 
 /** Webhook subscriptions (spec 2.7, 3.2, 4.5): validation, secrets, state transitions. */
 export class WebhookService {
@@ -37,46 +35,31 @@ export class WebhookService {
     private readonly secretKey: Buffer,
     private readonly urlPolicy: UrlPolicy,
     private readonly mailer: Mailer,
-    private readonly accountEmail: (accountId: string) => Promise<string | undefined>,
     private readonly logger: Logger,
     private readonly onNewWork: () => void,
   ) {}
 
-  /**
-   * HTTPS only, and the host must resolve to public addresses (DESIGN.md). Dev mode also allows
-   * http:// and https:// to loopback so a newcomer can try webhooks on one machine; the
-   * operator allowlist (HALYARD_OUTBOUND_ALLOW_CIDRS) opens chosen private ranges.
-   */
-  async checkUrl(raw: string, field = 'url'): Promise<string> {
-    if (raw.length > MAX_URL_LENGTH) throw invalidRequest(`${field}: longer than ${MAX_URL_LENGTH} characters`)
-    let url: URL
-    try {
-      url = new URL(raw)
-    } catch {
-      throw invalidRequest(`${field}: not a valid absolute URL`)
-    }
-    const dev = this.urlPolicy.devMode
-    if (url.protocol !== 'https:' && !(dev && url.protocol === 'http:')) {
-      throw invalidRequest(`${field}: must be an https:// URL${dev ? ' (http:// is allowed only to loopback in dev mode)' : ''}`)
-    }
-    const check = await checkTarget(url, { allowLoopback: dev, allowlist: this.urlPolicy.allowlist, protocols: ['http:', 'https:'] })
-    if (!check.ok) throw invalidRequest(`${field}: ${check.reason}`)
-    if (url.protocol === 'http:' && !isLoopback(check.address ?? '')) {
-      throw invalidRequest(`${field}: http:// is allowed only to loopback in dev mode; use https://`)
-    }
-    return url.toString()
+  checkUrl(raw: string): Promise<string> {
+    return checkWebhookUrl(raw, this.urlPolicy)
   }
 
-  async create(accountId: string, input: { url: string; chain: string; event_type: EventType; config?: unknown }) {
+  async create(
+    owner: WebhookOwner,
+    input: { url: string; chain: string; event_type: EventType; config?: unknown },
+  ) {
     const network = this.networks.getBySlug(input.chain)
-    if (network.kind !== 'evm') throw invalidRequest(`chain: webhooks are available on EVM networks only (${input.chain} is ${network.kind})`)
+    if (network.kind !== 'evm')
+      throw invalidRequest(
+        `chain: webhooks are available on EVM networks only (${input.chain} is ${network.kind})`,
+      )
     const url = await this.checkUrl(input.url)
     const cfg = parseConfig(input.event_type, input.config)
     const secret = generateSigningSecret()
     const row = await this.store.insertWebhook(
       {
         id: `wh_${randomBytes(12).toString('hex')}`,
-        account_id: accountId,
+        account_id: owner.accountId,
+        notify_email: owner.email,
         url,
         chain: network.slug,
         event_type: input.event_type,
@@ -111,10 +94,16 @@ export class WebhookService {
     }
   }
 
-  async update(accountId: string, id: string, patch: { url?: string; status?: 'active' | 'paused'; config?: unknown }) {
+  async update(
+    accountId: string,
+    id: string,
+    patch: { url?: string; status?: 'active' | 'paused'; config?: unknown },
+  ) {
     const row = await this.get(accountId, id)
     if (row.status === 'disabled' && patch.status) {
-      throw invalidRequest(`status: webhook ${id} is disabled (${row.status_reason ?? 'by the service'}); update its url to re-enable it`)
+      throw invalidRequest(
+        `status: webhook ${id} is disabled (${row.status_reason ?? 'by the service'}); update its url to re-enable it`,
+      )
     }
     const changes: Parameters<WebhookStore['update']>[1] = {}
     let keys: ReturnType<typeof matchKeys> | undefined
@@ -166,7 +155,14 @@ export class WebhookService {
       data: sampleData(row.event_type as EventType, row.chain),
     }
     await this.store.insertEvents(this.store.db, [
-      { id: eventId, webhook_id: row.id, network: null, block_number: null, event_type: row.event_type, body: JSON.stringify(body) },
+      {
+        id: eventId,
+        webhook_id: row.id,
+        network: null,
+        block_number: null,
+        event_type: row.event_type,
+        body: JSON.stringify(body),
+      },
     ])
     this.onNewWork()
     return { id: eventId, webhook_id: row.id, status: 'pending', queued: row.status === 'active' }
@@ -176,7 +172,10 @@ export class WebhookService {
     await this.get(accountId, id)
     const ev = await this.store.event(id, eventId)
     if (!ev) throw notFound(`event ${eventId} not found for webhook ${id}`)
-    if (ev.status === 'cancelled') throw invalidRequest(`event_id: ${eventId} was cancelled by a chain reorganisation and cannot be redelivered`)
+    if (ev.status === 'cancelled')
+      throw invalidRequest(
+        `event_id: ${eventId} was cancelled by a chain reorganisation and cannot be redelivered`,
+      )
     await this.store.requeue(id, eventId)
     this.onNewWork()
     return { id: eventId, webhook_id: id, status: 'pending' }
@@ -199,21 +198,25 @@ export class WebhookService {
     }
   }
 
-  /** Retries exhausted: pause, mark the rest failed, and e-mail the account holder once. */
-  async pauseAfterFailures(webhookId: string, accountId: string, lastError: string): Promise<void> {
-    const moved = await this.store.pauseAfterFailures(webhookId, `delivery failed after all retries: ${lastError}`)
-    if (!moved) return
-    const row = await this.store.getById(webhookId)
-    const to = await this.accountEmail(accountId)
+  /**
+   * Retries exhausted: pause, mark the rest failed, and e-mail the account holder once (only the
+   * call that moved the webhook from active sends; a later PATCH to active re-arms it).
+   */
+  async pauseAfterFailures(webhookId: string, lastError: string): Promise<void> {
+    const row = await this.store.pauseAfterFailures(
+      webhookId,
+      `delivery failed after all retries: ${lastError}`,
+    )
+    if (!row) return
     this.logger.warn({ webhook: webhookId }, 'webhook paused after repeated delivery failures')
-    if (!to || !row) return
+    if (!row.notify_email) return
     await this.mailer.send({
-      to,
+      to: row.notify_email,
       subject: `Halyard webhook ${webhookId} paused after failed deliveries`,
       text: [
         `Your webhook ${webhookId} (${row.event_type} on ${row.chain}) could not deliver to ${row.url}.`,
         `The last attempt failed with: ${lastError}`,
-        'After the first attempt and 5 retries failed, the webhook was paused and its undelivered events recorded as failed.',
+        'The first attempt and every scheduled retry failed, so the webhook was paused and its undelivered events recorded as failed.',
         `Fix the receiver, then resume with PATCH /v1/webhooks/${webhookId} {"status":"active"};`,
         `failed events can be sent again with POST /v1/webhooks/${webhookId}/deliveries/{event_id}/redeliver.`,
       ].join('\n'),
@@ -235,23 +238,36 @@ export function view(row: WebhookRow): WebhookView {
   }
 }
 
-function isLoopback(ip: string): boolean {
-  return ip.startsWith('127.') || ip === '::1' || ip.startsWith('::ffff:127.')
-}
-
 function sampleData(type: EventType, chain: string): Record<string, unknown> {
   const zero = `0x${'0'.repeat(40)}`
   const tx = `0x${'0'.repeat(64)}`
   const base = { chain, block_number: 0, tx_hash: tx }
   switch (type) {
     case 'address_activity':
-      return { ...base, from: zero, to: zero, value: '0', asset: 'ETH', contract: null, direction: 'incoming' }
+      return {
+        ...base,
+        from: zero,
+        to: zero,
+        value: '0',
+        asset: 'ETH',
+        contract: null,
+        direction: 'incoming',
+      }
     case 'token_transfer':
       return { ...base, contract: zero, from: zero, to: zero, value: '0', symbol: 'TEST', decimals: 18 }
     case 'nft_transfer':
       return { ...base, contract: zero, from: zero, to: zero, token_id: '0', standard: 'ERC721', quantity: 1 }
     case 'mined_transaction':
-      return { ...base, block_hash: tx, transaction_index: 0, from: zero, to: zero, value: '0', status: 'success' }
+      return {
+        ...base,
+        block_hash: tx,
+        transaction_index: 0,
+        from: zero,
+        to: zero,
+        value: '0',
+        status: 'success',
+        gas_used: '0',
+      }
     case 'log':
       return { ...base, block_hash: tx, log_index: 0, address: zero, topics: [], data: '0x' }
   }

@@ -1,4 +1,4 @@
-import { hexToString, decodeAbiParameters, type Hex } from 'viem'
+import { decodeAbiParameters, type Hex, hexToString } from 'viem'
 import type { NetworkRegistry } from '../chains/registry.ts'
 
 /**

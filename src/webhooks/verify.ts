@@ -31,13 +31,13 @@ export function verifyWebhook(
   if (Math.abs(now - timestamp) > tolerance) {
     return { ok: false, reason: `timestamp is more than ${tolerance} seconds from now` }
   }
-  if (!/^[0-9a-f]{64}$/.test(signature)) return { ok: false, reason: 'signature is not 64 lowercase hex digits' }
+  if (!/^[0-9a-f]{64}$/.test(signature))
+    return { ok: false, reason: 'signature is not 64 lowercase hex digits' }
   const body = typeof rawBody === 'string' ? Buffer.from(rawBody, 'utf8') : Buffer.from(rawBody)
-  const expected = createHmac('sha256', secret)
-    .update(`${timestamp}.`)
-    .update(body)
-    .digest()
-  if (!timingSafeEqual(expected, Buffer.from(signature, 'hex'))) return { ok: false, reason: 'signature mismatch' }
+  // The digest covers the header text exactly as sent (spec: `{timestamp}.{raw body}`).
+  const expected = createHmac('sha256', secret).update(`${timestampText}.`).update(body).digest()
+  if (!timingSafeEqual(expected, Buffer.from(signature, 'hex')))
+    return { ok: false, reason: 'signature mismatch' }
   return { ok: true }
 }
 

@@ -92,6 +92,48 @@ contract DemoERC1155 is ERC1155 {
     }
 }
 
+/// An ERC-721 from before ERC-165 was common (CryptoPunks-era style): no supportsInterface, so
+/// Halyard's standard detection has to fall back to the index and to probing ownerOf.
+contract LegacyERC721 {
+    string public name;
+    string public symbol;
+    uint256 public totalSupply;
+    mapping(uint256 => address) private _owners;
+    mapping(uint256 => string) private _uris;
+
+    event Transfer(address indexed from, address indexed to, uint256 indexed tokenId);
+
+    constructor(string memory name_, string memory symbol_) {
+        name = name_;
+        symbol = symbol_;
+    }
+
+    function mint(address to, uint256 tokenId, string calldata uri) external {
+        require(_owners[tokenId] == address(0), "minted");
+        _owners[tokenId] = to;
+        _uris[tokenId] = uri;
+        totalSupply += 1;
+        emit Transfer(address(0), to, tokenId);
+    }
+
+    function transferFrom(address from, address to, uint256 tokenId) external {
+        require(_owners[tokenId] == from, "not owner");
+        _owners[tokenId] = to;
+        emit Transfer(from, to, tokenId);
+    }
+
+    function ownerOf(uint256 tokenId) external view returns (address) {
+        address owner = _owners[tokenId];
+        require(owner != address(0), "no such token");
+        return owner;
+    }
+
+    function tokenURI(uint256 tokenId) external view returns (string memory) {
+        require(_owners[tokenId] != address(0), "no such token");
+        return _uris[tokenId];
+    }
+}
+
 /// A token in the style of early ERC-20s (MKR, SAI) whose name and symbol are bytes32.
 contract Bytes32Token {
     bytes32 public name;

@@ -7,6 +7,7 @@ export const m0020_webhooks: Migration = {
       create table webhooks (
         id text primary key,
         account_id text not null,
+        notify_email text,
         url text not null,
         chain text not null,
         event_type text not null,
@@ -51,10 +52,16 @@ export const m0020_webhooks: Migration = {
         created_at timestamptz not null default now(),
         delivered_at timestamptz
       )`.execute(db)
-    await sql`create index webhook_events_due on webhook_events(next_attempt_at, seq) where status in ('pending', 'sending')`.execute(db)
-    await sql`create index webhook_events_queue on webhook_events(webhook_id, seq) where status in ('pending', 'sending')`.execute(db)
+    await sql`create index webhook_events_due on webhook_events(next_attempt_at, seq) where status in ('pending', 'sending')`.execute(
+      db,
+    )
+    await sql`create index webhook_events_queue on webhook_events(webhook_id, seq) where status in ('pending', 'sending')`.execute(
+      db,
+    )
     await sql`create index webhook_events_webhook on webhook_events(webhook_id, seq)`.execute(db)
-    await sql`create index webhook_events_block on webhook_events(network, block_number) where status in ('pending', 'sending')`.execute(db)
+    await sql`create index webhook_events_block on webhook_events(network, block_number) where status in ('pending', 'sending')`.execute(
+      db,
+    )
     await sql`
       create table webhook_attempts (
         id bigserial primary key,

@@ -1,0 +1,262 @@
+/**
+ * npm run bench:webhooks — webhook matching and delivery, on PostgreSQL, loopback only.
+ *
+ * 1. A local HTTP receiver. Baseline: its own raw request rate under a plain HTTP load
+ *    (autocannon, 256 connections, the same body size).
+ * 2. Halyard (dev mode, so plain-HTTP loopback receivers are allowed) on anvil, with 1,000
+ *    token_transfer webhooks watching 100,000 addresses (100 each).
+ * 3. Latency: LATENCY_BLOCKS blocks, one every ~second, each with 1,000 matching transfers
+ *    (one per webhook); block-to-delivery = receiver arrival − the moment the block was
+ *    mined (anvil_mine returned); p50/p99.
+ * 4. Throughput: one block with BURST_TRANSFERS matching transfers (10 per webhook): events
+ *    matched per second (mine → indexer committed the block and its events) and deliveries
+ *    per second (mine → last event acknowledged), with the ratio to the baseline.
+ * DATABASE_URL (default postgres://postgres@127.0.0.1:5432/test) names the server.
+ */
+import { randomBytes } from 'node:crypto'
+import { mkdtempSync } from 'node:fs'
+import http from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+import autocannon from 'autocannon'
+import pg from 'pg'
+import { encodeAbiParameters, keccak256 } from 'viem'
+import { loadEnv } from '../src/config/env.ts'
+import { networkSchema } from '../src/config/file.ts'
+import { startAnvil } from '../src/devnet/anvil.ts'
+import { Devnet } from '../src/devnet/demo.ts'
+import { startHalyard } from '../src/server/runtime.ts'
+import { openStorage } from '../src/storage/database.ts'
+import type { Address } from '../src/types.ts'
+
+const DB_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
+const WEBHOOKS = 1000
+const ADDRESSES_PER_WEBHOOK = 100
+const LATENCY_BLOCKS = 8
+const BURST_SPRAYS = 10
+/** Concurrent delivery lanes (HALYARD_WEBHOOK_CONCURRENCY and _PER_HOST: one receiver). */
+const CONCURRENCY = 256
+const BASELINE_CONNECTIONS = 256
+const BASELINE_S = 4
+
+const pct = (sorted: number[], p: number) =>
+  sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] as number
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+
+/** The address DemoERC20.spray(seed, …) mints to at position i. */
+const sprayed = (seed: number, i: number): Address =>
+  `0x${keccak256(encodeAbiParameters([{ type: 'uint256' }, { type: 'uint256' }], [BigInt(seed), BigInt(i)])).slice(-40)}` as Address
+
+async function main() {
+  // 1. Receiver: records arrival time and block per event; answers 200 at once.
+  const arrivals: Array<{ at: number; block: number }> = []
+  let counting = false
+  const receiver = http.createServer((req, res) => {
+    const chunks: Buffer[] = []
+    req.on('data', (c: Buffer) => chunks.push(c))
+    req.on('end', () => {
+      if (counting) {
+        const body = JSON.parse(Buffer.concat(chunks).toString()) as { data: { block_number: number } }
+        arrivals.push({ at: performance.now(), block: body.data.block_number })
+      }
+      res.writeHead(200).end('ok')
+    })
+  })
+  await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r))
+  const rport = (receiver.address() as AddressInfo).port
+  const sampleBody = JSON.stringify({
+    id: `evt_${'0'.repeat(24)}`,
+    event_type: 'token_transfer',
+    webhook_id: `wh_${'0'.repeat(24)}`,
+    created_at: new Date().toISOString(),
+    data: {
+      chain: 'ethereum-devnet',
+      block_number: 1,
+      tx_hash: `0x${'0'.repeat(64)}`,
+      contract: sprayed(0, 0),
+      from: sprayed(0, 1),
+      to: sprayed(0, 2),
+      value: '1',
+      symbol: 'BNCH',
+      decimals: 18,
+    },
+  })
+  console.log(
+    `baseline: plain HTTP load on the receiver (${BASELINE_CONNECTIONS} connections, ${BASELINE_S} s) …`,
+  )
+  const base = await autocannon({
+    url: `http://127.0.0.1:${rport}/wh/base`,
+    method: 'POST',
+    connections: BASELINE_CONNECTIONS,
+    duration: BASELINE_S,
+    headers: { 'content-type': 'application/json' },
+    body: sampleBody,
+  })
+  const baselineRps = base.requests.average
+
+  const anvil = await startAnvil({ extraArgs: ['--gas-limit', '2000000000'] })
+  const schema = `bench_${randomBytes(4).toString('hex')}`
+  const storage = await openStorage({ databaseUrl: DB_URL, schema, poolSize: 20 })
+  let closeHalyard = async () => {}
+  try {
+    const dev = new Devnet(anvil.url)
+    const token = await dev.deploy('DemoERC20', ['Bench', 'BNCH', 18])
+    const halyard = await startHalyard({
+      env: loadEnv({
+        HALYARD_LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'silent',
+        HALYARD_DATA_DIR: mkdtempSync(path.join(tmpdir(), 'halyard-bench-')),
+        HALYARD_WEBHOOK_CONCURRENCY: String(CONCURRENCY),
+        HALYARD_WEBHOOK_PER_HOST: String(CONCURRENCY),
+      }),
+      networks: [
+        networkSchema.parse({
+          chain: 'ethereum',
+          network: 'devnet',
+          chainId: anvil.chainId,
+          confirmations: 0,
+          blockTimeMs: 200,
+          upstreams: [{ url: anvil.url }],
+        }),
+      ],
+      storage,
+      secretKey: randomBytes(32),
+      port: 0,
+      host: '127.0.0.1',
+      devMode: true,
+    })
+    closeHalyard = () => halyard.close()
+    await halyard.ctx.auth.createAccount('bench@bench.local', 'enterprise')
+    const { key } = await halyard.ctx.auth.createKey({ accountEmail: 'bench@bench.local', env: 'test' })
+
+    // 2. 1,000 webhooks; webhook w watches spray position w of seeds 0..99, so every spray of
+    //    1,000 transfers hits each webhook exactly once.
+    console.log(`creating ${WEBHOOKS} webhooks watching ${WEBHOOKS * ADDRESSES_PER_WEBHOOK} addresses …`)
+    const queue = Array.from({ length: WEBHOOKS }, (_, w) => w)
+    await Promise.all(
+      Array.from({ length: 8 }, async () => {
+        for (let w = queue.shift(); w !== undefined; w = queue.shift()) {
+          const addresses = Array.from({ length: ADDRESSES_PER_WEBHOOK }, (_, seed) => sprayed(seed, w))
+          const res = await fetch(`${halyard.baseUrl}/webhooks`, {
+            method: 'POST',
+            headers: { 'x-api-key': key, 'content-type': 'application/json' },
+            body: JSON.stringify({
+              url: `http://127.0.0.1:${rport}/wh/${w}`,
+              chain: 'ethereum-devnet',
+              event_type: 'token_transfer',
+              config: { addresses },
+            }),
+          })
+          if (res.status !== 200) throw new Error(`create webhook: ${res.status} ${await res.text()}`)
+        }
+      }),
+    )
+    const head = BigInt(await dev.rpc<string>('eth_blockNumber'))
+    await halyard.services.indexer.waitForBlock('ethereum-devnet', head, 120_000)
+    await dev.rpc('evm_setAutomine', [false])
+    counting = true
+
+    const mine = async (seeds: number[]) => {
+      for (const seed of seeds) {
+        await dev.send('DemoERC20', token, 'spray', [BigInt(seed), BigInt(WEBHOOKS), 1n], {
+          gas: 60_000_000n,
+          wait: false,
+        })
+      }
+      await dev.rpc('anvil_mine', ['0x1'])
+      const minedAt = performance.now()
+      const number = Number(BigInt(await dev.rpc<string>('eth_blockNumber')))
+      return { number, minedAt }
+    }
+    const waitFor = async (n: number, what: string) => {
+      const end = Date.now() + 60_000
+      while (arrivals.length < n) {
+        if (Date.now() > end) {
+          const why = await storage.db
+            .selectFrom('webhook_attempts')
+            .select((eb) => ['error', eb.fn.countAll<string>().as('n')])
+            .groupBy('error')
+            .execute()
+          const byBlock = await storage.db
+            .selectFrom('webhook_events')
+            .select((eb) => ['block_number', 'status', eb.fn.countAll<string>().as('n')])
+            .groupBy(['block_number', 'status'])
+            .execute()
+          const cursor = await halyard.services.indexer.cursor('ethereum-devnet')
+          const head = await dev.rpc<string>('eth_blockNumber')
+          throw new Error(
+            `timed out waiting for ${what} (${arrivals.length}/${n}); attempts: ${JSON.stringify(why)}; events: ${JSON.stringify(byBlock)}; cursor ${cursor?.number} head ${head}; mined ${JSON.stringify([...minedAt.keys()])}`,
+          )
+        }
+        await sleep(5)
+      }
+    }
+
+    // 3. Latency: one block per ~second, 1,000 events each.
+    console.log(`latency: ${LATENCY_BLOCKS} blocks × ${WEBHOOKS} matching transfers …`)
+    const minedAt = new Map<number, number>()
+    const commitMs: number[] = []
+    for (let b = 0; b < LATENCY_BLOCKS; b++) {
+      const m = await mine([b])
+      minedAt.set(m.number, m.minedAt)
+      await halyard.services.indexer.waitForBlock('ethereum-devnet', BigInt(m.number), 120_000)
+      commitMs.push(performance.now() - m.minedAt)
+      await sleep(Math.max(0, 1000 - (performance.now() - m.minedAt)))
+    }
+    commitMs.sort((x, y) => x - y)
+    await waitFor(LATENCY_BLOCKS * WEBHOOKS, 'latency deliveries')
+    const latencies = arrivals.map((a) => a.at - (minedAt.get(a.block) as number)).sort((x, y) => x - y)
+
+    // 4. Throughput: one block with BURST_SPRAYS × 1,000 matching transfers.
+    const before = arrivals.length
+    const burstEvents = BURST_SPRAYS * WEBHOOKS
+    console.log(`throughput: one block with ${burstEvents} matching transfers …`)
+    const burst = await mine(Array.from({ length: BURST_SPRAYS }, (_, s) => LATENCY_BLOCKS + s))
+    await halyard.services.indexer.waitForBlock('ethereum-devnet', BigInt(burst.number), 120_000)
+    const matchedMs = performance.now() - burst.minedAt
+    await waitFor(before + burstEvents, 'burst deliveries')
+    const deliveredMs = (arrivals[arrivals.length - 1]?.at as number) - burst.minedAt
+    const firstMs = (arrivals[before]?.at as number) - burst.minedAt
+    const deliveryWindowMs = deliveredMs - firstMs
+    const matchedPerS = burstEvents / (matchedMs / 1000)
+    const deliveriesPerS = burstEvents / (deliveryWindowMs / 1000)
+    const endToEndPerS = burstEvents / (deliveredMs / 1000)
+
+    const stats = await storage.db
+      .selectFrom('webhook_events')
+      .select((eb) => ['status', eb.fn.countAll<string>().as('n')])
+      .groupBy('status')
+      .execute()
+    console.log('')
+    console.log(`receiver baseline (plain HTTP load)        ${baselineRps.toFixed(0)} req/s`)
+    console.log(
+      `events matched (burst block, ${burstEvents} events)  ${matchedPerS.toFixed(0)} events/s  (mine → committed ${matchedMs.toFixed(0)} ms)`,
+    )
+    console.log(
+      `deliveries (first → last acknowledged)      ${deliveriesPerS.toFixed(0)} deliveries/s  = ${(deliveriesPerS / baselineRps).toFixed(3)} × baseline  (target ≥ 2000/s)`,
+    )
+    console.log(`deliveries (block mined → last acknowledged) ${endToEndPerS.toFixed(0)} deliveries/s`)
+    console.log(
+      `block-to-delivery latency (${latencies.length} events, 1 block/s)  p50 ${pct(latencies, 50).toFixed(0)} ms  p99 ${pct(latencies, 99).toFixed(0)} ms  (target p50 ≤ 250 ms)`,
+    )
+    console.log(
+      `  of which block mined → indexed with its events committed: p50 ${pct(commitMs, 50).toFixed(0)} ms`,
+    )
+    console.log(`event states: ${stats.map((s) => `${s.status} ${s.n}`).join(', ')}`)
+  } finally {
+    await closeHalyard()
+    await storage.close()
+    await anvil.stop()
+    receiver.closeAllConnections()
+    await new Promise<void>((r) => receiver.close(() => r()))
+    const c = new pg.Client({ connectionString: DB_URL })
+    await c.connect()
+    await c.query(`drop schema if exists ${schema} cascade`)
+    await c.end()
+  }
+}
+
+main().catch((err) => {
+  console.error(err)
+  process.exit(1)
+})

@@ -1,0 +1,390 @@
+import { type GatewaySettings, gatewaySchema, type NetworkConfig } from '../config/file.ts'
+import { hasMethodCost } from '../limits/compute-units.ts'
+import type { Logger } from '../logger.ts'
+import { RPC_INTERNAL_ERROR, RpcError, type RpcOutcome } from '../rpc/jsonrpc.ts'
+import type { Metrics } from '../server/metrics.ts'
+import { broadcast, FanOutFailure, hedge } from './fan-out.ts'
+import { probeUpstream } from './health-check.ts'
+import { HttpUpstream, UpstreamError } from './http-upstream.ts'
+import type { UpstreamCallOptions, UpstreamPool } from './upstream-pool.ts'
+import {
+  LatencyWindow,
+  type UpstreamState as State,
+  UpstreamState,
+  type UpstreamStatus,
+} from './upstream-state.ts'
+
+export interface PoolDeps {
+  metrics?: Metrics
+  logger?: Logger
+}
+
+/** Methods whose state lives on one node (filters): always the same upstream, never hedged. */
+const STICKY = new Set([
+  'eth_newFilter',
+  'eth_newBlockFilter',
+  'eth_newPendingTransactionFilter',
+  'eth_getFilterChanges',
+  'eth_getFilterLogs',
+  'eth_uninstallFilter',
+])
+/** Methods that change state: never hedged, never retried on a timeout (it may have landed). */
+const WRITES = new Set(['eth_sendRawTransaction', 'eth_sendRawTransactionSync', 'sendTransaction'])
+const BROADCAST = new Set(['eth_sendRawTransaction', 'sendTransaction'])
+
+/** Chain ids / genesis hashes are re-verified on every probe: a restarted URL may be another node. */
+function defaultHealthInterval(cfg: NetworkConfig): number {
+  return Math.min(5_000, Math.max(250, Math.floor(cfg.blockTimeMs / 2)))
+}
+
+/** EVM finality when the config gives none: Ponder's 65 for mainnet-like chains. */
+const DEFAULT_FINALITY_DEPTH = 64
+
+/**
+ * The upstreams of one network: background health checks (chain identity, head), lag
+ * exclusion, weighted low-latency selection, failover on transport failures, a circuit
+ * breaker per upstream, optional hedging, broadcast of raw transactions, and one deadline
+ * across all of it.
+ */
+export class ManagedPool implements UpstreamPool {
+  private readonly states: State[]
+  private readonly settings: GatewaySettings
+  private readonly interval: number
+  private readonly probeTimeout: number
+  private readonly latencyByMethod = new Map<string, LatencyWindow>()
+  private readonly networkLabel: string
+  private best: number | undefined
+  private checkedOnce = false
+  private readonly firstRound: Promise<void>
+  private timer: NodeJS.Timeout | undefined
+  private closed = false
+  private verifying: Promise<void> | undefined
+
+  constructor(
+    private readonly cfg: NetworkConfig,
+    private readonly deps: PoolDeps = {},
+  ) {
+    this.settings = gatewaySchema.parse(cfg.gateway ?? {})
+    // Same label as the HTTP and RPC series: the network's slug (registry.ts networkSlug).
+    this.networkLabel = cfg.network === 'mainnet' ? cfg.chain : `${cfg.chain}-${cfg.network}`
+    this.states = cfg.upstreams.map(
+      (u, i) =>
+        new UpstreamState(
+          new HttpUpstream(u.url, { label: `upstream-${i}` }),
+          u.weight ?? 1,
+          this.settings.breakerFailures,
+          this.settings.breakerCooldownMs,
+        ),
+    )
+    this.interval = this.settings.healthCheckMs ?? defaultHealthInterval(cfg)
+    this.probeTimeout = Math.min(cfg.requestTimeoutMs, 2_000)
+    this.firstRound = this.checkAll().finally(() => {
+      this.checkedOnce = true
+      this.schedule()
+    })
+  }
+
+  bestHead(): number | undefined {
+    return this.best
+  }
+
+  finalizedHead(): number | undefined {
+    if (this.cfg.kind === 'solana') {
+      let f: number | undefined
+      for (const s of this.states) if (s.chainOk && s.finalized !== null) f = Math.max(f ?? 0, s.finalized)
+      return f
+    }
+    if (this.best === undefined) return undefined
+    const depth = this.cfg.finalityDepth ?? Math.max(this.cfg.confirmations, DEFAULT_FINALITY_DEPTH)
+    return this.best - depth
+  }
+
+  statuses(): UpstreamStatus[] {
+    return this.states.map((s) => ({
+      id: s.id,
+      url: s.upstream.url,
+      weight: s.weight,
+      healthy: this.eligible(s),
+      chainOk: s.chainOk,
+      head: s.head,
+      lag: this.lagOf(s),
+      latencyMs: Math.round(s.latencyMs * 100) / 100,
+      breaker: s.breakerOpen ? 'open' : 'closed',
+      lastError: s.lastError,
+    }))
+  }
+
+  async call(
+    method: string,
+    params: readonly unknown[],
+    opts: UpstreamCallOptions = {},
+  ): Promise<RpcOutcome> {
+    const timeoutMs = opts.timeoutMs ?? this.cfg.requestTimeoutMs
+    const deadline = Date.now() + timeoutMs
+    if (!this.checkedOnce) await Promise.race([this.firstRound, delay(timeoutMs)])
+    let candidates = this.candidates(method)
+    if (candidates.length === 0) {
+      // Nothing verified (start-up under load, or every node just came back): verify now,
+      // within this call's deadline, rather than refuse until the next scheduled round.
+      const left = deadline - Date.now()
+      if (left > 0) await Promise.race([this.verifyNow(), delay(left)])
+      candidates = this.candidates(method)
+    }
+    if (candidates.length === 0) throw this.noUpstream([])
+    if (BROADCAST.has(method) && this.settings.broadcastTransactions && candidates.length > 1) {
+      return this.broadcast(candidates, method, params, deadline)
+    }
+    return this.failover(candidates, method, params, deadline)
+  }
+
+  private async failover(
+    candidates: State[],
+    method: string,
+    params: readonly unknown[],
+    deadline: number,
+  ): Promise<RpcOutcome> {
+    const failures: UpstreamError[] = []
+    const hedgeable = this.settings.hedge && !WRITES.has(method) && !STICKY.has(method)
+    let i = 0
+    while (i < candidates.length) {
+      const left = deadline - Date.now()
+      if (left <= 0) break
+      const first = candidates[i++]!
+      if (failures.length > 0) this.deps.metrics?.failovers.inc({ network: this.networkLabel })
+      // A node that accepts and never answers must not eat the whole deadline when others remain.
+      const budget = i < candidates.length ? Math.max(Math.floor(left / 2), Math.min(left, 250)) : left
+      const second = hedgeable ? candidates[i] : undefined
+      try {
+        if (second) {
+          const r = await this.hedged(first, second, method, params, budget)
+          if (r.usedSecond) i++
+          return r.outcome
+        }
+        return await this.attempt(first, method, params, budget)
+      } catch (err) {
+        if (err instanceof FanOutFailure) {
+          failures.push(...err.errors)
+          i++
+          continue
+        }
+        if (!(err instanceof UpstreamError)) throw err
+        failures.push(err)
+        // A write that timed out may have been applied: do not send it again elsewhere.
+        if (WRITES.has(method) && err.kind === 'timeout') break
+      }
+    }
+    throw this.noUpstream(failures)
+  }
+
+  /** Sends to `a`; if it has not answered after the method's recent p95, to `b` as well. */
+  private hedged(a: State, b: State, method: string, params: readonly unknown[], budget: number) {
+    const p95 = this.latencyByMethod.get(method)?.p95()
+    const hedgeAfter = Math.max(this.settings.hedgeMinDelayMs, p95 ?? Number.POSITIVE_INFINITY)
+    return hedge(
+      a,
+      b,
+      (s, ms) => this.attempt(s, method, params, ms),
+      hedgeAfter,
+      budget,
+      (outcome) => this.deps.metrics?.hedges.inc({ network: this.networkLabel, outcome }),
+    )
+  }
+
+  /** Raw transactions go to every candidate at once (fan-out.ts `broadcast`). */
+  private async broadcast(
+    candidates: State[],
+    method: string,
+    params: readonly unknown[],
+    deadline: number,
+  ): Promise<RpcOutcome> {
+    try {
+      return await broadcast(candidates, (s, ms) => this.attempt(s, method, params, ms), deadline)
+    } catch (err) {
+      throw err instanceof FanOutFailure ? this.noUpstream(err.errors) : err
+    }
+  }
+
+  /** One call to one upstream: latency, errors and breaker bookkeeping. */
+  private async attempt(
+    s: State,
+    method: string,
+    params: readonly unknown[],
+    timeoutMs: number,
+  ): Promise<RpcOutcome> {
+    const label = hasMethodCost(this.cfg.kind, method) ? method : 'other'
+    const m = this.deps.metrics
+    m?.upstreamRequests.inc({ network: this.networkLabel, upstream: s.id, method: label })
+    const started = performance.now()
+    try {
+      const out = await s.upstream.call(method, params, timeoutMs)
+      const ms = performance.now() - started
+      s.recordSuccess(ms)
+      this.methodWindow(method).add(ms)
+      m?.upstreamDuration.observe({ network: this.networkLabel, upstream: s.id, method: label }, ms / 1000)
+      // Live head updates keep lag and finality current between probes.
+      if (method === 'eth_blockNumber' && typeof out.result === 'string') this.noteHead(s, Number(out.result))
+      return out
+    } catch (err) {
+      if (err instanceof UpstreamError) {
+        m?.upstreamErrors.inc({ network: this.networkLabel, upstream: s.id, kind: err.kind })
+        if (s.recordFailure(err.message, Date.now())) {
+          this.deps.logger?.warn(
+            { network: this.networkLabel, upstream: s.id, error: err.message },
+            'upstream circuit breaker opened',
+          )
+          this.publish()
+        }
+      }
+      throw err
+    }
+  }
+
+  private methodWindow(method: string): LatencyWindow {
+    let w = this.latencyByMethod.get(method)
+    if (!w) {
+      w = new LatencyWindow()
+      if (this.latencyByMethod.size < 512) this.latencyByMethod.set(method, w)
+    }
+    return w
+  }
+
+  /**
+   * Eligible upstreams first (the first picked at random, weighted by weight / latency², so
+   * load spreads as configured and slow nodes get little), then verified-but-excluded ones as
+   * a last resort. Unverified and wrong-chain upstreams are never candidates. Filter methods
+   * keep configured order so they land on the node holding the filter.
+   */
+  private candidates(method: string): State[] {
+    const eligible: State[] = []
+    const fallback: State[] = []
+    for (const s of this.states) {
+      if (s.chainOk !== true) continue
+      if (this.eligible(s)) eligible.push(s)
+      else fallback.push(s)
+    }
+    if (STICKY.has(method) || eligible.length < 2) return eligible.concat(fallback)
+    const score = (s: State) => s.weight / (s.latencyMs + 0.5) ** 2
+    eligible.sort((x, y) => score(y) - score(x))
+    let total = 0
+    for (const s of eligible) total += score(s)
+    let r = Math.random() * total
+    let pick = 0
+    for (; pick < eligible.length - 1; pick++) {
+      r -= score(eligible[pick]!)
+      if (r <= 0) break
+    }
+    if (pick > 0) {
+      const [chosen] = eligible.splice(pick, 1)
+      eligible.unshift(chosen!)
+    }
+    return eligible.concat(fallback)
+  }
+
+  private eligible(s: State): boolean {
+    if (s.chainOk !== true) return false
+    // An open breaker closes only through a successful probe after its cooldown (checkAll).
+    if (s.breakerOpen) return false
+    const lag = this.lagOf(s)
+    return lag <= this.settings.maxLagBlocks && lag * this.cfg.blockTimeMs <= this.settings.maxLagMs
+  }
+
+  private lagOf(s: State): number {
+    if (this.best === undefined || s.head === null) return 0
+    return Math.max(0, this.best - s.head)
+  }
+
+  private noteHead(s: State, head: number) {
+    if (!Number.isSafeInteger(head)) return
+    if (s.head === null || head > s.head) s.head = head
+    if (s.chainOk && (this.best === undefined || head > this.best)) this.best = head
+  }
+
+  private noUpstream(failures: UpstreamError[]): RpcError {
+    if (failures.length > 0) {
+      return new RpcError(
+        RPC_INTERNAL_ERROR,
+        `no upstream could answer: ${failures.map((f) => f.message).join('; ')}`,
+      )
+    }
+    const why = this.states
+      .map((s) => `${s.id}: ${s.chainOk === false ? 'wrong chain' : (s.lastError ?? 'not verified yet')}`)
+      .join('; ')
+    return new RpcError(
+      RPC_INTERNAL_ERROR,
+      `no healthy upstream for ${this.cfg.chain}/${this.cfg.network} before the deadline (${why})`,
+    )
+  }
+
+  private verifyNow(): Promise<void> {
+    this.verifying ??= this.checkAll().finally(() => {
+      this.verifying = undefined
+    })
+    return this.verifying
+  }
+
+  private schedule() {
+    if (this.closed) return
+    this.timer = setTimeout(() => {
+      this.checkAll().finally(() => this.schedule())
+    }, this.interval)
+    this.timer.unref()
+  }
+
+  /** One health round over every upstream; a failed probe needs a new verification to return. */
+  private async checkAll(): Promise<void> {
+    await Promise.all(
+      this.states.map(async (s) => {
+        const started = performance.now()
+        try {
+          const p = await probeUpstream(s.upstream, this.cfg, this.probeTimeout)
+          s.recordLatency((performance.now() - started) / 2)
+          if (!p.chainOk && s.chainOk !== false) {
+            this.deps.logger?.error(
+              { network: this.networkLabel, upstream: s.id, reported: p.identity },
+              `upstream serves the wrong chain (${p.identity}); it will not be used`,
+            )
+          }
+          s.chainOk = p.chainOk
+          s.head = p.head
+          s.finalized = p.finalized
+          s.lastError = p.chainOk ? null : `wrong chain (${p.identity})`
+          if (s.probeSucceeded(Date.now())) {
+            this.deps.logger?.info({ network: this.networkLabel, upstream: s.id }, 'upstream back in service')
+          }
+        } catch (err) {
+          // Unreachable: whatever answers at that address next must prove its chain again (a
+          // restarted URL may be another node). Merely slow or erroring: identity still holds.
+          if (err instanceof UpstreamError && err.kind === 'connect' && s.chainOk === true) s.chainOk = null
+          s.recordFailure(err instanceof Error ? err.message : String(err), Date.now())
+        }
+      }),
+    )
+    let best: number | undefined
+    for (const s of this.states) if (s.chainOk && s.head !== null) best = Math.max(best ?? 0, s.head)
+    // The best head never goes backwards because one node died; it follows the live ones.
+    this.best = best ?? this.best
+    this.publish()
+  }
+
+  private publish() {
+    const m = this.deps.metrics
+    if (!m) return
+    for (const s of this.states) {
+      const labels = { network: this.networkLabel, upstream: s.id }
+      m.upstreamHealthy.set(labels, this.eligible(s) ? 1 : 0)
+      m.upstreamHeadLag.set(labels, this.lagOf(s))
+    }
+  }
+
+  async close(): Promise<void> {
+    this.closed = true
+    if (this.timer) clearTimeout(this.timer)
+    await Promise.all(this.states.map((s) => s.upstream.close()))
+  }
+}
+
+const delay = (ms: number) =>
+  new Promise<void>((r) => {
+    const t = setTimeout(r, ms)
+    t.unref()
+  })

@@ -1,0 +1,10 @@
+import type { FeatureHost } from '../server/features.ts'
+import { registerGasPriceRoutes } from './price-routes.ts'
+import { GasPriceService } from './price-service.ts'
+
+/** Gas price estimates (spec 4.6): one cached estimate per network and head. */
+export function registerGasPrices(host: FeatureHost): GasPriceService {
+  const gas = new GasPriceService()
+  registerGasPriceRoutes(host.app, host.ctx.networks, gas)
+  return gas
+}

@@ -1,0 +1,79 @@
+import { numberToDecimal } from '../prices/decimal.ts'
+import { expandId } from './uri.ts'
+
+/** The fields Halyard reads out of a metadata document (ERC-721 / ERC-1155 metadata JSON). */
+export interface ParsedMetadata {
+  name: string | null
+  description: string | null
+  /** As published (may be ipfs://, ar://, data:, https://). */
+  image: string | null
+  traits: Trait[]
+}
+
+export interface Trait {
+  trait_type: string
+  value: string
+}
+
+/** Caps so that one hostile document cannot bloat every response that lists it. */
+const MAX_TEXT = 10_000
+const MAX_TRAITS = 200
+
+/**
+ * Reads name, description, image and traits. Documents in the wild disagree on shapes: `image`
+ * or `image_url`; `attributes` as an array of {trait_type, value} or as a plain object; values
+ * as strings, numbers or booleans — all become strings (spec 2.3). For ERC-1155, `{id}` inside
+ * values is substituted like in the URI (EIP-1155 asks clients to do so).
+ */
+export function parseMetadata(doc: Record<string, unknown>, erc1155Id: bigint | null): ParsedMetadata {
+  const text = (v: unknown): string | null => {
+    if (typeof v !== 'string' || v.trim() === '') return null
+    const s = v.length > MAX_TEXT ? v.slice(0, MAX_TEXT) : v
+    return erc1155Id === null ? s : expandId(s, erc1155Id)
+  }
+  return {
+    name: text(doc.name) ?? text(doc.title),
+    description: text(doc.description),
+    image: text(doc.image) ?? text(doc.image_url) ?? svgImage(doc.image_data),
+    traits: traits(doc.attributes ?? doc.traits).slice(0, MAX_TRAITS),
+  }
+}
+
+/** `image_data` is raw SVG (OpenSea's convention): served as a data: URI. */
+function svgImage(v: unknown): string | null {
+  if (typeof v !== 'string' || !v.trimStart().startsWith('<svg')) return null
+  return `data:image/svg+xml;base64,${Buffer.from(v).toString('base64')}`
+}
+
+function traits(raw: unknown): Trait[] {
+  if (Array.isArray(raw)) {
+    const out: Trait[] = []
+    for (const item of raw) {
+      if (item === null || typeof item !== 'object' || Array.isArray(item)) continue
+      const t = item as Record<string, unknown>
+      const value = stringify(t.value)
+      if (value === null) continue
+      const type = stringify(t.trait_type) ?? stringify(t.type) ?? stringify(t.key) ?? ''
+      out.push({ trait_type: type, value })
+    }
+    return out
+  }
+  if (raw !== null && typeof raw === 'object') {
+    return Object.entries(raw as Record<string, unknown>).flatMap(([k, v]) => {
+      const value = stringify(v)
+      return value === null ? [] : [{ trait_type: k, value }]
+    })
+  }
+  return []
+}
+
+/** Trait values as strings: numbers without exponent notation, booleans as true/false. */
+function stringify(v: unknown): string | null {
+  if (typeof v === 'string') return v.length > MAX_TEXT ? v.slice(0, MAX_TEXT) : v
+  if (typeof v === 'number') {
+    if (!Number.isFinite(v)) return null
+    return v < 0 ? `-${numberToDecimal(-v)}` : numberToDecimal(v)
+  }
+  if (typeof v === 'boolean') return v ? 'true' : 'false'
+  return null
+}

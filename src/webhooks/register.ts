@@ -1,0 +1,67 @@
+import type { FeatureHost } from '../server/features.ts'
+import { DeliveryWorker } from './delivery.ts'
+import { Mailer } from './mailer.ts'
+import { WebhookMatcher } from './matcher.ts'
+import { ReceiptReader } from './receipts.ts'
+import { registerWebhookRoutes } from './routes.ts'
+import { WebhookService } from './service.ts'
+import { webhookSettings } from './settings.ts'
+import { WebhookStore } from './store.ts'
+import { TokenMetadata } from './token-metadata.ts'
+
+/**
+ * Webhooks (spec 2.7, 3.2, 4.5, 6.1): the API, the matcher (an indexer consumer, so events
+ * commit with the block), and the delivery worker every instance runs (claims are
+ * SKIP LOCKED, so any number of instances cooperate).
+ */
+export function registerWebhooks(host: FeatureHost): WebhookService {
+  const { ctx } = host
+  const settings = webhookSettings(ctx.env, ctx.devMode)
+  const store = new WebhookStore(ctx.storage.db)
+  const mailer = new Mailer(ctx.storage.db, ctx.logger, ctx.env.SMTP_URL)
+  let worker: DeliveryWorker | undefined
+  const wake = () => worker?.wake()
+  const service = new WebhookService(
+    store,
+    ctx.networks,
+    ctx.secretKey,
+    { devMode: settings.devMode, allowlist: settings.delivery.allowlist, resolve: settings.delivery.resolve },
+    mailer,
+    ctx.logger,
+    wake,
+  )
+  worker = new DeliveryWorker(
+    store,
+    ctx.secretKey,
+    settings.delivery,
+    (webhookId, lastError) => service.pauseAfterFailures(webhookId, lastError),
+    ctx.logger.child({ component: 'webhooks' }),
+  )
+  const matcher = new WebhookMatcher(
+    store,
+    new TokenMetadata(ctx.networks),
+    new ReceiptReader(ctx.networks),
+    (slug) => ctx.networks.getBySlug(slug).config.nativeCurrency.symbol,
+    ctx.logger,
+  )
+  // Events become visible when the indexer's transaction commits, just after onBlock returns:
+  // the indexer says when (waitForBlock resolves on its post-commit signal), then the worker
+  // claims at once instead of at its next poll.
+  const indexer = host.services.indexer
+  matcher.onEvents = (network, block) => {
+    indexer.waitForBlock(network, block, 30_000).then(wake, () => {})
+  }
+  const w = worker
+  matcher.onRollbackStarted = () => w.noteRollback()
+  host.services.indexer.addConsumer(matcher)
+  registerWebhookRoutes(host.app, ctx.networks, service)
+  host.onStart(() => w.start())
+  host.addTask({
+    name: 'webhook-delivery',
+    stop: async () => {
+      await w.stop()
+      mailer.close()
+    },
+  })
+  return service
+}

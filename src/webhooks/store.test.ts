@@ -1,0 +1,79 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { storageBackends, type TestStorage } from '../../test/helpers/storage.ts'
+import { type ClaimedEvent, WebhookStore } from './store.ts'
+
+/**
+ * The claim query is what makes several workers (or instances) safe: claims racing on the same
+ * database never hand out the same event, only a webhook's oldest undelivered events are
+ * handed out (block order), and nothing behind an event in flight is claimable.
+ */
+describe.each(storageBackends())('webhook claims on $name', (backend) => {
+  let storage: TestStorage
+  let store: WebhookStore
+
+  beforeAll(async () => {
+    storage = await backend.open()
+    store = new WebhookStore(storage.db)
+    for (let w = 0; w < 20; w++) {
+      await store.insertWebhook(
+        {
+          id: `wh_${w}`,
+          account_id: 'acct',
+          notify_email: null,
+          url: 'https://example.com/',
+          chain: 'ethereum-devnet',
+          event_type: 'log',
+          config: '{}',
+          secret_enc: 'x',
+          status: 'active',
+        },
+        [],
+      )
+    }
+    const events = Array.from({ length: 400 }, (_, i) => ({
+      id: `evt_${String(i).padStart(4, '0')}`,
+      webhook_id: `wh_${i % 20}`,
+      network: 'ethereum-devnet',
+      block_number: String(Math.floor(i / 20)),
+      event_type: 'log',
+      body: '{}',
+    }))
+    await store.insertEvents(storage.db, events)
+  })
+  afterAll(async () => {
+    await storage?.close()
+  })
+
+  it('concurrent claims are disjoint, per webhook in order, and block what is behind them', async () => {
+    const claims = await Promise.all(Array.from({ length: 4 }, () => store.claim(10, 5, 60_000, [])))
+    const all = claims.flat()
+    const ids = all.map((e) => e.id)
+    expect(new Set(ids).size).toBe(ids.length)
+    // Each webhook appears in one claim only, with its oldest events in order.
+    const byWebhook = new Map<string, ClaimedEvent[]>()
+    for (const c of claims) {
+      const seen = new Set(c.map((e) => e.webhook_id))
+      for (const w of seen) {
+        expect(byWebhook.has(w)).toBe(false)
+        byWebhook.set(
+          w,
+          c.filter((e) => e.webhook_id === w),
+        )
+      }
+    }
+    expect(byWebhook.size).toBe(20)
+    for (const [w, lane] of byWebhook) {
+      const n = Number(w.slice(3))
+      expect(lane.map((e) => e.id)).toEqual(
+        [0, 1, 2, 3, 4].map((k) => `evt_${String(k * 20 + n).padStart(4, '0')}`),
+      )
+    }
+    // Everything left sits behind an event in flight: nothing is claimable until the leases go.
+    expect(await store.claim(100, 5, 60_000, [])).toEqual([])
+    // Giving a lane back makes its webhook claimable again, from its oldest event.
+    const lane0 = byWebhook.get('wh_0') as ClaimedEvent[]
+    await store.release(lane0.map((e) => e.seq))
+    const again = await store.claim(100, 2, 60_000, [])
+    expect(again.map((e) => e.id)).toEqual(['evt_0000', 'evt_0020'])
+  })
+})

@@ -1,0 +1,37 @@
+import type { AddressInfo } from 'node:net'
+import { SMTPServer } from 'smtp-server'
+
+/** A real SMTP server for tests (the `smtp-server` package): keeps every message it receives. */
+export class SmtpSink {
+  readonly mails: Array<{ to: string[]; raw: string }> = []
+  port = 0
+  private readonly server = new SMTPServer({
+    authOptional: true,
+    disabledCommands: ['STARTTLS', 'AUTH'],
+    logger: false,
+    onData: (stream, session, cb) => {
+      let raw = ''
+      stream.on('data', (d: Buffer) => {
+        raw += d.toString()
+      })
+      stream.on('end', () => {
+        this.mails.push({ to: session.envelope.rcptTo.map((r) => r.address), raw })
+        cb()
+      })
+    },
+  })
+
+  async start(): Promise<this> {
+    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', () => resolve()))
+    this.port = (this.server.server.address() as AddressInfo).port
+    return this
+  }
+
+  get url(): string {
+    return `smtp://127.0.0.1:${this.port}`
+  }
+
+  stop(): Promise<void> {
+    return new Promise<void>((resolve) => this.server.close(() => resolve()))
+  }
+}

@@ -1,0 +1,129 @@
+import { createHmac, randomBytes } from 'node:crypto'
+import { describe, expect, it } from 'vitest'
+import { HalyardError } from '../errors.ts'
+import type { IndexedLog } from '../indexer/types.ts'
+import { CidrAllowlist } from '../net/address-policy.ts'
+import type { Hex } from '../types.ts'
+import { matchKeys, parseConfig } from './config.ts'
+import { decryptSecret, encryptSecret, generateSigningSecret, sign } from './crypto.ts'
+import { topicsMatch } from './matcher.ts'
+import { parseDuration, staticHosts } from './settings.ts'
+import { checkWebhookUrl } from './url-policy.ts'
+import { verifyWebhook } from './verify.ts'
+
+const refusal = async (p: Promise<unknown>) => {
+  const err = await p.then(
+    () => null,
+    (e: unknown) => e,
+  )
+  expect(err).toBeInstanceOf(HalyardError)
+  expect((err as HalyardError).status).toBe(400)
+  return (err as HalyardError).message
+}
+
+describe('webhook target URLs', () => {
+  it('dev mode allows loopback over http:// and https://, and nothing private', async () => {
+    const dev = { devMode: true }
+    expect(await checkWebhookUrl('http://127.0.0.1:9/hook', dev)).toBe('http://127.0.0.1:9/hook')
+    expect(await checkWebhookUrl('https://[::1]:9/hook', dev)).toBe('https://[::1]:9/hook')
+    expect(await checkWebhookUrl('http://localhost:9/', dev)).toBe('http://localhost:9/')
+    expect(await refusal(checkWebhookUrl('http://10.0.0.1/', dev))).toMatch(
+      /^url: 10\.0\.0\.1 is a private address/,
+    )
+    expect(await refusal(checkWebhookUrl('https://169.254.169.254/', dev))).toMatch(/link-local/)
+    expect(await refusal(checkWebhookUrl('ftp://127.0.0.1/', dev))).toMatch(/^url: must be an https:\/\/ URL/)
+  })
+
+  it('production refuses loopback and http:// unless the operator allowlists a range', async () => {
+    const prod = { devMode: false }
+    expect(await refusal(checkWebhookUrl('https://127.0.0.1/', prod))).toMatch(/loopback/)
+    expect(await refusal(checkWebhookUrl('http://127.0.0.1/', prod))).toMatch(
+      /^url: must be an https:\/\/ URL$/,
+    )
+    expect(await refusal(checkWebhookUrl('https://u:p@8.8.8.8/', prod))).toMatch(/credentials/)
+    const allowed = { devMode: false, allowlist: new CidrAllowlist(['10.1.0.0/16']) }
+    expect(await checkWebhookUrl('https://10.1.2.3/h', allowed)).toBe('https://10.1.2.3/h')
+    expect(await refusal(checkWebhookUrl('https://10.2.0.1/h', allowed))).toMatch(/private/)
+    const hosts = { devMode: false, resolve: staticHosts('internal.test=192.168.1.5') }
+    expect(await refusal(checkWebhookUrl('https://internal.test/', hosts))).toMatch(
+      /^url: host internal\.test resolves to 192\.168\.1\.5 is a private address/,
+    )
+    expect(await refusal(checkWebhookUrl(`https://x.test/${'a'.repeat(3000)}`, prod))).toMatch(/longer than/)
+  })
+})
+
+describe('verifyWebhook', () => {
+  const secret = generateSigningSecret()
+  const body = JSON.stringify({ id: 'evt_1', data: { value: '1' } })
+  const now = Math.floor(Date.now() / 1000)
+  const headers = (ts: number, sig = sign(secret, ts, body)) => ({
+    'X-Service-Timestamp': String(ts),
+    'X-Service-Signature': sig,
+  })
+
+  it('accepts what the service signs, as text, bytes or fetch Headers', () => {
+    expect(verifyWebhook(body, headers(now), secret)).toEqual({ ok: true })
+    expect(verifyWebhook(Buffer.from(body), headers(now), secret)).toEqual({ ok: true })
+    expect(verifyWebhook(body, new Headers(headers(now)), secret)).toEqual({ ok: true })
+    // Independent of our helper: Node's crypto over `{timestamp}.{raw body}`.
+    expect(sign(secret, now, body)).toBe(createHmac('sha256', secret).update(`${now}.${body}`).digest('hex'))
+  })
+
+  it('refuses a changed body, a wrong secret, a stale or future timestamp and missing headers', () => {
+    expect(verifyWebhook(`${body} `, headers(now), secret)).toEqual({
+      ok: false,
+      reason: 'signature mismatch',
+    })
+    expect(verifyWebhook(body, headers(now), generateSigningSecret()).ok).toBe(false)
+    expect(verifyWebhook(body, headers(now - 301), secret)).toMatchObject({
+      ok: false,
+      reason: expect.stringMatching(/300 seconds/),
+    })
+    expect(verifyWebhook(body, headers(now + 301), secret).ok).toBe(false)
+    expect(verifyWebhook(body, headers(now - 100), secret, { toleranceSeconds: 60 }).ok).toBe(false)
+    expect(verifyWebhook(body, {}, secret)).toMatchObject({
+      ok: false,
+      reason: expect.stringMatching(/X-Service-Signature/),
+    })
+    expect(verifyWebhook(body, headers(now, 'ZZ'), secret)).toMatchObject({ ok: false })
+    // The signed timestamp is the header text: a re-formatted number does not verify.
+    expect(verifyWebhook(body, { ...headers(now), 'X-Service-Timestamp': `0${now}` }, secret).ok).toBe(false)
+  })
+})
+
+describe('secrets at rest', () => {
+  it('encrypts with AES-256-GCM under the secret key; the wrong key cannot read it', () => {
+    const key = randomBytes(32)
+    const secret = generateSigningSecret()
+    const stored = encryptSecret(secret, key)
+    expect(stored).not.toContain(secret.slice(6))
+    expect(decryptSecret(stored, key)).toBe(secret)
+    expect(encryptSecret(secret, key)).not.toBe(stored)
+    expect(() => decryptSecret(stored, randomBytes(32))).toThrow()
+  })
+})
+
+describe('config', () => {
+  it('normalises addresses and hashes and indexes them for matching', () => {
+    const a = '0x00000000000000000000000000000000000A11CE'
+    const cfg = parseConfig('token_transfer', { addresses: [a, a.toLowerCase()], min_value: '007' })
+    expect(cfg).toEqual({ addresses: [a.toLowerCase()], min_value: '7' })
+    expect(matchKeys('token_transfer', cfg)).toEqual([{ kind: 'addr', key: a.toLowerCase() }])
+    expect(matchKeys('nft_transfer', parseConfig('nft_transfer', {}))).toEqual([{ kind: 'any', key: '*' }])
+    expect(() => parseConfig('token_transfer', { min_value: '-1' })).toThrow(/config\.min_value/)
+  })
+
+  it('matches topics as eth_getLogs does', () => {
+    const t = (n: number) => `0x${n.toString(16).padStart(64, '0')}` as Hex
+    const log: IndexedLog = { address: '0x', topics: [t(1), t(2)], data: '0x', txHash: t(9), logIndex: 0 }
+    expect(topicsMatch(undefined, log)).toBe(true)
+    expect(topicsMatch([t(1)], log)).toBe(true)
+    expect(topicsMatch([null, [t(3), t(2)]], log)).toBe(true)
+    expect(topicsMatch([t(2)], log)).toBe(false)
+    expect(topicsMatch([null, null, t(3)], log)).toBe(false)
+  })
+
+  it('parses delivery durations', () => {
+    expect(['500ms', '10s', '1m', '6h'].map(parseDuration)).toEqual([500, 10_000, 60_000, 21_600_000])
+  })
+})

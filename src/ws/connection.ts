@@ -1,0 +1,305 @@
+import { randomBytes } from 'node:crypto'
+import type WebSocket from 'ws'
+import type { Caller } from '../auth/service.ts'
+import type { Network } from '../chains/registry.ts'
+import type { WsPlanLimits } from '../limits/plans.ts'
+import { DEFAULT_MAX_BATCH, parseEnvelope } from '../rpc/envelope.ts'
+import {
+  type JsonRpcErrorObject,
+  type JsonRpcId,
+  type JsonRpcRequest,
+  RPC_INTERNAL_ERROR,
+  RPC_INVALID_PARAMS,
+  RPC_INVALID_REQUEST,
+  RPC_LIMIT_EXCEEDED,
+} from '../rpc/jsonrpc.ts'
+import type { AdmittedCall, RpcService } from '../rpc/service.ts'
+import type { Charger } from '../server/charge.ts'
+import type { NetworkStreams, StreamSubscriber } from './network-streams.ts'
+import {
+  errorFrame,
+  type LogFilter,
+  PushPayload,
+  parseSubscribeParams,
+  parseUnsubscribeParams,
+  pushPrefix,
+  replyFrame,
+  type SubscriptionKind,
+} from './routes.ts'
+
+const RPC_PARSE_ERROR = -32700
+/** A request was refused by a rate limit; `data.retryAfter` says when to try again. */
+const RPC_RATE_LIMITED = -32005
+
+/** Close codes: 1001 going away (shutdown), 1008 policy violation (a slow client). */
+export const CLOSE_GOING_AWAY = 1001
+export const CLOSE_SLOW_CLIENT = 1008
+
+export interface ConnectionDeps {
+  readonly rpc: RpcService
+  readonly charger: Charger
+  readonly streams: NetworkStreams
+  readonly wsLimits: WsPlanLimits
+  /** A client is closed once more than this many bytes wait to be sent to it. */
+  readonly sendBufferBytes: number
+  /** Calls of one connection being executed at once; more are refused, not queued. */
+  readonly maxInFlight: number
+  /** Bytes pushed to this account (charged in compute units by the service). */
+  recordPush(caller: Caller, bytes: number): void
+  /** Largest send buffer seen (tests assert the bound). */
+  observeBuffered(bytes: number): void
+  onSlowClose(): void
+}
+
+/** ws.send options for a Buffer that holds JSON text. */
+const TEXT = { binary: false } as const
+
+class ClientSubscription implements StreamSubscriber {
+  private readonly prefix: Buffer
+
+  constructor(
+    readonly id: string,
+    readonly kind: SubscriptionKind,
+    readonly filter: LogFilter | undefined,
+    private readonly conn: ClientConnection,
+  ) {
+    this.prefix = pushPrefix(id)
+  }
+
+  deliver(payload: PushPayload): void {
+    this.conn.push(this.prefix, payload.tail)
+  }
+}
+
+type Reply = string | undefined
+
+/**
+ * One client socket: JSON-RPC in, replies and pushes out. Subscriptions are served from the
+ * network's shared streams; every other call goes through the same admission, charging and
+ * execution as HTTP JSON-RPC. Sends are bounded: a client that lets its buffer grow past the
+ * cap is closed with 1008 and a reason, never buffered without bound.
+ */
+export class ClientConnection {
+  private readonly subs = new Map<string, ClientSubscription>()
+  private inFlight = 0
+  private closing = false
+  /** Subscribe/unsubscribe run in arrival order; other calls run concurrently. */
+  private subscriptionOps: Promise<unknown> = Promise.resolve()
+
+  constructor(
+    private readonly ws: WebSocket,
+    readonly caller: Caller,
+    readonly network: Network,
+    private readonly deps: ConnectionDeps,
+  ) {}
+
+  get subscriptionCount(): number {
+    return this.subs.size
+  }
+
+  async onMessage(text: string): Promise<void> {
+    let body: unknown
+    try {
+      body = JSON.parse(text)
+    } catch (err) {
+      this.send(
+        errorFrame(null, { code: RPC_PARSE_ERROR, message: `parse error: ${(err as Error).message}` }),
+      )
+      return
+    }
+    if (this.inFlight >= this.deps.maxInFlight) {
+      this.send(
+        errorFrame(idOf(body), {
+          code: RPC_LIMIT_EXCEEDED,
+          message: `in-flight limit: at most ${this.deps.maxInFlight} requests per connection may be pending; wait for replies`,
+        }),
+      )
+      return
+    }
+    this.inFlight++
+    try {
+      // New subscriptions start only once their reply is on the wire, so no push precedes it.
+      const activate: ClientSubscription[] = []
+      const reply = Array.isArray(body) ? await this.batch(body, activate) : await this.single(body, activate)
+      if (reply !== undefined) this.send(reply)
+      for (const sub of activate) this.activate(sub)
+    } catch (err) {
+      // E.g. the rate limiter's store is down: answer rather than leave the caller waiting.
+      this.send(
+        errorFrame(idOf(body), { code: RPC_INTERNAL_ERROR, message: 'internal error; retry shortly' }),
+      )
+      throw err
+    } finally {
+      this.inFlight--
+    }
+  }
+
+  /** Sends one push (prefix + shared tail) unless the client is too far behind. */
+  push(prefix: Buffer, tail: Buffer): void {
+    const frame = Buffer.allocUnsafe(prefix.length + tail.length)
+    prefix.copy(frame, 0)
+    tail.copy(frame, prefix.length)
+    if (!this.send(frame)) return
+    this.deps.recordPush(this.caller, frame.length)
+  }
+
+  /** Ends every subscription (the socket closed or is closing). */
+  dispose(): void {
+    this.closing = true
+    for (const sub of this.subs.values()) this.deps.streams.remove(sub)
+    this.subs.clear()
+  }
+
+  close(code: number, reason: string): void {
+    if (this.closing) return
+    this.dispose()
+    this.ws.close(code, reason)
+  }
+
+  /** Sends unless the client is too far behind; then closes it instead (false). */
+  private send(frame: string | Buffer): boolean {
+    if (this.closing || this.ws.readyState !== this.ws.OPEN) return false
+    const buffered = this.ws.bufferedAmount
+    if (buffered + frame.length > this.deps.sendBufferBytes) {
+      this.deps.onSlowClose()
+      this.close(
+        CLOSE_SLOW_CLIENT,
+        `client too slow: more than ${this.deps.sendBufferBytes} bytes waiting to be sent`,
+      )
+      return false
+    }
+    this.ws.send(frame, TEXT)
+    this.deps.observeBuffered(this.ws.bufferedAmount)
+    return true
+  }
+
+  private async single(body: unknown, activate: ClientSubscription[]): Promise<Reply> {
+    const env = parseEnvelope(body)
+    if (!env.ok) return errorFrame(env.id, { code: RPC_INVALID_REQUEST, message: env.message })
+    const special = await this.subscriptionCall(env.request, activate)
+    if (special !== null) return special
+    const call = this.deps.rpc.admit(this.network, this.caller, env.request)
+    if (call.refused) return errorFrame(env.request.id, call.refused)
+    const refusal = await this.charge(call.computeUnits, env.request.method)
+    if (refusal) return errorFrame(env.request.id, refusal)
+    const out = await this.deps.rpc.execute(this.network, env.request)
+    return out.error !== undefined
+      ? errorFrame(env.request.id, out.error)
+      : replyFrame(env.request.id, out.result)
+  }
+
+  /** A batch costs one request and the sum of its calls' compute units, as over HTTP. */
+  private async batch(items: unknown[], activate: ClientSubscription[]): Promise<Reply> {
+    if (items.length === 0) return errorFrame(null, { code: RPC_INVALID_REQUEST, message: 'batch is empty' })
+    if (items.length > DEFAULT_MAX_BATCH) {
+      return errorFrame(null, {
+        code: RPC_INVALID_REQUEST,
+        message: `batch has ${items.length} calls; the limit is ${DEFAULT_MAX_BATCH}`,
+      })
+    }
+    const replies: (string | AdmittedCall)[] = []
+    let computeUnits = 0
+    for (const item of items) {
+      const env = parseEnvelope(item)
+      if (!env.ok) {
+        replies.push(errorFrame(env.id, { code: RPC_INVALID_REQUEST, message: env.message }))
+        continue
+      }
+      const special = await this.subscriptionCall(env.request, activate)
+      if (special !== null) {
+        replies.push(special)
+        continue
+      }
+      const call = this.deps.rpc.admit(this.network, this.caller, env.request)
+      computeUnits += call.computeUnits
+      replies.push(call)
+    }
+    const pending = replies.some((r) => typeof r !== 'string' && !r.refused)
+    const refusal = pending ? await this.charge(computeUnits, 'batch') : undefined
+    const out = await Promise.all(
+      replies.map(async (r) => {
+        if (typeof r === 'string') return r
+        if (r.refused) return errorFrame(r.request.id, r.refused)
+        if (refusal) return errorFrame(r.request.id, refusal)
+        const o = await this.deps.rpc.execute(this.network, r.request)
+        return o.error !== undefined ? errorFrame(r.request.id, o.error) : replyFrame(r.request.id, o.result)
+      }),
+    )
+    return `[${out.join(',')}]`
+  }
+
+  /** eth_subscribe / eth_unsubscribe are answered here; null = not a subscription call. */
+  private subscriptionCall(request: JsonRpcRequest, activate: ClientSubscription[]): Promise<string> | null {
+    if (request.method !== 'eth_subscribe' && request.method !== 'eth_unsubscribe') return null
+    const op = this.subscriptionOps.then(() =>
+      request.method === 'eth_subscribe' ? this.subscribe(request, activate) : this.unsubscribe(request),
+    )
+    this.subscriptionOps = op.catch(() => {})
+    return op
+  }
+
+  private async subscribe(request: JsonRpcRequest, activate: ClientSubscription[]): Promise<string> {
+    const call = this.deps.rpc.admit(this.network, this.caller, request)
+    if (call.refused) return errorFrame(request.id, call.refused)
+    const parsed = parseSubscribeParams(request.params)
+    if (!parsed.ok) return errorFrame(request.id, { code: RPC_INVALID_PARAMS, message: parsed.message })
+    const limit = this.deps.wsLimits.subscriptionsPerConnection
+    if (this.subs.size >= limit) {
+      return errorFrame(request.id, {
+        code: RPC_LIMIT_EXCEEDED,
+        message: `subscription limit: at most ${limit} subscriptions per connection on the ${this.caller.plan} plan; unsubscribe first`,
+      })
+    }
+    const refusal = await this.charge(call.computeUnits, 'eth_subscribe')
+    if (refusal) return errorFrame(request.id, refusal)
+    await this.deps.streams.prepare(parsed.value.kind)
+    const id = `0x${randomBytes(16).toString('hex')}`
+    const value = parsed.value
+    const sub = new ClientSubscription(id, value.kind, value.kind === 'logs' ? value.filter : undefined, this)
+    // Counted against the limit now; fed by the stream once the reply is sent (activate).
+    this.subs.set(id, sub)
+    activate.push(sub)
+    return replyFrame(request.id, id)
+  }
+
+  private activate(sub: ClientSubscription): void {
+    if (this.closing || this.subs.get(sub.id) !== sub) return
+    this.deps.streams.add(sub)
+    if (sub.kind === 'syncing') {
+      this.deps.streams
+        .syncingStatus()
+        .then((json) => this.subs.get(sub.id) === sub && sub.deliver(new PushPayload(json)))
+        .catch(() => {})
+    }
+  }
+
+  private async unsubscribe(request: JsonRpcRequest): Promise<string> {
+    const id = parseUnsubscribeParams(request.params)
+    if (id === undefined) {
+      return errorFrame(request.id, {
+        code: RPC_INVALID_PARAMS,
+        message: 'params[0]: must be a subscription id (0x hex) returned by eth_subscribe',
+      })
+    }
+    const sub = this.subs.get(id)
+    if (!sub) return replyFrame(request.id, false)
+    this.subs.delete(id)
+    this.deps.streams.remove(sub)
+    return replyFrame(request.id, true)
+  }
+
+  private async charge(computeUnits: number, route: string): Promise<JsonRpcErrorObject | undefined> {
+    const { refusal } = await this.deps.charger.chargeCaller(this.caller, computeUnits, 1, `ws ${route}`)
+    if (!refusal) return undefined
+    return {
+      code: RPC_RATE_LIMITED,
+      message: refusal.message,
+      data: { retryAfter: Number(refusal.headers['retry-after'] ?? 1) },
+    }
+  }
+}
+
+function idOf(body: unknown): JsonRpcId {
+  const id = (body as { id?: unknown } | null)?.id
+  return typeof id === 'string' || typeof id === 'number' ? id : null
+}

@@ -1,0 +1,71 @@
+import { randomUUID } from 'node:crypto'
+import { type IncomingMessage, STATUS_CODES } from 'node:http'
+import type { Duplex } from 'node:stream'
+import type { AuthService, Caller } from '../auth/service.ts'
+import type { Network, NetworkRegistry } from '../chains/registry.ts'
+import { errorBody, forbidden, HalyardError, notFound } from '../errors.ts'
+import type { LimitDecision } from '../limits/limiter.ts'
+import { requireNetworkAccess } from '../server/auth-hook.ts'
+import { rateLimitHeaders } from '../server/charge.ts'
+import { parseWsPath } from './routes.ts'
+
+export interface UpgradeDeps {
+  readonly auth: AuthService
+  readonly networks: NetworkRegistry
+}
+
+/** The key from `?apiKey=` (spec 5), or the HTTP headers a non-browser client may send. */
+function presentedKey(req: IncomingMessage, url: URL): string | undefined {
+  const fromQuery = url.searchParams.get('apiKey')
+  if (fromQuery) return fromQuery
+  const header = req.headers['x-api-key']
+  if (typeof header === 'string' && header !== '') return header.trim()
+  const m = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? '')
+  return m?.[1]
+}
+
+/**
+ * Decides an upgrade request before any WebSocket exists, in the HTTP order: unknown path 404,
+ * key 401, network 404, test key on mainnet 403, scope 403. Throws the HalyardError to answer.
+ */
+export async function authorizeUpgrade(
+  req: IncomingMessage,
+  deps: UpgradeDeps,
+): Promise<{ caller: Caller; network: Network }> {
+  const url = new URL(req.url ?? '/', 'http://halyard.invalid')
+  const path = parseWsPath(url.pathname)
+  if (!path)
+    throw notFound(`no route GET ${url.pathname} for a WebSocket upgrade; use /v1/ws/{chain}/{network}`)
+  const caller = await deps.auth.authenticate(presentedKey(req, url))
+  const network = deps.networks.get(path.chain, path.network)
+  if (network.kind !== 'evm') {
+    throw notFound(`WebSocket subscriptions are not available on ${network.chain}/${network.network}`)
+  }
+  requireNetworkAccess(caller, network)
+  if (!caller.scopes.has('rpc:read')) {
+    throw forbidden('this API key lacks the rpc:read scope required for WebSocket subscriptions')
+  }
+  return { caller, network }
+}
+
+/** Answers a refused upgrade over plain HTTP with the spec's error body, then closes. */
+export function refuseUpgrade(socket: Duplex, err: unknown, decision?: LimitDecision): void {
+  const e =
+    err instanceof HalyardError
+      ? err
+      : new HalyardError('internal_error', 'internal error; retry with exponential backoff')
+  const body = JSON.stringify(errorBody(e))
+  const headers: Record<string, string> = {
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': String(Buffer.byteLength(body)),
+    'x-request-id': randomUUID(),
+    connection: 'close',
+    ...(decision ? rateLimitHeaders(decision) : {}),
+    ...e.headers,
+  }
+  const head = Object.entries(headers)
+    .map(([k, v]) => `${k}: ${v}`)
+    .join('\r\n')
+  if (socket.writable) socket.end(`HTTP/1.1 ${e.status} ${STATUS_CODES[e.status]}\r\n${head}\r\n\r\n${body}`)
+  else socket.destroy()
+}
