@@ -75,8 +75,13 @@ describe.each(storageBackends())('webhooks on $name', (backend) => {
     await h.halyard.services.indexer.waitForBlock('ethereum-devnet', head)
     return head
   }
-  const sendEth = (to: Address, wei: bigint) =>
-    dev.rpc<Hash>('eth_sendTransaction', [{ from: DEV_ACCOUNT, to, value: toHex(wei) }])
+  // Waits for the receipt: anvil may answer eth_sendTransaction before the block is queryable,
+  // and a test that then waits for "the head" would wait for the block before.
+  const sendEth = async (to: Address, wei: bigint) => {
+    const hash = await dev.rpc<Hash>('eth_sendTransaction', [{ from: DEV_ACCOUNT, to, value: toHex(wei) }])
+    await dev.client.waitForTransactionReceipt({ hash, pollingInterval: 50 })
+    return hash
+  }
   const deliveries = async (id: string) =>
     (await api('GET', `/webhooks/${id}/deliveries?limit=100`)).body.deliveries as Array<{
       event_id: string
