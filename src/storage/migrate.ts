@@ -1,24 +1,49 @@
-import { type Migration, type MigrationProvider, Migrator, sql } from 'kysely'
+import { type Kysely, sql } from 'kysely'
 import type { DB } from './database.ts'
 import { migrations } from './migrations/index.ts'
 
-class StaticProvider implements MigrationProvider {
-  async getMigrations(): Promise<Record<string, Migration>> {
-    return migrations
-  }
-}
-
-/** Applies every pending migration, in name order. Forward-only: there are no downs. */
+/**
+ * Applies every pending migration, in name order, each in its own transaction with its
+ * bookkeeping row. Forward-only: there are no downs.
+ *
+ * Our own loop rather than Kysely's Migrator: that one introspects every table of every schema
+ * (`pg_get_serial_sequence` per column), which fails when another schema of the same database is
+ * dropped meanwhile — tests and tenants sharing one PostgreSQL do exactly that. This one only
+ * touches the current schema. The table keeps Kysely's name and columns, so databases migrated
+ * before stay readable.
+ */
 export async function migrate(db: DB): Promise<string[]> {
-  // Kysely looks for its bookkeeping tables in every schema unless told which one; with
-  // several schemas in one database (tests, tenants) another schema's tables would fool it.
-  const { rows } = await sql<{ schema: string }>`select current_schema() as schema`.execute(db)
-  const schema = rows[0]?.schema ?? 'public'
-  const migrator = new Migrator({ db, provider: new StaticProvider(), migrationTableSchema: schema })
-  const { error, results } = await migrator.migrateToLatest()
-  if (error) {
-    const failed = results?.find((r) => r.status === 'Error')
-    throw new Error(`migration ${failed?.migrationName ?? '?'} failed: ${(error as Error).message}`)
-  }
-  return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName)
+  return db.connection().execute(async (conn) => {
+    // One migrator per schema at a time, across processes (two instances starting together).
+    await sql`select pg_advisory_lock(hashtext(current_schema() || '.halyard_migrate'))`.execute(conn)
+    try {
+      await sql`
+        create table if not exists kysely_migration (
+          name varchar(255) primary key,
+          timestamp varchar(255) not null
+        )`.execute(conn)
+      const { rows } = await sql<{ name: string }>`select name from kysely_migration`.execute(conn)
+      const done = new Set(rows.map((r) => r.name))
+      const applied: string[] = []
+      for (const name of Object.keys(migrations).sort()) {
+        if (done.has(name)) continue
+        const migration = migrations[name]
+        if (!migration) continue
+        try {
+          await conn.transaction().execute(async (trx) => {
+            await migration.up(trx as unknown as Kysely<unknown>)
+            await sql`insert into kysely_migration (name, timestamp) values (${name}, ${new Date().toISOString()})`.execute(
+              trx,
+            )
+          })
+        } catch (err) {
+          throw new Error(`migration ${name} failed: ${(err as Error).message}`)
+        }
+        applied.push(name)
+      }
+      return applied
+    } finally {
+      await sql`select pg_advisory_unlock(hashtext(current_schema() || '.halyard_migrate'))`.execute(conn)
+    }
+  })
 }

@@ -48,6 +48,11 @@ interface Draft {
 
 export class WebhookMatcher implements BlockConsumer {
   readonly name = 'webhooks'
+  /**
+   * address_activity (native value) and mined_transaction read the block's transactions, so a
+   * backfill after downtime must publish every block with them, not only blocks with logs.
+   */
+  readonly fullBlocks = true
   /** Parsed configs by webhook id + raw config text (a PATCH changes the text, so the cache key). */
   private readonly parsed = new Map<string, Candidate>()
   /** Called after a block produced events (the delivery worker polls sooner). */
