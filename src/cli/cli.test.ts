@@ -88,7 +88,7 @@ describe('halyard dev (npm start)', () => {
       expect(await second.server.stop('SIGINT')).toBe(0)
     }
     expect(processesMentioning(stateFile)).toEqual([])
-  })
+  }, 180_000) // two dev starts (anvil, PGlite, ERC-4337 deploy) and four CLI processes
 
   it('refuses a second server on the same PGlite data dir', async () => {
     const dataDir = mkdtempSync(path.join(tmpdir(), 'halyard-dev-'))
@@ -101,7 +101,7 @@ describe('halyard dev (npm start)', () => {
       await first.server.stop()
     }
     expect(processesMentioning(path.join(dataDir, 'anvil-state.json'))).toEqual([])
-  })
+  }, 120_000)
 })
 
 describe('halyard serve: configuration errors stop start-up naming the field', () => {

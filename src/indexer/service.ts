@@ -12,7 +12,7 @@ export interface IndexerOptions {
   storage: Storage
   networks: NetworkRegistry
   logger: Logger
-  /** Poll interval override (ms); default a quarter of each network's block time, 50–1000 ms. */
+  /** Poll interval override (ms); default a quarter of each network's block time, 50–1000 ms (devnets from 20 ms). */
   pollMs?: number
   /** How long to wait before retrying the per-network lock held by another instance. */
   lockRetryMs?: number
@@ -99,8 +99,11 @@ export class IndexerService {
         this.events.emit('advance', slug, c)
       },
     })
+    // A local devnet answers a head poll in well under a millisecond, so a fast devnet (small
+    // blockTimeMs) may be polled down to 20 ms; public networks stay at 50 ms or more.
+    const minPollMs = network.isDevnet ? 20 : 50
     const pollMs =
-      this.opts.pollMs ?? Math.min(1000, Math.max(50, Math.floor(network.config.blockTimeMs / 4)))
+      this.opts.pollMs ?? Math.min(1000, Math.max(minPollMs, Math.floor(network.config.blockTimeMs / 4)))
     const db = this.opts.storage.db
     while (!this.stopping) {
       try {

@@ -13,6 +13,7 @@ import type { Logger } from '../logger.ts'
 import { makeAuthHook, requireScope } from './auth-hook.ts'
 import type { Charger } from './charge.ts'
 import { installErrorHandling } from './error-handler.ts'
+import { LazyRequestLogger } from './lazy-logger.ts'
 import type { Metrics } from './metrics.ts'
 import './context.ts'
 
@@ -39,6 +40,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     loggerInstance: deps.logger as FastifyBaseLogger,
     // Per-request logs would cost more than the proxying itself; errors are logged with ids.
     logController: new LogController({ disableRequestLogging: true }),
+    childLoggerFactory: (logger, bindings, opts) => new LazyRequestLogger(logger, bindings, opts),
     bodyLimit,
     requestIdHeader: false,
     genReqId: (req: IncomingMessage) => {

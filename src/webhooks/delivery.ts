@@ -41,6 +41,14 @@ export interface DeliveryOptions {
 
 export const DEFAULT_SCHEDULE_MS = [10_000, 60_000, 600_000, 3_600_000, 21_600_000]
 
+/**
+ * While claims keep coming back empty the poll interval doubles up to this. Work this process
+ * creates (matched events, API requeues, freed slots, its own retries falling due) wakes the
+ * loop at once; only other instances' new events and expired leases wait for a poll. Polling an
+ * empty queue ten times a second cost an idle instance ~8% of a core on PGlite.
+ */
+export const IDLE_POLL_MAX_MS = 1_000
+
 export type PauseHandler = (webhookId: string, lastError: string) => Promise<void>
 
 export class DeliveryWorker {
@@ -51,14 +59,23 @@ export class DeliveryWorker {
   private stopping = false
   private loop: Promise<void> | undefined
   private wakeUp: (() => void) | undefined
+  private woken = false
   private readonly active = new Set<Promise<void>>()
-  private readonly httpAgent = new http.Agent({ keepAlive: true, maxSockets: 256 })
-  private readonly httpsAgent = new https.Agent({ keepAlive: true, maxSockets: 256 })
+  // Sized by the concurrency setting: a lane waiting in the agent's queue for a socket would
+  // burn its timeout without having sent anything.
+  private readonly httpAgent: http.Agent
+  private readonly httpsAgent: https.Agent
   /** Outcomes waiting for the next flush, each with the callback that frees its slot. */
   private pending: Array<{ outcome: AttemptOutcome; done: () => void }> = []
   /** Bumped when this process's indexer undoes blocks (reorg): lanes in flight stop and re-check. */
   private rollbacks = 0
   private flushing: Promise<void> | undefined
+  /** Empty claims in a row (reset by any wake): sets how far the idle poll has backed off. */
+  private idleClaims = 0
+  /** Wakes the loop when the earliest retry this process scheduled falls due. */
+  private retryTimer: NodeJS.Timeout | undefined
+  private retryDue = Number.POSITIVE_INFINITY
+  private retryDues: number[] = []
 
   constructor(
     private readonly store: WebhookStore,
@@ -66,7 +83,11 @@ export class DeliveryWorker {
     private readonly opts: DeliveryOptions,
     private readonly onPause: PauseHandler,
     private readonly logger: Logger,
-  ) {}
+  ) {
+    const maxSockets = Math.max(1, opts.concurrency)
+    this.httpAgent = new http.Agent({ keepAlive: true, maxSockets })
+    this.httpsAgent = new https.Agent({ keepAlive: true, maxSockets })
+  }
 
   start(): void {
     if (this.loop) return
@@ -82,13 +103,42 @@ export class DeliveryWorker {
     this.rollbacks++
   }
 
-  /** Nudges the claim loop (new events, a freed slot). */
+  /**
+   * Nudges the claim loop (new events, a freed slot). A nudge that arrives while the loop is
+   * claiming is remembered, so the loop claims again at once instead of sleeping a poll interval
+   * over events that committed just after its claim looked.
+   */
   wake(): void {
+    this.idleClaims = 0
+    this.woken = true
     this.wakeUp?.()
+  }
+
+  /** A retry recorded by this process: claim it when due rather than at a backed-off poll. */
+  private wakeAt(due: number): void {
+    if (this.stopping) return
+    // Bounded: past this, the idle poll (at most IDLE_POLL_MAX_MS late) still finds them.
+    if (this.retryDues.length < 10_000) this.retryDues.push(due)
+    if (due < this.retryDue) this.armRetryTimer()
+  }
+
+  private armRetryTimer(): void {
+    clearTimeout(this.retryTimer)
+    this.retryTimer = undefined
+    const now = Date.now()
+    this.retryDues = this.retryDues.filter((d) => d > now)
+    this.retryDue = Math.min(...this.retryDues, Number.POSITIVE_INFINITY)
+    if (this.stopping || this.retryDue === Number.POSITIVE_INFINITY) return
+    this.retryTimer = setTimeout(() => {
+      this.wake()
+      this.armRetryTimer()
+    }, this.retryDue - now)
+    this.retryTimer.unref()
   }
 
   async stop(): Promise<void> {
     this.stopping = true
+    clearTimeout(this.retryTimer)
     this.wake()
     await this.loop
     await Promise.allSettled([...this.active])
@@ -100,6 +150,7 @@ export class DeliveryWorker {
   private async run(): Promise<void> {
     let failures = 0
     while (!this.stopping) {
+      this.woken = false
       let claimed = 0
       const free = this.opts.concurrency - this.inflight
       // Claim in batches: one query per freed slot would cost more than the deliveries.
@@ -125,6 +176,7 @@ export class DeliveryWorker {
             else lanes.set(ev.webhook_id, [ev])
           }
           claimed = lanes.size
+          this.idleClaims = claimed > 0 ? 0 : this.idleClaims + 1
           for (const lane of lanes.values()) this.launch(lane)
         } catch (err) {
           if (this.stopping) break
@@ -133,7 +185,10 @@ export class DeliveryWorker {
         }
       }
       if (claimed > 0 && this.inflight < this.opts.concurrency) continue
-      await this.sleep(failures > 0 ? Math.min(5000, this.opts.pollMs * 2 ** failures) : this.opts.pollMs)
+      const idle = Math.min(IDLE_POLL_MAX_MS, this.opts.pollMs * 2 ** Math.max(0, this.idleClaims - 1))
+      await this.sleep(
+        failures > 0 ? Math.min(5000, this.opts.pollMs * 2 ** failures) : Math.max(this.opts.pollMs, idle),
+      )
     }
   }
 
@@ -296,6 +351,7 @@ export class DeliveryWorker {
       }
       for (const b of batch) {
         const o = b.outcome
+        if (o.next === 'pending' && o.retryAt) this.wakeAt(o.retryAt.getTime())
         if (o.next === 'failed') {
           await this.onPause(o.ev.webhook_id, o.error ?? `HTTP ${o.statusCode}`).catch((err) =>
             this.logger.error(
@@ -311,7 +367,7 @@ export class DeliveryWorker {
   }
 
   private sleep(ms: number): Promise<void> {
-    if (this.stopping) return Promise.resolve()
+    if (this.stopping || this.woken) return Promise.resolve()
     return new Promise((resolve) => {
       const t = setTimeout(done, ms)
       const self = this

@@ -2,56 +2,144 @@ import type { Kysely } from 'kysely'
 import nodemailer, { type Transporter } from 'nodemailer'
 import type { Logger } from '../logger.ts'
 import type { Database } from '../storage/schema.ts'
+import { type Mail, OutboxStore } from './outbox.ts'
 
-export interface Mail {
-  to: string
-  subject: string
-  text: string
+export type { Mail } from './outbox.ts'
+
+export interface MailerOptions {
+  /** How often the sender looks for due rows when nothing woke it. */
+  pollMs: number
+  /** How long a claimed row stays with its sender (well above the SMTP timeouts below). */
+  leaseMs: number
+  /** Delay before retry n (n = attempts made so far, from 1). */
+  backoffMs: (attempts: number) => number
+  batch: number
+}
+
+export const DEFAULT_MAILER_OPTIONS: MailerOptions = {
+  pollMs: 2_000,
+  leaseMs: 120_000,
+  // 1 s, 2 s, 4 s, … capped at 10 min: an SMTP outage of any length is ridden out.
+  backoffMs: (n) => Math.min(600_000, 1000 * 2 ** Math.max(0, n - 1)),
+  batch: 20,
 }
 
 /**
- * Account notifications. Every message is written to `mail_outbox` first (durable record);
- * with SMTP_URL set it is then sent with nodemailer and marked sent, otherwise it stays in the
- * outbox and is logged (dev mode: "e-mail to the outbox"). A failed send is recorded, not thrown:
- * a mail server outage must not break webhook delivery.
+ * Account notifications (the webhook pause e-mail). Messages are written to `mail_outbox` in
+ * the transaction of the state change they report (OutboxStore.enqueue), so a crash can neither
+ * lose one nor send one for a change that did not commit. This sender drains the outbox: it
+ * claims due rows (SKIP LOCKED, leased, so several instances never send the same row at the
+ * same time), sends them with nodemailer over SMTP_URL, marks them sent, and retries failures
+ * with backoff. A mail server outage never blocks webhook delivery. Without SMTP_URL nothing is
+ * sent: messages stay in the outbox and are logged (dev mode).
  */
 export class Mailer {
   private readonly transport: Transporter | undefined
+  private readonly store: OutboxStore
+  private loop: Promise<void> | undefined
+  private stopping = false
+  private wakeUp: (() => void) | undefined
+  private woken = false
 
   constructor(
-    private readonly db: Kysely<Database>,
+    db: Kysely<Database>,
     private readonly logger: Logger,
     smtpUrl: string | undefined,
+    private readonly opts: MailerOptions = DEFAULT_MAILER_OPTIONS,
     private readonly from = 'Halyard <no-reply@halyard.local>',
   ) {
-    this.transport = smtpUrl ? nodemailer.createTransport(smtpUrl) : undefined
+    this.store = new OutboxStore(db)
+    this.transport = smtpUrl
+      ? nodemailer.createTransport({
+          url: smtpUrl,
+          connectionTimeout: 10_000,
+          greetingTimeout: 10_000,
+          socketTimeout: 30_000,
+        })
+      : undefined
   }
 
-  async send(mail: Mail): Promise<void> {
-    const row = await this.db
-      .insertInto('mail_outbox')
-      .values({ to_address: mail.to, subject: mail.subject, body: mail.text })
-      .returning('id')
-      .executeTakeFirstOrThrow()
+  /** Starts draining the outbox (rows left by a crash or an outage go out now). */
+  start(): void {
+    if (!this.transport || this.loop) return
+    this.loop = this.run()
+  }
+
+  /** A message was committed to the outbox: send it now (or, without SMTP, log it). */
+  queued(mail: Mail): void {
     if (!this.transport) {
       this.logger.info({ to: mail.to, subject: mail.subject }, 'e-mail written to the outbox (no SMTP_URL)')
       return
     }
-    try {
-      await this.transport.sendMail({ from: this.from, to: mail.to, subject: mail.subject, text: mail.text })
-      await this.db.updateTable('mail_outbox').set({ sent_at: new Date() }).where('id', '=', row.id).execute()
-    } catch (err) {
-      const message = (err as Error).message
-      this.logger.warn({ to: mail.to, err: message }, 'e-mail send failed; kept in the outbox')
-      await this.db
-        .updateTable('mail_outbox')
-        .set({ error: message.slice(0, 500) })
-        .where('id', '=', row.id)
-        .execute()
+    this.woken = true
+    this.wakeUp?.()
+  }
+
+  async stop(): Promise<void> {
+    this.stopping = true
+    this.wakeUp?.()
+    await this.loop
+    this.transport?.close()
+  }
+
+  private async run(): Promise<void> {
+    let failures = 0
+    while (!this.stopping) {
+      this.woken = false
+      let claimed = 0
+      try {
+        claimed = await this.drain()
+        failures = 0
+      } catch (err) {
+        if (this.stopping) break
+        failures++
+        this.logger.warn({ err: (err as Error).message }, 'mail outbox claim failed')
+      }
+      if (claimed >= this.opts.batch) continue
+      await this.sleep(failures > 0 ? Math.min(30_000, this.opts.pollMs * 2 ** failures) : this.opts.pollMs)
     }
   }
 
-  close(): void {
-    this.transport?.close()
+  /** One claim and its sends; returns how many rows were claimed. */
+  private async drain(): Promise<number> {
+    const transport = this.transport
+    if (!transport) return 0
+    const rows = await this.store.claim(this.opts.batch, this.opts.leaseMs)
+    for (const row of rows) {
+      if (this.stopping) break // unsent claimed rows come back when their lease ends
+      try {
+        await transport.sendMail({
+          from: this.from,
+          to: row.to_address,
+          subject: row.subject,
+          text: row.body,
+        })
+      } catch (err) {
+        const message = (err as Error).message
+        const retryAt = new Date(Date.now() + this.opts.backoffMs(row.attempts))
+        this.logger.warn(
+          { to: row.to_address, err: message, attempts: row.attempts, retryAt },
+          'e-mail send failed; kept in the outbox for a retry',
+        )
+        await this.store.markFailed(row.id, message, retryAt)
+        continue
+      }
+      await this.store.markSent(row.id)
+    }
+    return rows.length
+  }
+
+  private sleep(ms: number): Promise<void> {
+    if (this.stopping || this.woken) return Promise.resolve()
+    return new Promise((resolve) => {
+      const t = setTimeout(done, ms)
+      const self = this
+      function done() {
+        clearTimeout(t)
+        if (self.wakeUp === done) self.wakeUp = undefined
+        resolve()
+      }
+      this.wakeUp = done
+    })
   }
 }

@@ -55,12 +55,15 @@ export function registerWebhooks(host: FeatureHost): WebhookService {
   matcher.onRollbackStarted = () => w.noteRollback()
   host.services.indexer.addConsumer(matcher)
   registerWebhookRoutes(host.app, ctx.networks, service)
-  host.onStart(() => w.start())
+  host.onStart(() => {
+    w.start()
+    mailer.start()
+  })
   host.addTask({
     name: 'webhook-delivery',
     stop: async () => {
       await w.stop()
-      mailer.close()
+      await mailer.stop()
     },
   })
   return service

@@ -4,7 +4,7 @@ import { invalidRequest, notFound } from '../errors.ts'
 import type { Logger } from '../logger.ts'
 import { type EventType, matchKeys, parseConfig, type WebhookConfig } from './config.ts'
 import { encryptSecret, generateSigningSecret } from './crypto.ts'
-import type { Mailer } from './mailer.ts'
+import type { Mail, Mailer } from './mailer.ts'
 import { newEventId } from './matcher.ts'
 import type { WebhookRow, WebhookStore } from './store.ts'
 import { checkWebhookUrl, type UrlPolicy } from './url-policy.ts'
@@ -199,28 +199,33 @@ export class WebhookService {
   }
 
   /**
-   * Retries exhausted: pause, mark the rest failed, and e-mail the account holder once (only the
-   * call that moved the webhook from active sends; a later PATCH to active re-arms it).
+   * Retries exhausted: pause, mark the rest failed, and e-mail the account holder once. The
+   * notice is written to the mail outbox in the pausing transaction (only by the call that moved
+   * the webhook from active; a later PATCH to active re-arms it); the mailer sends it after.
    */
   async pauseAfterFailures(webhookId: string, lastError: string): Promise<void> {
-    const row = await this.store.pauseAfterFailures(
+    const paused = await this.store.pauseAfterFailures(
       webhookId,
       `delivery failed after all retries: ${lastError}`,
+      (row) => (row.notify_email ? pauseNotice(row, lastError) : undefined),
     )
-    if (!row) return
+    if (!paused) return
     this.logger.warn({ webhook: webhookId }, 'webhook paused after repeated delivery failures')
-    if (!row.notify_email) return
-    await this.mailer.send({
-      to: row.notify_email,
-      subject: `Halyard webhook ${webhookId} paused after failed deliveries`,
-      text: [
-        `Your webhook ${webhookId} (${row.event_type} on ${row.chain}) could not deliver to ${row.url}.`,
-        `The last attempt failed with: ${lastError}`,
-        'The first attempt and every scheduled retry failed, so the webhook was paused and its undelivered events recorded as failed.',
-        `Fix the receiver, then resume with PATCH /v1/webhooks/${webhookId} {"status":"active"};`,
-        `failed events can be sent again with POST /v1/webhooks/${webhookId}/deliveries/{event_id}/redeliver.`,
-      ].join('\n'),
-    })
+    if (paused.mail) this.mailer.queued(paused.mail)
+  }
+}
+
+function pauseNotice(row: WebhookRow, lastError: string): Mail {
+  return {
+    to: row.notify_email as string,
+    subject: `Halyard webhook ${row.id} paused after failed deliveries`,
+    text: [
+      `Your webhook ${row.id} (${row.event_type} on ${row.chain}) could not deliver to ${row.url}.`,
+      `The last attempt failed with: ${lastError}`,
+      'The first attempt and every scheduled retry failed, so the webhook was paused and its undelivered events recorded as failed.',
+      `Fix the receiver, then resume with PATCH /v1/webhooks/${row.id} {"status":"active"};`,
+      `failed events can be sent again with POST /v1/webhooks/${row.id}/deliveries/{event_id}/redeliver.`,
+    ].join('\n'),
   }
 }
 

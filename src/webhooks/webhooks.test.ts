@@ -141,7 +141,10 @@ describe.each(storageBackends())('webhooks on $name', (backend) => {
 
     // All five transactions go into one block, so the mined_transaction webhook can name a hash first.
     await dev.rpc('evm_setAutomine', [false])
-    const native = await sendEth(A, 10n ** 18n)
+    // Not sendEth: with automine off there is no receipt to wait for until anvil_mine below.
+    const native = await dev.rpc<Hash>('eth_sendTransaction', [
+      { from: DEV_ACCOUNT, to: A, value: toHex(10n ** 18n) },
+    ])
     const mintA = await dev.send('DemoERC20', usd, 'mint', [A, 5000n], { wait: false })
     await dev.send('DemoERC20', usd, 'mint', [B, 10n], { wait: false })
     const nftTx = await dev.send('DemoERC721', nft, 'mint', [A, 7n, ''], { wait: false })

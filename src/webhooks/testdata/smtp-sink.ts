@@ -21,8 +21,9 @@ export class SmtpSink {
     },
   })
 
-  async start(): Promise<this> {
-    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', () => resolve()))
+  /** Listens on `port` (0: a free one); a test brings a sink back up on the port it had. */
+  async start(port = 0): Promise<this> {
+    await new Promise<void>((resolve) => this.server.listen(port, '127.0.0.1', () => resolve()))
     this.port = (this.server.server.address() as AddressInfo).port
     return this
   }

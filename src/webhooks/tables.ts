@@ -1,0 +1,78 @@
+import type { Generated } from 'kysely'
+
+/** Kysely table types of the webhooks feature (migrations 0020, 0021). */
+
+export interface WebhooksTable {
+  id: string
+  account_id: string
+  /** The account holder's e-mail when the webhook was created: where a pause notice goes. */
+  notify_email: string | null
+  url: string
+  chain: string
+  event_type: string
+  config: string
+  secret_enc: string
+  status: string
+  status_reason: string | null
+  notified_at: Date | null
+  created_at: Generated<Date>
+  updated_at: Generated<Date>
+}
+
+export interface WebhookMatchKeysTable {
+  network: string
+  kind: string
+  key: string
+  webhook_id: string
+}
+
+export interface WebhookEventsTable {
+  seq: Generated<string>
+  id: string
+  webhook_id: string
+  network: string | null
+  block_number: string | null
+  event_type: string
+  body: string
+  status: string
+  attempts: Generated<number>
+  round_attempts: Generated<number>
+  next_attempt_at: Generated<Date>
+  lease_until: Date | null
+  last_error: string | null
+  created_at: Generated<Date>
+  delivered_at: Date | null
+}
+
+export interface WebhookAttemptsTable {
+  id: Generated<string>
+  event_id: string
+  webhook_id: string
+  attempt: number
+  status_code: number | null
+  error: string | null
+  duration_ms: number
+  created_at: Generated<Date>
+}
+
+export interface MailOutboxTable {
+  id: Generated<string>
+  to_address: string
+  subject: string
+  body: string
+  sent_at: Date | null
+  error: string | null
+  created_at: Generated<Date>
+  /** Send attempts so far (migration 0021). */
+  attempts: Generated<number>
+  /** When the row may be claimed: the next retry, or the end of a sender's lease. */
+  next_attempt_at: Generated<Date>
+}
+
+export interface WebhookTables {
+  webhooks: WebhooksTable
+  webhook_match_keys: WebhookMatchKeysTable
+  webhook_events: WebhookEventsTable
+  webhook_attempts: WebhookAttemptsTable
+  mail_outbox: MailOutboxTable
+}
