@@ -5,6 +5,7 @@ import type { CidrAllowlist } from '../net/address-policy.ts'
 import { type Resolver, safeFetch } from '../net/safe-fetch.ts'
 import { decryptSecret, sign } from './crypto.ts'
 import type { AttemptOutcome, ClaimedEvent, WebhookStore } from './store.ts'
+import { WakeSignal } from './wake-signal.ts'
 
 /**
  * The delivery worker (spec 6.1 form A). Every instance may run one: events are claimed from
@@ -58,8 +59,7 @@ export class DeliveryWorker {
   private readonly secrets = new Map<string, string>()
   private stopping = false
   private loop: Promise<void> | undefined
-  private wakeUp: (() => void) | undefined
-  private woken = false
+  private readonly signal = new WakeSignal()
   private readonly active = new Set<Promise<void>>()
   // Sized by the concurrency setting: a lane waiting in the agent's queue for a socket would
   // burn its timeout without having sent anything.
@@ -110,8 +110,7 @@ export class DeliveryWorker {
    */
   wake(): void {
     this.idleClaims = 0
-    this.woken = true
-    this.wakeUp?.()
+    this.signal.wake()
   }
 
   /** A retry recorded by this process: claim it when due rather than at a backed-off poll. */
@@ -150,7 +149,7 @@ export class DeliveryWorker {
   private async run(): Promise<void> {
     let failures = 0
     while (!this.stopping) {
-      this.woken = false
+      this.signal.beginRound()
       let claimed = 0
       const free = this.opts.concurrency - this.inflight
       // Claim in batches: one query per freed slot would cost more than the deliveries.
@@ -186,7 +185,7 @@ export class DeliveryWorker {
       }
       if (claimed > 0 && this.inflight < this.opts.concurrency) continue
       const idle = Math.min(IDLE_POLL_MAX_MS, this.opts.pollMs * 2 ** Math.max(0, this.idleClaims - 1))
-      await this.sleep(
+      await this.signal.sleep(
         failures > 0 ? Math.min(5000, this.opts.pollMs * 2 ** failures) : Math.max(this.opts.pollMs, idle),
       )
     }
@@ -364,19 +363,5 @@ export class DeliveryWorker {
       }
     }
     this.flushing = undefined
-  }
-
-  private sleep(ms: number): Promise<void> {
-    if (this.stopping || this.woken) return Promise.resolve()
-    return new Promise((resolve) => {
-      const t = setTimeout(done, ms)
-      const self = this
-      function done() {
-        clearTimeout(t)
-        if (self.wakeUp === done) self.wakeUp = undefined
-        resolve()
-      }
-      this.wakeUp = done
-    })
   }
 }

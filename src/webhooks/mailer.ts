@@ -3,6 +3,7 @@ import nodemailer, { type Transporter } from 'nodemailer'
 import type { Logger } from '../logger.ts'
 import type { Database } from '../storage/schema.ts'
 import { type Mail, OutboxStore } from './outbox.ts'
+import { WakeSignal } from './wake-signal.ts'
 
 export type { Mail } from './outbox.ts'
 
@@ -38,8 +39,7 @@ export class Mailer {
   private readonly store: OutboxStore
   private loop: Promise<void> | undefined
   private stopping = false
-  private wakeUp: (() => void) | undefined
-  private woken = false
+  private readonly signal = new WakeSignal()
 
   constructor(
     db: Kysely<Database>,
@@ -71,13 +71,12 @@ export class Mailer {
       this.logger.info({ to: mail.to, subject: mail.subject }, 'e-mail written to the outbox (no SMTP_URL)')
       return
     }
-    this.woken = true
-    this.wakeUp?.()
+    this.signal.wake()
   }
 
   async stop(): Promise<void> {
     this.stopping = true
-    this.wakeUp?.()
+    this.signal.wake()
     await this.loop
     this.transport?.close()
   }
@@ -85,7 +84,7 @@ export class Mailer {
   private async run(): Promise<void> {
     let failures = 0
     while (!this.stopping) {
-      this.woken = false
+      this.signal.beginRound()
       let claimed = 0
       try {
         claimed = await this.drain()
@@ -96,7 +95,9 @@ export class Mailer {
         this.logger.warn({ err: (err as Error).message }, 'mail outbox claim failed')
       }
       if (claimed >= this.opts.batch) continue
-      await this.sleep(failures > 0 ? Math.min(30_000, this.opts.pollMs * 2 ** failures) : this.opts.pollMs)
+      await this.signal.sleep(
+        failures > 0 ? Math.min(30_000, this.opts.pollMs * 2 ** failures) : this.opts.pollMs,
+      )
     }
   }
 
@@ -127,19 +128,5 @@ export class Mailer {
       await this.store.markSent(row.id)
     }
     return rows.length
-  }
-
-  private sleep(ms: number): Promise<void> {
-    if (this.stopping || this.woken) return Promise.resolve()
-    return new Promise((resolve) => {
-      const t = setTimeout(done, ms)
-      const self = this
-      function done() {
-        clearTimeout(t)
-        if (self.wakeUp === done) self.wakeUp = undefined
-        resolve()
-      }
-      this.wakeUp = done
-    })
   }
 }
