@@ -13,18 +13,10 @@
  * Halyard runs in a child process (this file with `--server`), so the load generator and the
  * server do not share an event loop. Everything started here is stopped at the end.
  */
-import { type ChildProcess, fork } from 'node:child_process'
-import { randomBytes } from 'node:crypto'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import path from 'node:path'
 import autocannon from 'autocannon'
-import { loadEnv } from '../src/config/env.ts'
-import { networkSchema } from '../src/config/file.ts'
 import { startAnvil } from '../src/devnet/anvil.ts'
 import { rpc } from '../src/devnet/multicall3.ts'
-import { startHalyard } from '../src/server/runtime.ts'
-import { openStorage } from '../src/storage/database.ts'
+import { type HalyardChild, serveHalyardChild, startHalyardChild } from './lib/halyard-child.ts'
 
 const CONNECTIONS = 50
 const DURATION_S = Number(process.env.BENCH_SECONDS ?? 5)
@@ -51,51 +43,9 @@ async function load(name: string, opts: autocannon.Options): Promise<Row> {
   }
 }
 
-/** Child mode: a real Halyard (PGlite, in-memory limits, indexer off) in front of the given anvil. */
-async function serve(anvilUrl: string) {
-  const dataDir = mkdtempSync(path.join(tmpdir(), 'halyard-bench-gas-'))
-  const env = loadEnv({ HALYARD_LOG_LEVEL: 'warn', HALYARD_DATA_DIR: dataDir })
-  const storage = await openStorage({ dataDir })
-  const network = networkSchema.parse({
-    chain: 'ethereum',
-    network: 'devnet',
-    chainId: 31337,
-    confirmations: 0,
-    blockTimeMs: 1000,
-    indexer: { enabled: false },
-    upstreams: [{ url: anvilUrl }],
-  })
-  const h = await startHalyard({ env, networks: [network], storage, secretKey: randomBytes(32), port: 0 })
-  await h.ctx.auth.createAccount('bench@halyard.local', 'enterprise')
-  const { key } = await h.ctx.auth.createKey({ accountEmail: 'bench@halyard.local', env: 'test' })
-  const stop = async () => {
-    await h.close()
-    await storage.close()
-    rmSync(dataDir, { recursive: true, force: true })
-    process.exit(0)
-  }
-  process.send?.({ url: `${h.baseUrl}/gas/ethereum-devnet/prices`, key })
-  process.once('disconnect', stop)
-  process.once('SIGINT', stop)
-}
-
-async function startHalyardChild(
-  anvilUrl: string,
-): Promise<{ child: ChildProcess; url: string; key: string }> {
-  const child = fork(import.meta.filename, ['--server', anvilUrl], {
-    execArgv: ['--import', 'tsx'],
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  })
-  const msg = await new Promise<{ url: string; key: string }>((resolve, reject) => {
-    child.once('message', (m) => resolve(m as { url: string; key: string }))
-    child.once('exit', (code) => reject(new Error(`Halyard exited with code ${code} before listening`)))
-  })
-  return { child, ...msg }
-}
-
 async function main() {
   const anvil = await startAnvil({ blockTime: 1 })
-  let halyard: Awaited<ReturnType<typeof startHalyardChild>> | undefined
+  let halyard: HalyardChild | undefined
   let traffic: NodeJS.Timeout | undefined
   try {
     const accounts = (await rpc(anvil.url, 'eth_accounts', [])) as string[]
@@ -117,7 +67,7 @@ async function main() {
       ]).catch(() => {})
     }, 500)
     await new Promise((r) => setTimeout(r, 3_000))
-    halyard = await startHalyardChild(anvil.url)
+    halyard = await startHalyardChild(import.meta.filename, anvil.url)
 
     const feeHistory = JSON.stringify({
       jsonrpc: '2.0',
@@ -169,7 +119,7 @@ async function main() {
 }
 
 if (process.argv[2] === '--server') {
-  await serve(process.argv[3] ?? '')
+  await serveHalyardChild(process.argv[3] ?? '', '/gas/ethereum-devnet/prices')
 } else {
   await main()
 }

@@ -12,18 +12,15 @@
  * gateway do not share an event loop; nginx runs one worker on a free loopback port with a
  * temporary config and is killed afterwards, as are anvil and Halyard.
  */
-import { type ChildProcess, execFileSync, fork, spawn } from 'node:child_process'
-import { randomBytes } from 'node:crypto'
+import { execFileSync, spawn } from 'node:child_process'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import autocannon from 'autocannon'
-import { loadEnv } from '../src/config/env.ts'
-import { networkSchema } from '../src/config/file.ts'
 import { startAnvil, waitForRpc } from '../src/devnet/anvil.ts'
-import { startHalyard } from '../src/server/runtime.ts'
-import { openStorage } from '../src/storage/database.ts'
+
+import { type HalyardChild, serveHalyardChild, startHalyardChild } from './lib/halyard-child.ts'
 
 const CONNECTIONS = 50
 const DURATION_S = Number(process.env.BENCH_SECONDS ?? 5)
@@ -129,64 +126,18 @@ http {
   }
 }
 
-/** Child mode: a real Halyard (PGlite, in-memory limits) in front of the given anvil. */
-async function serve(anvilUrl: string) {
-  const dataDir = mkdtempSync(path.join(tmpdir(), 'halyard-bench-'))
-  const env = loadEnv({ HALYARD_LOG_LEVEL: 'warn', HALYARD_DATA_DIR: dataDir })
-  const storage = await openStorage({ dataDir })
-  const network = networkSchema.parse({
-    chain: 'ethereum',
-    network: 'devnet',
-    chainId: 31337,
-    confirmations: 0,
-    finalityDepth: 2,
-    blockTimeMs: 1000,
-    upstreams: [{ url: anvilUrl }],
-    // The gateway is what is measured: no block follower sharing its event loop.
-    indexer: { enabled: false },
-  })
-  const h = await startHalyard({ env, networks: [network], storage, secretKey: randomBytes(32), port: 0 })
-  await h.ctx.auth.createAccount('bench@halyard.local', 'enterprise')
-  const { key } = await h.ctx.auth.createKey({ accountEmail: 'bench@halyard.local', env: 'test' })
-  const stop = async () => {
-    await h.close()
-    await storage.close()
-    rmSync(dataDir, { recursive: true, force: true })
-    process.exit(0)
-  }
-  // Run by hand (profiling: node --cpu-prof --import tsx bench/rpc.ts --server URL): print, stop on SIGINT.
-  if (process.send) process.send({ url: `${h.baseUrl}/rpc/ethereum/devnet`, key })
-  else console.log(JSON.stringify({ url: `${h.baseUrl}/rpc/ethereum/devnet`, key }))
-  process.once('disconnect', stop)
-  process.once('SIGINT', stop)
-}
-
-async function startHalyardChild(
-  anvilUrl: string,
-): Promise<{ child: ChildProcess; url: string; key: string }> {
-  const child = fork(import.meta.filename, ['--server', anvilUrl], {
-    execArgv: ['--import', 'tsx'],
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  })
-  const msg = await new Promise<{ url: string; key: string }>((resolve, reject) => {
-    child.once('message', (m) => resolve(m as { url: string; key: string }))
-    child.once('exit', (code) => reject(new Error(`Halyard exited with code ${code} before listening`)))
-  })
-  return { child, ...msg }
-}
-
 const fmt = (n: number, d = 0) => n.toFixed(d)
 
 async function main() {
   const anvil = await startAnvil()
   let nginx: Awaited<ReturnType<typeof startNginx>> | undefined
-  let halyard: Awaited<ReturnType<typeof startHalyardChild>> | undefined
+  let halyard: HalyardChild | undefined
   try {
     // Blocks to read: block 1 is far below the finality depth once 10 more exist.
     await fetch(anvil.url, { method: 'POST', body: JSON.stringify(call('anvil_mine', ['0xc'])) })
     const finalizedBlock = call('eth_getBlockByNumber', ['0x1', false])
     const batch = Array.from({ length: 10 }, (_, i) => call('eth_blockNumber', [], i + 1))
-    halyard = await startHalyardChild(anvil.url)
+    halyard = await startHalyardChild(import.meta.filename, anvil.url)
     const hk = { 'x-api-key': halyard.key }
     const nginxBin = findNginx()
     if (nginxBin) nginx = await startNginx(nginxBin, anvil.port)
@@ -258,7 +209,7 @@ async function main() {
 }
 
 if (process.argv[2] === '--server') {
-  await serve(process.argv[3] ?? '')
+  await serveHalyardChild(process.argv[3] ?? '', '/rpc/ethereum/devnet', { finalityDepth: 2 })
 } else {
   await main()
 }
