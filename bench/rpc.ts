@@ -1,10 +1,18 @@
 /**
  * npm run bench:rpc — JSON-RPC gateway throughput and latency, all in one run, loopback only.
  *
- * Rows (autocannon, 50 connections, a fixed duration each, after a short warm-up):
+ * Load generator: wrk when installed (C, one thread: it leaves the 2 cores to the servers),
+ * else autocannon (Node, which takes about a core itself); BENCH_LOADGEN=autocannon forces it.
+ * Every row of one run uses the same generator, so ratios compare like with like.
+ *
+ * Rows (50 connections, a fixed duration each, after a short warm-up):
  *   direct anvil        eth_blockNumber, eth_chainId, finalized eth_getBlockByNumber, batch of 10
  *   nginx → anvil       eth_blockNumber through `proxy_pass` (skipped with a note without nginx)
  *   Halyard → anvil     the same calls through /v1/rpc/ethereum/devnet with an enterprise key
+ *   Halyard × N workers eth_blockNumber and eth_chainId through a cluster (HALYARD_WORKERS) on
+ *                       PostgreSQL + Redis, when DATABASE_URL and REDIS_URL are set
+ *                       (BENCH_WORKERS, default 2; 0 skips), with the enterprise key (no
+ *                       limiter call) and with a limited key (one Redis check per call)
  * Prints req/s, p50, p99, and the ratios the issue targets: uncached Halyard ≥ 0.8 × nginx,
  * cached Halyard ≥ 1.5 × direct anvil, added p50 ≤ 1 ms.
  *
@@ -21,10 +29,13 @@ import autocannon from 'autocannon'
 import { startAnvil, waitForRpc } from '../src/devnet/anvil.ts'
 
 import { type HalyardChild, serveHalyardChild, startHalyardChild } from './lib/halyard-child.ts'
+import { findWrk, runWrk } from './lib/wrk.ts'
 
 const CONNECTIONS = 50
 const DURATION_S = Number(process.env.BENCH_SECONDS ?? 5)
 const WARMUP_S = 1
+const WORKERS = Number(process.env.BENCH_WORKERS ?? 2)
+const WRK = process.env.BENCH_LOADGEN === 'autocannon' ? undefined : findWrk()
 
 const call = (method: string, params: unknown[] = [], id = 1) => ({ jsonrpc: '2.0', id, method, params })
 
@@ -42,6 +53,24 @@ async function load(
   body: unknown,
   headers: Record<string, string> = {},
 ): Promise<Row> {
+  if (WRK) {
+    const h = { 'content-type': 'application/json', ...headers }
+    await runWrk(WRK, {
+      url,
+      body: JSON.stringify(body),
+      headers: h,
+      connections: CONNECTIONS,
+      seconds: WARMUP_S,
+    })
+    const r = await runWrk(WRK, {
+      url,
+      body: JSON.stringify(body),
+      headers: h,
+      connections: CONNECTIONS,
+      seconds: DURATION_S,
+    })
+    return { name, ...r }
+  }
   const opts = {
     url,
     method: 'POST' as const,
@@ -149,7 +178,9 @@ async function main() {
       console.log(`  ${name}: ${fmt(row.reqPerSec)} req/s, p50 ${row.p50} ms, p99 ${row.p99} ms`)
       return row
     }
-    console.log(`bench:rpc — ${CONNECTIONS} connections, ${DURATION_S} s per row`)
+    console.log(
+      `bench:rpc — ${WRK ? 'wrk (1 thread)' : 'autocannon'}, ${CONNECTIONS} connections, ${DURATION_S} s per row`,
+    )
     const direct = await run('anvil direct · eth_blockNumber', anvil.url, call('eth_blockNumber'))
     const viaNginx = nginx
       ? await run('nginx → anvil · eth_blockNumber', nginx.url, call('eth_blockNumber'))
@@ -172,11 +203,38 @@ async function main() {
     const directBatch = await run('anvil direct · batch of 10 eth_blockNumber', anvil.url, batch)
     const halyardBatch = await run('Halyard · batch of 10 eth_blockNumber', halyard.url, batch, hk)
 
+    // The cluster rows: a second child, started after the first stops, so they never compete.
+    let clusterNote: string | undefined
+    let clustered: { uncached: Row; cached: Row } | undefined
+    if (WORKERS > 0 && process.env.DATABASE_URL && process.env.REDIS_URL) {
+      await stopChild(halyard)
+      halyard = await startHalyardChild(import.meta.filename, anvil.url, { workers: WORKERS })
+      const ck = { 'x-api-key': halyard.key }
+      const label = `Halyard × ${WORKERS} workers (PostgreSQL, Redis limits)`
+      clustered = {
+        uncached: await run(`${label} · eth_blockNumber`, halyard.url, call('eth_blockNumber'), ck),
+        cached: await run(`${label} · eth_chainId (cached)`, halyard.url, call('eth_chainId'), ck),
+      }
+      if (halyard.limitedKey) {
+        // Enterprise keys skip the limiter; this one is counted in Redis on every call.
+        const lk = { 'x-api-key': halyard.limitedKey }
+        await run(`${label} · eth_blockNumber, limited key`, halyard.url, call('eth_blockNumber'), lk)
+        await run(`${label} · eth_chainId (cached), limited key`, halyard.url, call('eth_chainId'), lk)
+      }
+    } else if (WORKERS > 0) {
+      clusterNote = 'cluster rows skipped: they need DATABASE_URL and REDIS_URL'
+    }
+
     console.log('\n| row | req/s | p50 ms | p99 ms | errors |\n|---|---:|---:|---:|---:|')
     for (const r of rows)
       console.log(`| ${r.name} | ${fmt(r.reqPerSec)} | ${r.p50} | ${r.p99} | ${r.errors} |`)
     if (!nginx)
       console.log('| nginx → anvil | skipped: nginx is not installed (apt-get install nginx-light) | | | |')
+    if (clusterNote) console.log(`| Halyard × ${WORKERS} workers | ${clusterNote} | | | |`)
+    if (!WRK)
+      console.log(
+        '\nnote: autocannon (wrk not installed, or BENCH_LOADGEN=autocannon) shares the 2 cores with the servers',
+      )
 
     const ratio = (a: Row, b: Row) => a.reqPerSec / b.reqPerSec
     console.log('\nratios (target in brackets):')
@@ -194,18 +252,33 @@ async function main() {
     )
     console.log(`  batch of 10 Halyard / direct:             ${fmt(ratio(halyardBatch, directBatch), 2)}×`)
     console.log(`  added p50 (uncached − direct):            ${fmt(uncached.p50 - direct.p50, 2)} ms  [≤ 1]`)
+    if (clustered) {
+      if (viaNginx)
+        console.log(
+          `  ${WORKERS} workers uncached / nginx:              ${fmt(ratio(clustered.uncached, viaNginx), 2)}×  [≥ 0.8]`,
+        )
+      console.log(
+        `  ${WORKERS} workers cached eth_chainId / direct:   ${fmt(ratio(clustered.cached, directChain), 2)}×  [≥ 1.5]`,
+      )
+      console.log(
+        `  ${WORKERS} workers added p50 (uncached − direct): ${fmt(clustered.uncached.p50 - direct.p50, 2)} ms  [≤ 1]`,
+      )
+    }
     const errors = rows.reduce((n, r) => n + r.errors, 0)
     if (errors > 0) console.log(`  WARNING: ${errors} failed responses during the run`)
   } finally {
     await nginx?.stop()
-    if (halyard) {
-      const exited = new Promise((r) => halyard?.child.once('exit', r))
-      halyard.child.disconnect()
-      await Promise.race([exited, new Promise((r) => setTimeout(r, 5_000))])
-      if (halyard.child.exitCode === null) halyard.child.kill('SIGKILL')
-    }
+    if (halyard) await stopChild(halyard)
     await anvil.stop()
   }
+}
+
+async function stopChild(h: HalyardChild) {
+  if (h.child.exitCode !== null || !h.child.connected) return
+  const exited = new Promise((r) => h.child.once('exit', r))
+  h.child.disconnect()
+  await Promise.race([exited, new Promise((r) => setTimeout(r, 5_000))])
+  if (h.child.exitCode === null) h.child.kill('SIGKILL')
 }
 
 if (process.argv[2] === '--server') {

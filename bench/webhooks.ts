@@ -1,13 +1,15 @@
 /**
  * npm run bench:webhooks — webhook matching and delivery, on PostgreSQL, loopback only.
  *
- * 1. A local HTTP receiver. Baseline: its own raw request rate under a plain HTTP load
- *    (autocannon, 256 connections, the same body size).
+ * 1. A local HTTP receiver, on its own thread (BENCH_RECEIVER=inline puts it on Halyard's
+ *    event loop instead, as before). Baseline: its own raw request rate under a plain HTTP
+ *    load (autocannon, 256 connections, the same body size).
  * 2. Halyard (dev mode, so plain-HTTP loopback receivers are allowed) on anvil, with 1,000
  *    token_transfer webhooks watching 100,000 addresses (100 each).
  * 3. Latency: LATENCY_BLOCKS blocks, one every ~second, each with 1,000 matching transfers
  *    (one per webhook); block-to-delivery = receiver arrival − the moment the block was
- *    mined (anvil_mine returned); p50/p99.
+ *    mined (anvil_mine returned); p50/p99; and where a block's time goes, stage by stage, from
+ *    the indexer's and matcher's debug records (captured through the logger).
  * 4. Throughput: one block with BURST_TRANSFERS matching transfers (10 per webhook): events
  *    matched per second (mine → indexer committed the block and its events) and deliveries
  *    per second (mine → last event acknowledged), with the ratio to the baseline.
@@ -15,10 +17,9 @@
  */
 import { randomBytes } from 'node:crypto'
 import { mkdtempSync } from 'node:fs'
-import http from 'node:http'
-import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
+import { Writable } from 'node:stream'
 import autocannon from 'autocannon'
 import pg from 'pg'
 import { encodeAbiParameters, keccak256 } from 'viem'
@@ -26,9 +27,11 @@ import { loadEnv } from '../src/config/env.ts'
 import { networkSchema } from '../src/config/file.ts'
 import { startAnvil } from '../src/devnet/anvil.ts'
 import { Devnet } from '../src/devnet/demo.ts'
+import { createLogger } from '../src/logger.ts'
 import { startHalyard } from '../src/server/runtime.ts'
 import { openStorage } from '../src/storage/database.ts'
 import type { Address } from '../src/types.ts'
+import { startReceiver } from './lib/receiver.ts'
 
 const DB_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
 const WEBHOOKS = 1000
@@ -43,6 +46,32 @@ const BASELINE_S = 4
 const pct = (sorted: number[], p: number) =>
   sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] as number
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+/** Milliseconds on the performance clock, comparable across threads. */
+const now = () => performance.timeOrigin + performance.now()
+const LEVELS: Record<string, number> = { trace: 10, debug: 20, info: 30, warn: 40, error: 50, fatal: 60 }
+
+/**
+ * Halyard's log at debug level: the stage records ('block indexed', 'webhook events') are kept
+ * by block; other lines go to stdout only at or above BENCH_LOG_LEVEL (default: none).
+ */
+function stageLog() {
+  const show = LEVELS[process.env.BENCH_LOG_LEVEL ?? 'silent'] ?? Number.POSITIVE_INFINITY
+  const indexed = new Map<number, Record<string, number>>()
+  const matched = new Map<number, Record<string, number>>()
+  const stream = new Writable({
+    write(chunk: Buffer, _enc, done) {
+      for (const line of chunk.toString().split('\n')) {
+        if (!line) continue
+        const rec = JSON.parse(line) as Record<string, unknown>
+        if (rec.msg === 'block indexed') indexed.set(Number(rec.block), rec as Record<string, number>)
+        else if (rec.msg === 'webhook events') matched.set(Number(rec.block), rec as Record<string, number>)
+        if ((rec.level as number) >= show) process.stdout.write(`${line}\n`)
+      }
+      done()
+    },
+  })
+  return { logger: createLogger('debug', stream), indexed, matched }
+}
 
 /** The address DemoERC20.spray(seed, …) mints to at position i. */
 const sprayed = (seed: number, i: number): Address =>
@@ -50,21 +79,10 @@ const sprayed = (seed: number, i: number): Address =>
 
 async function main() {
   // 1. Receiver: records arrival time and block per event; answers 200 at once.
-  const arrivals: Array<{ at: number; block: number }> = []
-  let counting = false
-  const receiver = http.createServer((req, res) => {
-    const chunks: Buffer[] = []
-    req.on('data', (c: Buffer) => chunks.push(c))
-    req.on('end', () => {
-      if (counting) {
-        const body = JSON.parse(Buffer.concat(chunks).toString()) as { data: { block_number: number } }
-        arrivals.push({ at: performance.now(), block: body.data.block_number })
-      }
-      res.writeHead(200).end('ok')
-    })
-  })
-  await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r))
-  const rport = (receiver.address() as AddressInfo).port
+  const receiver = await startReceiver(process.env.BENCH_RECEIVER === 'inline' ? 'inline' : 'thread')
+  const rport = receiver.port
+  const arrivalsSince = (from: number) =>
+    Array.from({ length: receiver.count() - from }, (_, i) => receiver.arrival(from + i))
   const sampleBody = JSON.stringify({
     id: `evt_${'0'.repeat(24)}`,
     event_type: 'token_transfer',
@@ -98,13 +116,15 @@ async function main() {
   const anvil = await startAnvil({ extraArgs: ['--gas-limit', '2000000000'] })
   const schema = `bench_${randomBytes(4).toString('hex')}`
   const storage = await openStorage({ databaseUrl: DB_URL, schema, poolSize: 20 })
+  const stages = stageLog()
   let closeHalyard = async () => {}
   try {
     const dev = new Devnet(anvil.url)
     const token = await dev.deploy('DemoERC20', ['Bench', 'BNCH', 18])
     const halyard = await startHalyard({
+      logger: stages.logger,
       env: loadEnv({
-        HALYARD_LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'silent',
+        HALYARD_LOG_LEVEL: 'debug',
         HALYARD_DATA_DIR: mkdtempSync(path.join(tmpdir(), 'halyard-bench-')),
         HALYARD_WEBHOOK_CONCURRENCY: String(CONCURRENCY),
         HALYARD_WEBHOOK_PER_HOST: String(CONCURRENCY),
@@ -155,7 +175,7 @@ async function main() {
     const head = BigInt(await dev.rpc<string>('eth_blockNumber'))
     await halyard.services.indexer.waitForBlock('ethereum-devnet', head, 120_000)
     await dev.rpc('evm_setAutomine', [false])
-    counting = true
+    receiver.setCounting(true)
 
     const mine = async (seeds: number[]) => {
       for (const seed of seeds) {
@@ -165,13 +185,13 @@ async function main() {
         })
       }
       await dev.rpc('anvil_mine', ['0x1'])
-      const minedAt = performance.now()
+      const minedAt = now()
       const number = Number(BigInt(await dev.rpc<string>('eth_blockNumber')))
       return { number, minedAt }
     }
     const waitFor = async (n: number, what: string) => {
       const end = Date.now() + 60_000
-      while (arrivals.length < n) {
+      while (receiver.count() < n) {
         if (Date.now() > end) {
           const why = await storage.db
             .selectFrom('webhook_attempts')
@@ -186,7 +206,7 @@ async function main() {
           const cursor = await halyard.services.indexer.cursor('ethereum-devnet')
           const head = await dev.rpc<string>('eth_blockNumber')
           throw new Error(
-            `timed out waiting for ${what} (${arrivals.length}/${n}); attempts: ${JSON.stringify(why)}; events: ${JSON.stringify(byBlock)}; cursor ${cursor?.number} head ${head}; mined ${JSON.stringify([...minedAt.keys()])}`,
+            `timed out waiting for ${what} (${receiver.count()}/${n}); attempts: ${JSON.stringify(why)}; events: ${JSON.stringify(byBlock)}; cursor ${cursor?.number} head ${head}; mined ${JSON.stringify([...minedAt.keys()])}`,
           )
         }
         await sleep(5)
@@ -201,11 +221,12 @@ async function main() {
       const m = await mine([b])
       minedAt.set(m.number, m.minedAt)
       await halyard.services.indexer.waitForBlock('ethereum-devnet', BigInt(m.number), 120_000)
-      commitMs.push(performance.now() - m.minedAt)
-      await sleep(Math.max(0, 1000 - (performance.now() - m.minedAt)))
+      commitMs.push(now() - m.minedAt)
+      await sleep(Math.max(0, 1000 - (now() - m.minedAt)))
     }
     commitMs.sort((x, y) => x - y)
     await waitFor(LATENCY_BLOCKS * WEBHOOKS, 'latency deliveries')
+    const arrivals = arrivalsSince(0)
     const latencies = arrivals.map((a) => a.at - (minedAt.get(a.block) as number)).sort((x, y) => x - y)
     // Per block: mined → first and → last delivery (the spread is the delivery of 1,000 events).
     const firstByBlock = new Map<number, number>()
@@ -219,15 +240,16 @@ async function main() {
     const lastMsByBlock = [...lastByBlock.values()].sort((x, y) => x - y)
 
     // 4. Throughput: one block with BURST_SPRAYS × 1,000 matching transfers.
-    const before = arrivals.length
+    const before = receiver.count()
     const burstEvents = BURST_SPRAYS * WEBHOOKS
     console.log(`throughput: one block with ${burstEvents} matching transfers …`)
     const burst = await mine(Array.from({ length: BURST_SPRAYS }, (_, s) => LATENCY_BLOCKS + s))
     await halyard.services.indexer.waitForBlock('ethereum-devnet', BigInt(burst.number), 120_000)
-    const matchedMs = performance.now() - burst.minedAt
+    const matchedMs = now() - burst.minedAt
     await waitFor(before + burstEvents, 'burst deliveries')
-    const deliveredMs = (arrivals[arrivals.length - 1]?.at as number) - burst.minedAt
-    const firstMs = (arrivals[before]?.at as number) - burst.minedAt
+    const burstArrivals = arrivalsSince(before)
+    const deliveredMs = Math.max(...burstArrivals.map((a) => a.at)) - burst.minedAt
+    const firstMs = Math.min(...burstArrivals.map((a) => a.at)) - burst.minedAt
     const deliveryWindowMs = deliveredMs - firstMs
     const matchedPerS = burstEvents / (matchedMs / 1000)
     const deliveriesPerS = burstEvents / (deliveryWindowMs / 1000)
@@ -253,13 +275,48 @@ async function main() {
     console.log(
       `  per block (p50 over ${LATENCY_BLOCKS} blocks): mined → indexed with its events committed ${pct(commitMs, 50).toFixed(0)} ms, → first delivery ${pct(firstMsByBlock, 50).toFixed(0)} ms, → last delivery ${pct(lastMsByBlock, 50).toFixed(0)} ms`,
     )
+    // Where a latency block's time goes (p50 over the latency blocks of each stage).
+    const latencyBlocks = [...minedAt.keys()]
+    const stage = (src: Map<number, Record<string, number>>, key: string) =>
+      pct(
+        latencyBlocks.map((b) => src.get(b)?.[key] ?? Number.NaN).sort((x, y) => x - y),
+        50,
+      )
+    const rows: Array<[string, number]> = [
+      ['fetch block + logs (parallel eth_getBlockByNumber, eth_getLogs)', stage(stages.indexed, 'fetchMs')],
+      ['decode logs into transfers', stage(stages.indexed, 'decodeMs')],
+      ['index insert (transfers, holders, block hash), in the transaction', stage(stages.indexed, 'indexMs')],
+      ['  meanwhile, on another connection: matcher webhook lookup', stage(stages.matched, 'lookupMs')],
+      ['  meanwhile: matcher builds the events (JSON once each)', stage(stages.matched, 'buildMs')],
+      [
+        'consumers in the transaction (rest of the match + event insert)',
+        stage(stages.indexed, 'consumersMs'),
+      ],
+      ['  of which: insert the events (one unnest insert)', stage(stages.matched, 'insertMs')],
+      ['cursor + COMMIT', stage(stages.indexed, 'commitMs')],
+    ]
+    const inIndexer = ['fetchMs', 'decodeMs', 'indexMs', 'consumersMs', 'commitMs']
+      .map((k) => stage(stages.indexed, k))
+      .reduce((a, b) => a + b, 0)
+    console.log(
+      `stage breakdown (p50 per latency block of ${WEBHOOKS} events; receiver on ${receiver.mode === 'thread' ? 'its own thread' : "Halyard's event loop"}):`,
+    )
+    console.log(
+      `  ${'mined → indexer starts the block (head poll wait, scheduling)'.padEnd(66)} ${(pct(commitMs, 50) - inIndexer).toFixed(0).padStart(5)} ms`,
+    )
+    for (const [label, ms] of rows) console.log(`  ${label.padEnd(66)} ${ms.toFixed(0).padStart(5)} ms`)
+    console.log(
+      `  ${'committed → first delivery (wake, claim, send)'.padEnd(66)} ${(pct(firstMsByBlock, 50) - pct(commitMs, 50)).toFixed(0).padStart(5)} ms`,
+    )
+    console.log(
+      `  ${`first → last delivery (${WEBHOOKS} deliveries)`.padEnd(66)} ${(pct(lastMsByBlock, 50) - pct(firstMsByBlock, 50)).toFixed(0).padStart(5)} ms`,
+    )
     console.log(`event states: ${stats.map((s) => `${s.status} ${s.n}`).join(', ')}`)
   } finally {
     await closeHalyard()
     await storage.close()
     await anvil.stop()
-    receiver.closeAllConnections()
-    await new Promise<void>((r) => receiver.close(() => r()))
+    await receiver.close()
     const c = new pg.Client({ connectionString: DB_URL })
     await c.connect()
     await c.query(`drop schema if exists ${schema} cascade`)

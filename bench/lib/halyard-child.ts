@@ -2,8 +2,10 @@
  * A real Halyard (PGlite, in-memory limits, indexer off unless overridden) in a child process,
  * so a bench's load generator and the server do not share an event loop. A bench file runs
  * `serveHalyardChild` when started with `--server ANVIL_URL` and `startHalyardChild` otherwise.
+ * With `workers` the child is a cluster instead (PostgreSQL + Redis, halyard-cluster.ts).
  */
 import { type ChildProcess, fork } from 'node:child_process'
+import cluster from 'node:cluster'
 import { randomBytes } from 'node:crypto'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -12,6 +14,10 @@ import { loadEnv } from '../../src/config/env.ts'
 import { type NetworkConfigInput, networkSchema } from '../../src/config/file.ts'
 import { startHalyard } from '../../src/server/runtime.ts'
 import { openStorage } from '../../src/storage/database.ts'
+import { serveClusterPrimary, serveClusterWorker } from './halyard-cluster.ts'
+
+/** Set by `startHalyardChild` for a cluster child: how many workers. */
+const WORKERS_ENV = 'HALYARD_BENCH_WORKERS'
 
 export interface HalyardChild {
   child: ChildProcess
@@ -19,6 +25,8 @@ export interface HalyardChild {
   url: string
   /** An enterprise (unthrottled) key. */
   key: string
+  /** Cluster children only: a key with (unreachably high) limits, so the Redis limiter runs. */
+  limitedKey?: string
 }
 
 /** Child side: serves `path` under the base URL, reports {url, key} to the parent, stops on disconnect. */
@@ -27,20 +35,16 @@ export async function serveHalyardChild(
   urlPath: string,
   network: Partial<NetworkConfigInput> = {},
 ): Promise<void> {
+  const workers = Number(process.env[WORKERS_ENV] ?? 0)
+  if (workers > 0) {
+    const config = benchNetwork(anvilUrl, network)
+    if (cluster.isWorker) return serveClusterWorker(config)
+    return serveClusterPrimary(workers, urlPath)
+  }
   const dataDir = mkdtempSync(path.join(tmpdir(), 'halyard-bench-'))
   const env = loadEnv({ HALYARD_LOG_LEVEL: 'warn', HALYARD_DATA_DIR: dataDir })
   const storage = await openStorage({ dataDir })
-  const config = networkSchema.parse({
-    chain: 'ethereum',
-    network: 'devnet',
-    chainId: 31337,
-    confirmations: 0,
-    blockTimeMs: 1000,
-    upstreams: [{ url: anvilUrl }],
-    // What is measured is the served path: no block follower sharing its event loop.
-    indexer: { enabled: false },
-    ...network,
-  })
+  const config = benchNetwork(anvilUrl, network)
   const h = await startHalyard({ env, networks: [config], storage, secretKey: randomBytes(32), port: 0 })
   await h.ctx.auth.createAccount('bench@halyard.local', 'enterprise')
   const { key } = await h.ctx.auth.createKey({ accountEmail: 'bench@halyard.local', env: 'test' })
@@ -58,14 +62,36 @@ export async function serveHalyardChild(
   process.once('SIGINT', stop)
 }
 
-/** Parent side: forks `script --server anvilUrl` and waits until its Halyard listens. */
-export async function startHalyardChild(script: string, anvilUrl: string): Promise<HalyardChild> {
+function benchNetwork(anvilUrl: string, network: Partial<NetworkConfigInput>) {
+  return networkSchema.parse({
+    chain: 'ethereum',
+    network: 'devnet',
+    chainId: 31337,
+    confirmations: 0,
+    blockTimeMs: 1000,
+    upstreams: [{ url: anvilUrl }],
+    // What is measured is the served path: no block follower sharing its event loop.
+    indexer: { enabled: false },
+    ...network,
+  })
+}
+
+/**
+ * Parent side: forks `script --server anvilUrl` and waits until its Halyard listens. With
+ * `workers`, the child is a cluster of that many workers on DATABASE_URL and REDIS_URL.
+ */
+export async function startHalyardChild(
+  script: string,
+  anvilUrl: string,
+  opts: { workers?: number } = {},
+): Promise<HalyardChild> {
   const child = fork(script, ['--server', anvilUrl], {
     execArgv: ['--import', 'tsx'],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    env: { ...process.env, [WORKERS_ENV]: String(opts.workers ?? 0) },
   })
-  const msg = await new Promise<{ url: string; key: string }>((resolve, reject) => {
-    child.once('message', (m) => resolve(m as { url: string; key: string }))
+  const msg = await new Promise<{ url: string; key: string; limitedKey?: string }>((resolve, reject) => {
+    child.once('message', (m) => resolve(m as { url: string; key: string; limitedKey?: string }))
     child.once('exit', (code) => reject(new Error(`Halyard exited with code ${code} before listening`)))
   })
   return { child, ...msg }

@@ -137,6 +137,21 @@ export class AuthService {
     return row !== undefined && row.revoked_at === null
   }
 
+  /**
+   * The caller of a key resolved less than a second ago, without waiting (the request hot
+   * path); undefined when the key must go through `authenticate` (unknown, stale, invalid).
+   */
+  cachedCaller(presented: string): Caller | undefined {
+    if (!isWellFormedKey(presented)) return undefined
+    const hash = hashApiKey(presented)
+    const hit = this.cache.get(hash)
+    if (!hit?.caller) return undefined
+    const age = Date.now() - hit.at
+    if (age >= CACHE_TTL_MS) return undefined
+    if (age >= REFRESH_AFTER_MS) this.refresh(hash).catch(() => {})
+    return hit.caller
+  }
+
   /** Resolves a presented key to its caller, or throws 401. */
   async authenticate(presented: string | undefined): Promise<Caller> {
     if (presented === undefined || presented === '') {

@@ -156,6 +156,10 @@ describe('halyard serve: configuration errors stop start-up naming the field', (
     expect(noSecret.stderr).toMatch(/HALYARD_SECRET_KEY/)
     const db = await runCli(['serve', '--config', file], { ...base, DATABASE_URL: 'mysql://x' })
     expect(db.stderr).toMatch(/DATABASE_URL/)
+    // Workers on PGlite and memory limits would each have their own database and limits.
+    const cluster = await runCli(['serve', '--config', file], { ...base, HALYARD_WORKERS: '2' })
+    expect(cluster.code).toBe(1)
+    expect(cluster.stderr).toMatch(/HALYARD_WORKERS above 1 needs DATABASE_URL and REDIS_URL/)
   })
 
   it('migrates a fresh data dir once and then reports it up to date', async () => {

@@ -1,6 +1,7 @@
 import type { Env } from '../config/env.ts'
 import type { NetworkConfig } from '../config/file.ts'
 import { createLogger, type Logger } from '../logger.ts'
+import type { ClusterWorker } from '../server/cluster.ts'
 import { type Halyard, randomToken, startHalyard } from '../server/runtime.ts'
 import {
   ensureDir,
@@ -26,7 +27,10 @@ export async function runServer(opts: {
   networks: NetworkConfig[]
   devMode: boolean
   cleanup?: () => Promise<void>
+  /** Set in a cluster worker: only the leader runs background jobs and publishes the admin file. */
+  worker?: ClusterWorker | undefined
 }): Promise<ServerRun> {
+  const { worker } = opts
   const { env } = opts
   const logger = createLogger(env.HALYARD_LOG_LEVEL)
   ensureDir(env.dataDir)
@@ -35,7 +39,7 @@ export async function runServer(opts: {
     throw new Error(`another Halyard (pid ${holder.pid}) is serving the data dir ${env.dataDir}`)
   }
   const secretKey = loadOrCreateSecretKey(env.dataDir, env.HALYARD_SECRET_KEY)
-  const adminToken = randomToken()
+  const adminToken = worker?.adminToken ?? randomToken()
   const halyard = await startHalyard({
     env,
     networks: opts.networks,
@@ -43,8 +47,11 @@ export async function runServer(opts: {
     secretKey,
     adminToken,
     logger,
+    backgroundJobs: worker?.leader ?? true,
+    workerIndex: worker?.index,
   })
-  writeAdminFile(env.dataDir, { origin: halyard.origin, token: adminToken, pid: process.pid })
+  const publishes = worker === undefined || worker.leader
+  if (publishes) writeAdminFile(env.dataDir, { origin: halyard.origin, token: adminToken, pid: process.pid })
 
   let resolveStopped!: () => void
   const stopped = new Promise<void>((r) => {
@@ -63,7 +70,7 @@ export async function runServer(opts: {
       logger.error({ err }, 'error while closing the server')
     }
     await opts.cleanup?.().catch((err) => logger.error({ err }, 'error during cleanup'))
-    removeAdminFile(env.dataDir, process.pid)
+    if (publishes) removeAdminFile(env.dataDir, process.pid)
     resolveStopped()
   }
   process.once('SIGINT', () => void stop('SIGINT'))

@@ -1,9 +1,13 @@
+import cluster from 'node:cluster'
 import type { Env } from '../config/env.ts'
 import { loadConfigFile } from '../config/file.ts'
 import { ConfigError } from '../config/validation.ts'
+import { createLogger } from '../logger.ts'
+import { clusterWorker, reportReady, superviseWorkers } from '../server/cluster.ts'
+import { randomToken } from '../server/runtime.ts'
 import { runServer } from './run-server.ts'
 
-/** `halyard serve [--config FILE]`: production mode. */
+/** `halyard serve [--config FILE]`: production mode; HALYARD_WORKERS > 1 runs a cluster. */
 export async function serve(env: Env, configFile: string | undefined): Promise<void> {
   const file = configFile ?? env.HALYARD_CONFIG
   if (!file) throw new ConfigError('no config file: pass --config FILE or set HALYARD_CONFIG')
@@ -11,7 +15,32 @@ export async function serve(env: Env, configFile: string | undefined): Promise<v
   if (!env.HALYARD_SECRET_KEY) {
     throw new ConfigError('HALYARD_SECRET_KEY is required in production (32 bytes as 64 hex digits)')
   }
-  const { halyard, stopped } = await runServer({ env, networks: config.networks, devMode: false })
-  console.log(`Halyard serving ${config.networks.length} network(s) at ${halyard.baseUrl}`)
+  if (env.HALYARD_WORKERS > 1 && (!env.DATABASE_URL || !env.REDIS_URL)) {
+    // PGlite is one process's database, and the memory limiter would give each worker its own limits.
+    throw new ConfigError('HALYARD_WORKERS above 1 needs DATABASE_URL and REDIS_URL')
+  }
+  if (env.HALYARD_WORKERS > 1 && cluster.isPrimary) {
+    const logger = createLogger(env.HALYARD_LOG_LEVEL)
+    const workers = superviseWorkers(env.HALYARD_WORKERS, { logger, adminToken: randomToken() })
+    const stop = () => void workers.stop()
+    process.once('SIGINT', stop)
+    process.once('SIGTERM', stop)
+    let baseUrl: string
+    try {
+      baseUrl = await workers.ready
+    } catch (err) {
+      await workers.stop()
+      throw err
+    }
+    console.log(
+      `Halyard serving ${config.networks.length} network(s) at ${baseUrl} with ${env.HALYARD_WORKERS} workers`,
+    )
+    await workers.stopped
+    return
+  }
+  const worker = clusterWorker()
+  const { halyard, stopped } = await runServer({ env, networks: config.networks, devMode: false, worker })
+  if (worker) reportReady(worker.index, halyard.baseUrl)
+  else console.log(`Halyard serving ${config.networks.length} network(s) at ${halyard.baseUrl}`)
   await stopped
 }

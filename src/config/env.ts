@@ -26,6 +26,8 @@ const envSchema = z.object({
     .regex(/^smtps?:\/\//, 'must be an smtp:// or smtps:// URL')
     .optional(),
   HALYARD_LOG_LEVEL: z.enum(LOG_LEVELS).default('info'),
+  // `halyard serve` processes on one port (src/server/cluster.ts); above 1 needs DATABASE_URL and REDIS_URL.
+  HALYARD_WORKERS: z.coerce.number().int().min(1).max(64).default(1),
   // Webhook delivery (src/webhooks/settings.ts): durations like 500ms, 10s, 1m, 6h.
   HALYARD_WEBHOOK_RETRY_SCHEDULE: z
     .string()

@@ -94,6 +94,7 @@ export class IndexerService {
       startBlock: cfg?.startBlock === undefined ? undefined : BigInt(cfg.startBlock),
       maxRange: cfg?.maxBlockRange ?? 2000,
       maxLogsPerRange: 10_000,
+      headStart: this.opts.storage.kind === 'postgres',
       onAdvance: (slug, c) => {
         this.cursors.set(slug, c)
         this.events.emit('advance', slug, c)

@@ -77,8 +77,19 @@ export interface BlockConsumer {
    * without `transactions` (cheaper: one eth_getLogs per range instead of one full block each).
    */
   readonly fullBlocks?: boolean
+  /**
+   * Optional read-only head start on the newest block, called before the indexer's
+   * transaction opens (on another connection, overlapping the index insert); onBlock still
+   * follows for the same block, and must not rely on prepare having run or succeeded.
+   */
+  prepare?(block: IndexedBlock): Promise<void>
   /** Called for each block in order, inside the indexer's transaction; throwing aborts the block. */
   onBlock(trx: DbTransaction, block: IndexedBlock): Promise<void>
+  /**
+   * Called right after a commit that ran onBlock (synchronously, before waiters on the cursor
+   * hear of it): work the consumer wrote is visible to other connections from here on.
+   */
+  afterCommit?(network: string, cursor: bigint): void
   /** Blocks above `ancestor` were undone by a reorg; called inside the rollback transaction. */
   onRollback(trx: DbTransaction, network: string, ancestor: bigint): Promise<void>
 }

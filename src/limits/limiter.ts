@@ -30,6 +30,8 @@ export interface LimitDecision {
  */
 export interface RateLimiter {
   consume(accountId: string, limits: PlanLimits, cost: LimitCost, nowMs?: number): Promise<LimitDecision>
+  /** The same decision without a promise, for limiters that need no I/O (in-process). */
+  consumeSync?(accountId: string, limits: PlanLimits, cost: LimitCost, nowMs?: number): LimitDecision
   close(): Promise<void>
 }
 
@@ -44,6 +46,13 @@ export function decide(
 ): LimitDecision {
   const second = Math.floor(nowMs / 1000)
   const resetAt = second + 1
+  // Unlimited plans (enterprise) are most of the load: one allocation, nothing to compare.
+  if (
+    limits.requestsPerSecond === null &&
+    limits.requestsPerDay === null &&
+    limits.computeUnitsPerSecond === null
+  )
+    return { allowed: true, limit: null, remaining: null, resetAt }
   const secondsToNextSecond = 1
   const dayEnd = (Math.floor(nowMs / DAY_MS) + 1) * DAY_MS
   const rps = limits.requestsPerSecond

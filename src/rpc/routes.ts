@@ -68,26 +68,49 @@ export function registerRpcRoutes(app: FastifyInstance, deps: Deps) {
           ? first
           : 'other'
 
-      await deps.charger.charge(request, reply, computeUnits)
+      const charged = deps.charger.charge(request, reply, computeUnits)
+      if (charged) await charged
 
       let hits = 0
       let misses = 0
-      const executions = await Promise.all(
-        admitted.map(async (a): Promise<string> => {
-          if ('jsonrpc' in a) return JSON.stringify(a)
-          if (a.refused) return JSON.stringify({ jsonrpc: '2.0', id: a.request.id, error: a.refused })
-          const r = await deps.rpc.run(network, a.request)
-          if (r.cache === 'hit') hits++
-          else if (r.cache === 'miss') misses++
-          return serialize(a.request.id, r)
-        }),
-      )
+      const execute = async (a: AdmittedCall | JsonRpcResponse): Promise<string> => {
+        if ('jsonrpc' in a) return JSON.stringify(a)
+        if (a.refused) return JSON.stringify({ jsonrpc: '2.0', id: a.request.id, error: a.refused })
+        const r = await deps.rpc.run(network, a.request)
+        if (r.cache === 'hit') hits++
+        else if (r.cache === 'miss') misses++
+        return serialize(a.request.id, r)
+      }
+      // A single call (most traffic) skips the batch's array and Promise.all.
+      const text = isBatch
+        ? `[${(await Promise.all(admitted.map(execute))).join(',')}]`
+        : await execute(admitted[0]!)
       if (hits + misses > 0)
         reply.header(CACHE_HEADER, hits === 0 ? 'MISS' : misses === 0 ? 'HIT' : 'PARTIAL')
       reply.header('content-type', 'application/json; charset=utf-8')
-      return isBatch ? `[${executions.join(',')}]` : executions[0]
+      await endOfTurn()
+      return text
     },
   )
+}
+
+let turn: Promise<void> | undefined
+
+/**
+ * Resolves in the check phase of the current event-loop turn, one timer for every caller. Answers
+ * computed while reading a burst of requests (cache hits, or a burst of upstream replies) are
+ * then written together after the reads, instead of one socket write between each read: far
+ * fewer wake-ups of the clients; on loopback it nearly doubled cached throughput and halved
+ * the cached median latency (bench:rpc).
+ */
+function endOfTurn(): Promise<void> {
+  turn ??= new Promise<void>((resolve) =>
+    setImmediate(() => {
+      turn = undefined
+      resolve()
+    }),
+  )
+  return turn
 }
 
 /** Says whether the cache answered: HIT, MISS, PARTIAL (batch); absent when nothing was cacheable. */

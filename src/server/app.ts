@@ -28,6 +28,8 @@ export interface AppDeps {
   charger: Charger
   metrics: Metrics
   bodyLimit?: number
+  /** Set in a cluster worker: every response names the worker (X-Halyard-Worker). */
+  workerIndex?: number | undefined
 }
 
 /**
@@ -53,22 +55,28 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   // JSON-RPC clients often omit or mislabel Content-Type; every body is parsed as JSON.
   app.addContentTypeParser('*', { parseAs: 'string' }, app.getDefaultJsonParser('error', 'error'))
 
-  app.addHook('onRequest', async (request, reply) => {
+  const worker = deps.workerIndex === undefined ? undefined : String(deps.workerIndex)
+  app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id)
+    if (worker !== undefined) reply.header('x-halyard-worker', worker)
+    done()
   })
   app.addHook('onRequest', makeAuthHook(deps.auth))
 
   // Scope from the one route table; then REST routes pay one charge before the handler.
-  app.addHook('preHandler', async (request, reply) => {
-    if (!request.caller) return
+  // Callback-style hooks: no promise per request where nothing is awaited (the RPC hot path).
+  app.addHook('preHandler', (request, reply, done) => {
+    if (!request.caller) return done()
     const route = routeLabel(request)
     const scope = scopeForRoute(route)
     if (scope) requireScope(request.caller, scope, `${request.method} ${route}`)
-    if (request.routeOptions.config?.chargesItself) return
-    await deps.charger.charge(request, reply, routeCost(request.method, route))
+    if (request.routeOptions.config?.chargesItself) return done()
+    const charged = deps.charger.charge(request, reply, routeCost(request.method, route))
+    if (charged) charged.then(() => done(), done)
+    else done()
   })
 
-  app.addHook('onResponse', async (request, reply) => {
+  app.addHook('onResponse', (request, reply, done) => {
     const route = routeLabel(request)
     const network = request.metricNetwork ?? networkLabel(request)
     deps.metrics.httpRequests.inc({
@@ -78,6 +86,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
       method: request.metricMethod ?? request.method,
     })
     deps.metrics.httpDuration.observe({ route, network }, reply.elapsedTime / 1000)
+    done()
   })
 
   installErrorHandling(app, deps.charger, bodyLimit)

@@ -19,9 +19,22 @@ export function presentedKey(request: FastifyRequest): string | undefined {
 }
 
 export function makeAuthHook(auth: AuthService) {
-  return async function authHook(request: FastifyRequest, _reply: FastifyReply) {
-    if (request.is404 || request.routeOptions.config?.public) return
-    request.caller = await auth.authenticate(presentedKey(request))
+  // Callback style: a key resolved within the last second answers without a promise per request.
+  return function authHook(request: FastifyRequest, _reply: FastifyReply, done: (err?: Error) => void) {
+    if (request.is404 || request.routeOptions.config?.public) return done()
+    const key = presentedKey(request)
+    const cached = key === undefined ? undefined : auth.cachedCaller(key)
+    if (cached) {
+      request.caller = cached
+      return done()
+    }
+    auth.authenticate(key).then(
+      (caller) => {
+        request.caller = caller
+        done()
+      },
+      (err: Error) => done(err),
+    )
   }
 }
 

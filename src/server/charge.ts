@@ -1,8 +1,14 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Caller } from '../auth/service.ts'
 import { HalyardError } from '../errors.ts'
-import type { LimitDecision, RateLimiter } from '../limits/limiter.ts'
+import { decide, type LimitDecision, type RateLimiter } from '../limits/limiter.ts'
+import type { PlanLimits } from '../limits/plans.ts'
 import type { Metrics } from './metrics.ts'
+
+const NOTHING_USED = { second: 0, cu: 0, day: 0 }
+
+const isUnlimited = (l: PlanLimits) =>
+  l.requestsPerSecond === null && l.requestsPerDay === null && l.computeUnitsPerSecond === null
 
 export function rateLimitHeaders(d: LimitDecision): Record<string, string> {
   return {
@@ -37,15 +43,40 @@ export class Charger {
     private readonly metrics: Metrics,
   ) {}
 
-  async charge(
+  /**
+   * Resolves (or, with an in-process limiter, returns undefined at once: no promise on the hot
+   * path) once charged; throws or rejects with the 429.
+   */
+  charge(
     request: FastifyRequest,
     reply: FastifyReply,
     computeUnits: number,
     requests = 1,
-  ): Promise<void> {
+  ): Promise<void> | undefined {
     const caller = request.caller
-    if (!caller) return
-    const decision = await this.limiter.consume(caller.accountId, caller.limits, { requests, computeUnits })
+    if (!caller) return undefined
+    const cost = { requests, computeUnits }
+    // Nothing to count against (enterprise): no limiter round trip, Redis or not.
+    if (isUnlimited(caller.limits)) {
+      this.apply(request, reply, decide(caller.limits, cost, NOTHING_USED, Date.now()), computeUnits)
+      return undefined
+    }
+    if (this.limiter.consumeSync) {
+      this.apply(
+        request,
+        reply,
+        this.limiter.consumeSync(caller.accountId, caller.limits, cost),
+        computeUnits,
+      )
+      return undefined
+    }
+    return this.limiter
+      .consume(caller.accountId, caller.limits, cost)
+      .then((d) => this.apply(request, reply, d, computeUnits))
+  }
+
+  private apply(request: FastifyRequest, reply: FastifyReply, decision: LimitDecision, computeUnits: number) {
+    const caller = request.caller as Caller
     request.charged = true
     reply.headers(rateLimitHeaders(decision))
     if (!decision.allowed) {

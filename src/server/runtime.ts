@@ -59,6 +59,13 @@ export interface StartOptions {
   poolFactory?: PoolFactory
   /** Token for the loopback admin API; the admin routes exist only when set. */
   adminToken?: string
+  /**
+   * Whether this process starts the singleton background jobs (features' `onStart`: indexer,
+   * webhook delivery, ...). False for every cluster worker but one (cluster.ts).
+   */
+  backgroundJobs?: boolean
+  /** Cluster worker index, answered as X-Halyard-Worker (which worker served a request). */
+  workerIndex?: number
 }
 
 export interface Halyard {
@@ -109,7 +116,7 @@ export async function startHalyard(opts: StartOptions): Promise<Halyard> {
       redis,
     }
 
-    const app = buildApp({ logger, auth, charger, metrics })
+    const app = buildApp({ logger, auth, charger, metrics, workerIndex: opts.workerIndex })
     const checks: ReadinessCheck[] = []
     if (redis) {
       const r = redis
@@ -128,7 +135,11 @@ export async function startHalyard(opts: StartOptions): Promise<Halyard> {
       addTask: (t) => tasks.push(t),
       onStart: (fn) => starters.push(fn),
     })
-    for (const start of starters) await start()
+    if (opts.backgroundJobs !== false) {
+      if (opts.workerIndex !== undefined)
+        logger.info({ worker: opts.workerIndex }, 'this worker runs the background jobs')
+      for (const start of starters) await start()
+    }
 
     const host = opts.host ?? env.HALYARD_HOST
     await app.listen({ host, port: opts.port ?? env.HALYARD_PORT })

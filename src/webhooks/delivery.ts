@@ -52,9 +52,28 @@ export const IDLE_POLL_MAX_MS = 1_000
 
 export type PauseHandler = (webhookId: string, lastError: string) => Promise<void>
 
+/** A claimed lane: one webhook's events in block order, with when they were leased. */
+interface Lane {
+  events: ClaimedEvent[]
+  host: string
+  claimedAt: number
+  /** The worker's rollback count at the claim: a reorg since then sends the lane back. */
+  rollbacks: number
+}
+
 export class DeliveryWorker {
   private inflight = 0
+  /**
+   * Lanes claimed ahead, waiting for a free slot (at most `concurrency`, at most twice the
+   * per-host cap per host). Claiming ahead keeps the claim query off the path between one
+   * delivery ending and the next starting: a claim costs tens of milliseconds under load,
+   * while a delivery to a fast receiver takes one.
+   */
+  private ready: Lane[] = []
+  /** Lanes in flight per host (the cap applies to these). */
   private readonly perHost = new Map<string, number>()
+  /** Lanes claimed per host, in flight or waiting (what the next claim leaves out). */
+  private readonly claimedPerHost = new Map<string, number>()
   private readonly webhookHost = new Map<string, string>()
   private readonly secrets = new Map<string, string>()
   private stopping = false
@@ -140,6 +159,9 @@ export class DeliveryWorker {
     clearTimeout(this.retryTimer)
     this.wake()
     await this.loop
+    const waiting = this.ready
+    this.ready = []
+    for (const lane of waiting) this.track(this.store.release(lane.events.map((e) => e.seq)))
     await Promise.allSettled([...this.active])
     while (this.flushing) await this.flushing
     this.httpAgent.destroy()
@@ -151,14 +173,16 @@ export class DeliveryWorker {
     while (!this.stopping) {
       this.signal.beginRound()
       let claimed = 0
-      const free = this.opts.concurrency - this.inflight
-      // Claim in batches: one query per freed slot would cost more than the deliveries.
-      const minBatch = this.inflight === 0 ? 1 : Math.max(1, this.opts.concurrency >> 3)
-      if (free >= minBatch) {
+      const room = 2 * this.opts.concurrency - this.inflight - this.ready.length
+      // Claim in batches: the claim query costs about the same for 32 lanes as for 256 (it
+      // probes every active webhook's head), so while lanes are waiting, wait for room.
+      const idle = this.inflight === 0 && this.ready.length === 0
+      const minBatch = idle ? 1 : Math.max(1, this.opts.concurrency >> 1)
+      if (room >= minBatch) {
         try {
           const t0 = performance.now()
           const events = await this.store.claim(
-            free,
+            room,
             this.opts.perLane,
             this.leaseMs(),
             this.saturatedWebhooks(),
@@ -166,7 +190,7 @@ export class DeliveryWorker {
           failures = 0
           if (events.length > 0) {
             const ms = Math.round(performance.now() - t0)
-            this.logger.debug({ ms, events: events.length, free }, 'webhook claim')
+            this.logger.debug({ ms, events: events.length, room }, 'webhook claim')
           }
           const lanes = new Map<string, ClaimedEvent[]>()
           for (const ev of events) {
@@ -176,17 +200,19 @@ export class DeliveryWorker {
           }
           claimed = lanes.size
           this.idleClaims = claimed > 0 ? 0 : this.idleClaims + 1
-          for (const lane of lanes.values()) this.launch(lane)
+          const claimedAt = Date.now()
+          for (const lane of lanes.values()) this.queue(lane, claimedAt)
+          this.dispatch()
         } catch (err) {
           if (this.stopping) break
           failures++
           this.logger.warn({ err: (err as Error).message }, 'webhook claim failed')
         }
       }
-      if (claimed > 0 && this.inflight < this.opts.concurrency) continue
-      const idle = Math.min(IDLE_POLL_MAX_MS, this.opts.pollMs * 2 ** Math.max(0, this.idleClaims - 1))
+      if (claimed > 0 && this.inflight + this.ready.length < 2 * this.opts.concurrency) continue
+      const backoff = Math.min(IDLE_POLL_MAX_MS, this.opts.pollMs * 2 ** Math.max(0, this.idleClaims - 1))
       await this.signal.sleep(
-        failures > 0 ? Math.min(5000, this.opts.pollMs * 2 ** failures) : Math.max(this.opts.pollMs, idle),
+        failures > 0 ? Math.min(5000, this.opts.pollMs * 2 ** failures) : Math.max(this.opts.pollMs, backoff),
       )
     }
   }
@@ -200,30 +226,81 @@ export class DeliveryWorker {
     return this.opts.timeoutMs * 2 + 2_000
   }
 
+  /** Webhooks of hosts that already have twice their cap of lanes claimed (in flight or waiting). */
   private saturatedWebhooks(): string[] {
     const out: string[] = []
     for (const [webhook, host] of this.webhookHost) {
-      if ((this.perHost.get(host) ?? 0) >= this.opts.perHostCap) out.push(webhook)
+      if ((this.claimedPerHost.get(host) ?? 0) >= 2 * this.opts.perHostCap) out.push(webhook)
     }
     return out
   }
 
-  /** Sends one webhook's claimed events in order; the first that fails ends the lane. */
-  private launch(lane: ClaimedEvent[]): void {
-    const first = lane[0] as ClaimedEvent
-    this.inflight++
+  private queue(events: ClaimedEvent[], claimedAt: number): void {
+    const first = events[0] as ClaimedEvent
     let host = ''
     try {
       host = new URL(first.url).host
     } catch {}
     if (this.webhookHost.size > 100_000) this.webhookHost.clear()
     this.webhookHost.set(first.webhook_id, host)
+    this.claimedPerHost.set(host, (this.claimedPerHost.get(host) ?? 0) + 1)
+    this.ready.push({ events, host, claimedAt, rollbacks: this.rollbacks })
+  }
+
+  /**
+   * Starts waiting lanes while slots are free, skipping hosts at their cap (a slow receiver's
+   * lanes wait; everyone else's go). A lane that waited so long that its lease could run out
+   * before its first send ends is given back unattempted.
+   */
+  private dispatch(): void {
+    if (this.ready.length === 0 || this.inflight >= this.opts.concurrency) return
+    const keep: Lane[] = []
+    const now = Date.now()
+    for (const lane of this.ready) {
+      if (this.inflight >= this.opts.concurrency || this.stopping) {
+        keep.push(lane)
+        continue
+      }
+      if (now - lane.claimedAt > this.opts.timeoutMs || lane.rollbacks !== this.rollbacks) {
+        this.unclaim(lane.host)
+        this.track(this.store.release(lane.events.map((e) => e.seq)))
+        continue
+      }
+      if ((this.perHost.get(lane.host) ?? 0) >= this.opts.perHostCap) keep.push(lane)
+      else this.launch(lane)
+    }
+    this.ready = keep
+  }
+
+  private unclaim(host: string): void {
+    const left = (this.claimedPerHost.get(host) ?? 1) - 1
+    if (left <= 0) this.claimedPerHost.delete(host)
+    else this.claimedPerHost.set(host, left)
+  }
+
+  private track(p: Promise<unknown>): void {
+    const q: Promise<void> = p
+      .then(
+        () => {},
+        (err) => this.logger.warn({ err: (err as Error).message }, 'webhook release failed'),
+      )
+      .finally(() => this.active.delete(q))
+    this.active.add(q)
+  }
+
+  /** Sends one webhook's claimed events in order; the first that fails ends the lane. */
+  private launch(lane: Lane): void {
+    const first = lane.events[0] as ClaimedEvent
+    const host = lane.host
+    this.inflight++
     this.perHost.set(host, (this.perHost.get(host) ?? 0) + 1)
     const release = () => {
       this.inflight--
       const left = (this.perHost.get(host) ?? 1) - 1
       if (left <= 0) this.perHost.delete(host)
       else this.perHost.set(host, left)
+      this.unclaim(host)
+      this.dispatch()
       this.wake()
     }
     const p = this.runLane(lane)
@@ -245,9 +322,7 @@ export class DeliveryWorker {
    * stays `sending` under its lease, so it is still the webhook's head and nothing after it can
    * be claimed — order and at-most-one-in-flight hold without waiting on the database.
    */
-  private async runLane(lane: ClaimedEvent[]): Promise<void> {
-    const claimedAt = Date.now()
-    const rollbacks = this.rollbacks
+  private async runLane({ events: lane, claimedAt, rollbacks }: Lane): Promise<void> {
     for (let i = 0; i < lane.length; i++) {
       const rest = () => lane.slice(i).map((e) => e.seq)
       const stale = i > 0 && (Date.now() - claimedAt > this.opts.timeoutMs || this.rollbacks !== rollbacks)

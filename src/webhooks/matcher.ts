@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto'
+import type { Kysely } from 'kysely'
 import type {
   BlockConsumer,
   DbTransaction,
@@ -8,6 +9,7 @@ import type {
   TokenTransfer,
 } from '../indexer/types.ts'
 import type { Logger } from '../logger.ts'
+import type { Database } from '../storage/schema.ts'
 import { BlockIndex } from './block-index.ts'
 import type { EventType, WebhookConfig } from './config.ts'
 import type { ReceiptReader } from './receipts.ts'
@@ -29,13 +31,23 @@ import type { TokenMetadata } from './token-metadata.ts'
  *    a contract call) and every ERC-20 transfer touching it; NFTs go to nft_transfer.
  */
 
+const earlyKey = (b: IndexedBlock) => `${b.network}:${b.hash}`
+
 export const newEventId = () => `evt_${randomBytes(12).toString('hex')}`
 
 interface Candidate {
   id: string
+  version: string
   eventType: EventType
   cfg: WebhookConfig
   sets: { addresses?: Set<string>; contracts?: Set<string>; txs?: Set<string> }
+}
+
+/** A block's events, and how long finding the webhooks and building the events took. */
+interface Matched {
+  events: NewEvent[]
+  lookupMs: number
+  buildMs: number
 }
 
 interface Draft {
@@ -53,10 +65,14 @@ export class WebhookMatcher implements BlockConsumer {
    * backfill after downtime must publish every block with them, not only blocks with logs.
    */
   readonly fullBlocks = true
-  /** Parsed configs by webhook id + raw config text (a PATCH changes the text, so the cache key). */
+  /** Parsed configs by webhook id, with the row version they came from (a PATCH changes it). */
   private readonly parsed = new Map<string, Candidate>()
-  /** Called after a block produced events (the delivery worker polls sooner). */
+  /** Called once a commit with new events is done (the delivery worker claims at once). */
   onEvents: ((network: string, block: bigint) => void) | undefined
+  /** onBlock inserted events in the transaction under way. */
+  private produced = false
+  /** Matches started by prepare(), by network and block hash, taken by onBlock. */
+  private readonly early = new Map<string, Promise<Matched | undefined>>()
   /** Called inside a rollback, before it commits (the delivery worker stops its lanes). */
   onRollbackStarted: (() => void) | undefined
 
@@ -68,7 +84,50 @@ export class WebhookMatcher implements BlockConsumer {
     private readonly logger: Logger,
   ) {}
 
+  /**
+   * Matches a block before the indexer's transaction opens (lookup on another pooled
+   * connection, events built meanwhile), so the matching overlaps the index insert instead of
+   * following it; onBlock then only inserts. Reading the webhooks outside the transaction is
+   * no weaker than inside it: at READ COMMITTED each statement sees its own snapshot anyway.
+   */
+  prepare(block: IndexedBlock): Promise<void> {
+    if (this.early.size > 8) this.early.clear()
+    const p = this.match(this.store.db, block).catch((err) => {
+      this.logger.debug(
+        { err: (err as Error).message },
+        'early webhook match failed; matching in the transaction',
+      )
+      return undefined
+    })
+    this.early.set(earlyKey(block), p)
+    return p.then(() => {})
+  }
+
   async onBlock(trx: DbTransaction, block: IndexedBlock): Promise<void> {
+    const key = earlyKey(block)
+    const early = this.early.get(key)
+    this.early.delete(key)
+    const m = (early && (await early)) ?? (await this.match(trx, block))
+    if (m.events.length === 0) return
+    const t0 = performance.now()
+    await this.store.insertEvents(trx, m.events)
+    // Stage timings (bench:webhooks prints them from here).
+    this.logger.debug(
+      {
+        lookupMs: m.lookupMs,
+        buildMs: m.buildMs,
+        insertMs: performance.now() - t0,
+        early: early !== undefined,
+        network: block.network,
+        block: block.number.toString(),
+        events: m.events.length,
+      },
+      'webhook events',
+    )
+    this.produced = true
+  }
+
+  private async match(db: Kysely<Database>, block: IndexedBlock): Promise<Matched> {
     const started = performance.now()
     const txs = block.transactions ?? []
     const keys = new Set<string>()
@@ -83,25 +142,37 @@ export class WebhookMatcher implements BlockConsumer {
       keys.add(t.contract)
     }
     for (const l of block.logs) keys.add(l.address)
-    const rows = await this.store.candidates(trx, block.network, [...keys])
+    const rows = await this.store.candidates(db, block.network, [...keys])
+    if (rows.length === 0) return { events: [], lookupMs: performance.now() - started, buildMs: 0 }
+    let stale = rows.filter((r) => this.parsed.get(r.webhook_id)?.version !== r.version)
+    if (stale.length > 0) {
+      if (this.parsed.size + stale.length > 50_000) {
+        this.parsed.clear()
+        stale = rows
+      }
+      const types = new Map(stale.map((r) => [r.webhook_id, r.event_type as EventType]))
+      for (const c of await this.store.configs(
+        db,
+        stale.map((r) => r.webhook_id),
+      )) {
+        this.parsed.set(c.id, candidate(c.id, types.get(c.id) as EventType, c.config, c.version))
+      }
+    }
     const lookedUp = performance.now()
-    if (rows.length === 0) return
 
     // Each candidate is checked only against the block items its matched keys point at, so a
     // block with 10,000 transfers and 1,000 candidate webhooks costs ~10,000 checks, not 10^7.
-    const matched = new Map<string, { c: Candidate; keys: Array<{ kind: string; key: string }> }>()
+    const matched: Array<{ c: Candidate; keys: Array<{ kind: string; key: string }> }> = []
     for (const r of rows) {
-      let m = matched.get(r.webhook_id)
-      if (!m) {
-        m = { c: this.candidate(r.webhook_id, r.event_type as EventType, r.config), keys: [] }
-        matched.set(r.webhook_id, m)
-      }
-      m.keys.push({ kind: r.kind, key: r.key })
+      const c = this.parsed.get(r.webhook_id)
+      // Deleted between the two reads: nothing to deliver to.
+      if (!c) continue
+      matched.push({ c, keys: r.keys.map((key, i) => ({ kind: r.kinds[i] as string, key })) })
     }
     const index = new BlockIndex(block, txs)
     const txIndex = new Map(txs.map((t) => [t.hash, t.index]))
     const drafts: Draft[] = []
-    for (const { c, keys: hits } of matched.values()) {
+    for (const { c, keys: hits } of matched) {
       const view = index.narrow(hits)
       const narrowed: IndexedBlock = { ...block, transfers: view.transfers, logs: view.logs }
       switch (c.eventType) {
@@ -122,7 +193,8 @@ export class WebhookMatcher implements BlockConsumer {
           break
       }
     }
-    if (drafts.length === 0) return
+    if (drafts.length === 0)
+      return { events: [], lookupMs: lookedUp - started, buildMs: performance.now() - lookedUp }
     drafts.sort((a, b) => a.order[0] - b.order[0] || a.order[1] - b.order[1])
     const createdAt = new Date().toISOString()
     const events: NewEvent[] = drafts.map((d) => {
@@ -142,45 +214,18 @@ export class WebhookMatcher implements BlockConsumer {
         }),
       }
     })
-    const built = performance.now()
-    await this.store.insertEvents(trx, events)
-    this.logger.debug(
-      {
-        lookupMs: Math.round(lookedUp - started),
-        buildMs: Math.round(built - lookedUp),
-        network: block.network,
-        block: block.number.toString(),
-        events: events.length,
-        ms: Math.round(performance.now() - started),
-      },
-      'webhook events',
-    )
-    this.onEvents?.(block.network, block.number)
+    return { events, lookupMs: lookedUp - started, buildMs: performance.now() - lookedUp }
+  }
+
+  afterCommit(network: string, cursor: bigint): void {
+    if (!this.produced) return
+    this.produced = false
+    this.onEvents?.(network, cursor)
   }
 
   async onRollback(trx: DbTransaction, network: string, ancestor: bigint): Promise<void> {
     await this.store.cancelAbove(trx, network, ancestor)
     this.onRollbackStarted?.()
-  }
-
-  private candidate(id: string, eventType: EventType, configText: string): Candidate {
-    const cacheKey = `${id}\n${configText}`
-    const hit = this.parsed.get(cacheKey)
-    if (hit) return hit
-    const cfg = JSON.parse(configText) as WebhookConfig
-    const c: Candidate = {
-      id,
-      eventType,
-      cfg,
-      sets: {
-        addresses: cfg.addresses?.length ? new Set(cfg.addresses) : undefined,
-        contracts: cfg.contracts?.length ? new Set(cfg.contracts) : undefined,
-        txs: cfg.tx_hashes?.length ? new Set(cfg.tx_hashes) : undefined,
-      },
-    }
-    if (this.parsed.size > 50_000) this.parsed.clear()
-    this.parsed.set(cacheKey, c)
-    return c
   }
 
   private base(block: IndexedBlock, txHash: string) {
@@ -350,6 +395,21 @@ export class WebhookMatcher implements BlockConsumer {
         },
       })
     }
+  }
+}
+
+function candidate(id: string, eventType: EventType, configText: string, version: string): Candidate {
+  const cfg = JSON.parse(configText) as WebhookConfig
+  return {
+    id,
+    version,
+    eventType,
+    cfg,
+    sets: {
+      addresses: cfg.addresses?.length ? new Set(cfg.addresses) : undefined,
+      contracts: cfg.contracts?.length ? new Set(cfg.contracts) : undefined,
+      txs: cfg.tx_hashes?.length ? new Set(cfg.tx_hashes) : undefined,
+    },
   }
 }
 

@@ -44,13 +44,9 @@ export function registerWebhooks(host: FeatureHost): WebhookService {
     (slug) => ctx.networks.getBySlug(slug).config.nativeCurrency.symbol,
     ctx.logger,
   )
-  // Events become visible when the indexer's transaction commits, just after onBlock returns:
-  // the indexer says when (waitForBlock resolves on its post-commit signal), then the worker
-  // claims at once instead of at its next poll.
-  const indexer = host.services.indexer
-  matcher.onEvents = (network, block) => {
-    indexer.waitForBlock(network, block, 30_000).then(wake, () => {})
-  }
+  // Events become visible when the indexer's transaction commits: the indexer calls the
+  // matcher's afterCommit right then, and the worker claims at once instead of at its next poll.
+  matcher.onEvents = wake
   const w = worker
   matcher.onRollbackStarted = () => w.noteRollback()
   host.services.indexer.addConsumer(matcher)

@@ -280,6 +280,8 @@ describe.each(storageBackends())('webhooks on $name', (backend) => {
         expect(new Date(r.body.created_at as string).toISOString()).toBe(r.body.created_at)
       }
     }
+    // Attempts are recorded after the receiver has answered, so wait for both to be written.
+    await until('both attempts recorded', async () => (await deliveries(aa.id)).length >= 2)
     const history = await deliveries(aa.id)
     expect(history.map((d) => [d.attempt, d.status_code, d.error])).toEqual([
       [1, 200, null],

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto'
+import type { Duplex } from 'node:stream'
 import type WebSocket from 'ws'
 import type { Caller } from '../auth/service.ts'
 import type { Network } from '../chains/registry.ts'
@@ -16,13 +17,12 @@ import {
 import type { AdmittedCall, RpcService } from '../rpc/service.ts'
 import type { Charger } from '../server/charge.ts'
 import type { NetworkStreams, StreamSubscriber } from './network-streams.ts'
+import { PushPayload, subscriptionIdBytes } from './push-frame.ts'
 import {
   errorFrame,
   type LogFilter,
-  PushPayload,
   parseSubscribeParams,
   parseUnsubscribeParams,
-  pushPrefix,
   replyFrame,
   type SubscriptionKind,
 } from './routes.ts'
@@ -55,7 +55,7 @@ export interface ConnectionDeps {
 const TEXT = { binary: false } as const
 
 class ClientSubscription implements StreamSubscriber {
-  private readonly prefix: Buffer
+  private readonly idBytes: Buffer
 
   constructor(
     readonly id: string,
@@ -63,11 +63,11 @@ class ClientSubscription implements StreamSubscriber {
     readonly filter: LogFilter | undefined,
     private readonly conn: ClientConnection,
   ) {
-    this.prefix = pushPrefix(id)
+    this.idBytes = subscriptionIdBytes(id)
   }
 
   deliver(payload: PushPayload): void {
-    this.conn.push(this.prefix, payload.tail)
+    this.conn.push(payload, this.idBytes)
   }
 }
 
@@ -86,8 +86,14 @@ export class ClientConnection {
   /** Subscribe/unsubscribe run in arrival order; other calls run concurrently. */
   private subscriptionOps: Promise<unknown> = Promise.resolve()
 
+  /**
+   * `socket` is the upgraded TCP socket under `ws`: pushes are written to it as whole frames.
+   * That is safe because `ws` itself writes every frame synchronously and whole when messages
+   * are not compressed (perMessageDeflate is off) and never Blobs, so frames cannot interleave.
+   */
   constructor(
     private readonly ws: WebSocket,
+    private readonly socket: Duplex,
     readonly caller: Caller,
     readonly network: Network,
     private readonly deps: ConnectionDeps,
@@ -134,13 +140,16 @@ export class ClientConnection {
     }
   }
 
-  /** Sends one push (prefix + shared tail) unless the client is too far behind. */
-  push(prefix: Buffer, tail: Buffer): void {
-    const frame = Buffer.allocUnsafe(prefix.length + tail.length)
-    prefix.copy(frame, 0)
-    tail.copy(frame, prefix.length)
-    if (!this.send(frame)) return
-    this.deps.recordPush(this.caller, frame.length)
+  /**
+   * Sends one push unless the client is too far behind: the event's shared frame with this
+   * subscription's id patched in, one socket write, no per-client JSON, framing or allocation.
+   */
+  push(payload: PushPayload, id: Buffer): void {
+    if (this.closing || this.ws.readyState !== this.ws.OPEN) return
+    if (!this.hasRoom(payload.frameBytes)) return
+    payload.writeTo(this.socket, id)
+    this.deps.observeBuffered(this.socket.writableLength)
+    this.deps.recordPush(this.caller, payload.bytes)
   }
 
   /** Ends every subscription (the socket closed or is closing). */
@@ -159,18 +168,21 @@ export class ClientConnection {
   /** Sends unless the client is too far behind; then closes it instead (false). */
   private send(frame: string | Buffer): boolean {
     if (this.closing || this.ws.readyState !== this.ws.OPEN) return false
-    const buffered = this.ws.bufferedAmount
-    if (buffered + frame.length > this.deps.sendBufferBytes) {
-      this.deps.onSlowClose()
-      this.close(
-        CLOSE_SLOW_CLIENT,
-        `client too slow: more than ${this.deps.sendBufferBytes} bytes waiting to be sent`,
-      )
-      return false
-    }
+    if (!this.hasRoom(typeof frame === 'string' ? Buffer.byteLength(frame) : frame.length)) return false
     this.ws.send(frame, TEXT)
     this.deps.observeBuffered(this.ws.bufferedAmount)
     return true
+  }
+
+  /** False (and the client closed with 1008) when `bytes` more would exceed the send buffer cap. */
+  private hasRoom(bytes: number): boolean {
+    if (this.ws.bufferedAmount + bytes <= this.deps.sendBufferBytes) return true
+    this.deps.onSlowClose()
+    this.close(
+      CLOSE_SLOW_CLIENT,
+      `client too slow: more than ${this.deps.sendBufferBytes} bytes waiting to be sent`,
+    )
+    return false
   }
 
   private async single(body: unknown, activate: ClientSubscription[]): Promise<Reply> {

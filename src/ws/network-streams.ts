@@ -3,12 +3,12 @@ import type { Logger } from '../logger.ts'
 import type { Metrics } from '../server/metrics.ts'
 import type { Hash } from '../types.ts'
 import { HeadTracker } from './head-tracker.ts'
+import { PushPayload } from './push-frame.ts'
 import {
   type ChainLogEntry,
   type Head,
   type LogFilter,
   matchesFilter,
-  PushPayload,
   type SubscriptionKind,
   toHead,
   upstreamLogSchema,

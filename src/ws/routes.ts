@@ -5,7 +5,7 @@ import type { Address, Hash } from '../types.ts'
 
 /**
  * Wire shapes of the WebSocket endpoint (spec 4.8): the path, `eth_subscribe` parameters,
- * upstream heads and logs as Halyard accepts them, and the push envelope.
+ * upstream heads and logs as Halyard accepts them, and reply frames (pushes: push-frame.ts).
  */
 
 /** `/v1/ws/{chain}/{network}` with an optional trailing slash; anything else is 404. */
@@ -163,30 +163,6 @@ export function matchesFilter(log: ChainLogEntry, f: LogFilter): boolean {
     if (got === undefined || !want.includes(got)) return false
   }
   return true
-}
-
-/**
- * One event's `result`, serialized and encoded once and shared by every subscriber: a push
- * frame is the subscription's fixed prefix followed by this tail, so fanning out to thousands
- * of clients costs one copy per client, not one JSON encoding each.
- */
-export class PushPayload {
-  private encoded: Buffer | undefined
-
-  constructor(readonly json: string) {}
-
-  /** The result JSON and the two braces that close the envelope. */
-  get tail(): Buffer {
-    this.encoded ??= Buffer.from(`${this.json}}}`)
-    return this.encoded
-  }
-}
-
-/** The envelope up to `"result":` for one subscription (spec 4.8 push shape). */
-export function pushPrefix(subscription: string): Buffer {
-  return Buffer.from(
-    `{"jsonrpc":"2.0","method":"eth_subscription","params":{"subscription":"${subscription}","result":`,
-  )
 }
 
 export function replyFrame(id: JsonRpcId, result: unknown): string {

@@ -153,7 +153,7 @@ export class WsService {
       // From here the socket's close releases the slot (also when the handshake fails).
       reserved = undefined
       socket.once('close', () => this.release(account))
-      this.wss.handleUpgrade(req, socket, head, (ws) => this.accept(ws, caller, network))
+      this.wss.handleUpgrade(req, socket, head, (ws) => this.accept(ws, socket, caller, network))
     } catch (err) {
       if (reserved) this.release(reserved)
       if (!(err instanceof HalyardError) || err.status >= 500) {
@@ -186,9 +186,9 @@ export class WsService {
     this.wss.close()
   }
 
-  private accept(ws: WebSocket, caller: Caller, network: Network): void {
+  private accept(ws: WebSocket, socket: Duplex, caller: Caller, network: Network): void {
     const streams = this.streamsFor(network)
-    const conn = new ClientConnection(ws, caller, network, {
+    const conn = new ClientConnection(ws, socket, caller, network, {
       rpc: this.deps.rpc,
       charger: this.deps.charger,
       streams,

@@ -1,0 +1,107 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { storageBackends, type TestStorage } from '../../test/helpers/storage.ts'
+import { NetworkRegistry } from '../chains/registry.ts'
+import { createLogger } from '../logger.ts'
+import type { Address, Hash } from '../types.ts'
+import { matchKeys } from './config.ts'
+import { WebhookMatcher } from './matcher.ts'
+import { ReceiptReader } from './receipts.ts'
+import { WebhookStore } from './store.ts'
+import { TokenMetadata } from './token-metadata.ts'
+
+/**
+ * The matcher keeps parsed webhook configs between blocks, keyed by the row version the match
+ * lookup returns: a PATCHed config must be used from the next block on, whether the block is
+ * matched inside the indexer's transaction or ahead of it (prepare).
+ */
+const NET = 'ethereum-devnet'
+const A = '0x00000000000000000000000000000000000000a1' as Address
+const B = '0x00000000000000000000000000000000000000b2' as Address
+const FROM = '0x00000000000000000000000000000000000000f0' as Address
+const hash = (n: number) => `0x${n.toString(16).padStart(64, '0')}` as Hash
+
+/** A block with one native transfer to each of `to`. */
+const block = (n: number, to: Address[]) => ({
+  network: NET,
+  chainId: 31337,
+  number: BigInt(n),
+  hash: hash(1000 + n),
+  parentHash: hash(999 + n),
+  timestamp: n,
+  logs: [],
+  transfers: [],
+  transactions: to.map((t, i) => ({
+    hash: hash(n * 100 + i),
+    from: FROM,
+    to: t,
+    value: 1n,
+    index: i,
+    input: '0x' as const,
+  })),
+})
+
+describe.each(storageBackends())('webhook matcher on $name', (backend) => {
+  let storage: TestStorage
+  let store: WebhookStore
+  let matcher: WebhookMatcher
+
+  const eventsOf = async (n: number) =>
+    (
+      await storage.db
+        .selectFrom('webhook_events')
+        .select('body')
+        .where('block_number', '=', String(n))
+        .orderBy('seq')
+        .execute()
+    ).map((r) => (JSON.parse(r.body) as { data: { to: string } }).data.to)
+
+  beforeAll(async () => {
+    storage = await backend.open()
+    store = new WebhookStore(storage.db)
+    const networks = new NetworkRegistry([])
+    matcher = new WebhookMatcher(
+      store,
+      new TokenMetadata(networks),
+      new ReceiptReader(networks),
+      () => 'ETH',
+      createLogger('silent'),
+    )
+    const config = { addresses: [A] }
+    await store.insertWebhook(
+      {
+        id: 'wh_m',
+        account_id: 'acct',
+        notify_email: null,
+        url: 'https://example.com/',
+        chain: NET,
+        event_type: 'address_activity',
+        config: JSON.stringify(config),
+        secret_enc: 'x',
+        status: 'active',
+      },
+      matchKeys('address_activity', config),
+    )
+  })
+  afterAll(async () => {
+    await storage?.close()
+  })
+
+  it('uses a changed config from the next block on, in the transaction and ahead of it', async () => {
+    await storage.db.transaction().execute((trx) => matcher.onBlock(trx, block(1, [A, B])))
+    expect(await eventsOf(1)).toEqual([A])
+
+    const config = { addresses: [B] }
+    await store.update('wh_m', { config: JSON.stringify(config) }, matchKeys('address_activity', config))
+    await storage.db.transaction().execute((trx) => matcher.onBlock(trx, block(2, [A, B])))
+    expect(await eventsOf(2)).toEqual([B])
+
+    const both = { addresses: [A, B] }
+    await store.update('wh_m', { config: JSON.stringify(both) }, matchKeys('address_activity', both))
+    const b3 = block(3, [A, B])
+    // PGlite has one connection, which the transaction would hold: prepare first, as the
+    // indexer does on PostgreSQL.
+    await matcher.prepare(b3)
+    await storage.db.transaction().execute((trx) => matcher.onBlock(trx, b3))
+    expect(await eventsOf(3)).toEqual([A, B])
+  })
+})
