@@ -4,6 +4,8 @@ import type { Logger } from '../logger.ts'
 import type { CidrAllowlist } from '../net/address-policy.ts'
 import { type Resolver, safeFetch } from '../net/safe-fetch.ts'
 import { decryptSecret, sign } from './crypto.ts'
+import { OutcomeWriter } from './outcome-writer.ts'
+import { RetryAlarm } from './retry-alarm.ts'
 import type { AttemptOutcome, ClaimedEvent, WebhookStore } from './store.ts'
 import { WakeSignal } from './wake-signal.ts'
 
@@ -84,17 +86,12 @@ export class DeliveryWorker {
   // burn its timeout without having sent anything.
   private readonly httpAgent: http.Agent
   private readonly httpsAgent: https.Agent
-  /** Outcomes waiting for the next flush, each with the callback that frees its slot. */
-  private pending: Array<{ outcome: AttemptOutcome; done: () => void }> = []
+  private readonly outcomes: OutcomeWriter
   /** Bumped when this process's indexer undoes blocks (reorg): lanes in flight stop and re-check. */
   private rollbacks = 0
-  private flushing: Promise<void> | undefined
   /** Empty claims in a row (reset by any wake): sets how far the idle poll has backed off. */
   private idleClaims = 0
-  /** Wakes the loop when the earliest retry this process scheduled falls due. */
-  private retryTimer: NodeJS.Timeout | undefined
-  private retryDue = Number.POSITIVE_INFINITY
-  private retryDues: number[] = []
+  private readonly retries = new RetryAlarm(() => this.wake())
 
   constructor(
     private readonly store: WebhookStore,
@@ -106,6 +103,12 @@ export class DeliveryWorker {
     const maxSockets = Math.max(1, opts.concurrency)
     this.httpAgent = new http.Agent({ keepAlive: true, maxSockets })
     this.httpsAgent = new https.Agent({ keepAlive: true, maxSockets })
+    this.outcomes = new OutcomeWriter(
+      store,
+      logger,
+      (o) => this.afterRecorded(o),
+      () => this.stopping,
+    )
   }
 
   start(): void {
@@ -132,38 +135,16 @@ export class DeliveryWorker {
     this.signal.wake()
   }
 
-  /** A retry recorded by this process: claim it when due rather than at a backed-off poll. */
-  private wakeAt(due: number): void {
-    if (this.stopping) return
-    // Bounded: past this, the idle poll (at most IDLE_POLL_MAX_MS late) still finds them.
-    if (this.retryDues.length < 10_000) this.retryDues.push(due)
-    if (due < this.retryDue) this.armRetryTimer()
-  }
-
-  private armRetryTimer(): void {
-    clearTimeout(this.retryTimer)
-    this.retryTimer = undefined
-    const now = Date.now()
-    this.retryDues = this.retryDues.filter((d) => d > now)
-    this.retryDue = Math.min(...this.retryDues, Number.POSITIVE_INFINITY)
-    if (this.stopping || this.retryDue === Number.POSITIVE_INFINITY) return
-    this.retryTimer = setTimeout(() => {
-      this.wake()
-      this.armRetryTimer()
-    }, this.retryDue - now)
-    this.retryTimer.unref()
-  }
-
   async stop(): Promise<void> {
     this.stopping = true
-    clearTimeout(this.retryTimer)
+    this.retries.stop()
     this.wake()
     await this.loop
     const waiting = this.ready
     this.ready = []
     for (const lane of waiting) this.track(this.store.release(lane.events.map((e) => e.seq)))
     await Promise.allSettled([...this.active])
-    while (this.flushing) await this.flushing
+    await this.outcomes.drain()
     this.httpAgent.destroy()
     this.httpsAgent.destroy()
   }
@@ -334,11 +315,11 @@ export class DeliveryWorker {
       const outcome = await this.deliver(lane[i] as ClaimedEvent)
       if (outcome.next !== 'delivered') {
         // Later events wait behind this one (block order): record it, give them back unattempted.
-        await new Promise<void>((done) => this.enqueue(outcome, done))
+        await new Promise<void>((done) => this.outcomes.record(outcome, done))
         await this.store.release(lane.slice(i + 1).map((e) => e.seq))
         return
       }
-      this.enqueue(outcome, () => {})
+      this.outcomes.record(outcome, () => {})
     }
   }
 
@@ -387,56 +368,12 @@ export class DeliveryWorker {
     return { ...base, next: 'failed' }
   }
 
-  private enqueue(outcome: AttemptOutcome, done: () => void): void {
-    this.pending.push({ outcome, done })
-    if (!this.flushing) this.flushing = this.flushLoop()
-  }
-
-  /** Writes queued outcomes until none are left; a failed write is retried, never dropped. */
-  private async flushLoop(): Promise<void> {
-    let failures = 0
-    while (this.pending.length > 0) {
-      const batch = this.pending
-      this.pending = []
-      try {
-        const t0 = performance.now()
-        await this.store.recordOutcomes(batch.map((b) => b.outcome))
-        this.logger.debug(
-          { ms: Math.round(performance.now() - t0), outcomes: batch.length },
-          'webhook outcomes recorded',
-        )
-        failures = 0
-      } catch (err) {
-        failures++
-        this.logger.warn(
-          { err: (err as Error).message, failures },
-          'recording webhook attempts failed; retrying',
-        )
-        this.pending = [...batch, ...this.pending]
-        // Past the lease another worker may resend; that is the at-least-once contract anyway.
-        await new Promise((r) => setTimeout(r, Math.min(5000, 100 * 2 ** failures)))
-        if (this.stopping && failures > 5) {
-          // Shutting down with the database gone: the leases expire and the events are resent.
-          for (const b of this.pending) b.done()
-          this.pending = []
-          break
-        }
-        continue
-      }
-      for (const b of batch) {
-        const o = b.outcome
-        if (o.next === 'pending' && o.retryAt) this.wakeAt(o.retryAt.getTime())
-        if (o.next === 'failed') {
-          await this.onPause(o.ev.webhook_id, o.error ?? `HTTP ${o.statusCode}`).catch((err) =>
-            this.logger.error(
-              { err: (err as Error).message, webhook: o.ev.webhook_id },
-              'pausing webhook failed',
-            ),
-          )
-        }
-        b.done()
-      }
-    }
-    this.flushing = undefined
+  /** A recorded retry wakes the loop when due; the last failure pauses the webhook. */
+  private async afterRecorded(o: AttemptOutcome): Promise<void> {
+    if (o.next === 'pending' && o.retryAt) this.retries.at(o.retryAt.getTime())
+    if (o.next !== 'failed') return
+    await this.onPause(o.ev.webhook_id, o.error ?? `HTTP ${o.statusCode}`).catch((err) =>
+      this.logger.error({ err: (err as Error).message, webhook: o.ev.webhook_id }, 'pausing webhook failed'),
+    )
   }
 }

@@ -1,0 +1,68 @@
+import type { Logger } from '../logger.ts'
+import type { AttemptOutcome, WebhookStore } from './store.ts'
+
+/**
+ * Records delivery outcomes in batches, one transaction per flush: what makes thousands of
+ * deliveries per second possible. An outcome's `done` runs only once it is durable (and its
+ * follow-up, such as pausing the webhook, has run); a failed write is retried, never dropped.
+ */
+export class OutcomeWriter {
+  private pending: Array<{ outcome: AttemptOutcome; done: () => void }> = []
+  private flushing: Promise<void> | undefined
+
+  constructor(
+    private readonly store: WebhookStore,
+    private readonly logger: Logger,
+    /** Runs after an outcome is durable, before its `done`. */
+    private readonly afterRecorded: (outcome: AttemptOutcome) => Promise<void>,
+    private readonly stopping: () => boolean,
+  ) {}
+
+  record(outcome: AttemptOutcome, done: () => void): void {
+    this.pending.push({ outcome, done })
+    if (!this.flushing) this.flushing = this.flushLoop()
+  }
+
+  /** Resolves once nothing is left to write (or, shutting down with the database gone, given up). */
+  async drain(): Promise<void> {
+    while (this.flushing) await this.flushing
+  }
+
+  private async flushLoop(): Promise<void> {
+    let failures = 0
+    while (this.pending.length > 0) {
+      const batch = this.pending
+      this.pending = []
+      try {
+        const t0 = performance.now()
+        await this.store.recordOutcomes(batch.map((b) => b.outcome))
+        this.logger.debug(
+          { ms: Math.round(performance.now() - t0), outcomes: batch.length },
+          'webhook outcomes recorded',
+        )
+        failures = 0
+      } catch (err) {
+        failures++
+        this.logger.warn(
+          { err: (err as Error).message, failures },
+          'recording webhook attempts failed; retrying',
+        )
+        this.pending = [...batch, ...this.pending]
+        // Past the lease another worker may resend; that is the at-least-once contract anyway.
+        await new Promise((r) => setTimeout(r, Math.min(5000, 100 * 2 ** failures)))
+        if (this.stopping() && failures > 5) {
+          // Shutting down with the database gone: the leases expire and the events are resent.
+          for (const b of this.pending) b.done()
+          this.pending = []
+          break
+        }
+        continue
+      }
+      for (const b of batch) {
+        await this.afterRecorded(b.outcome)
+        b.done()
+      }
+    }
+    this.flushing = undefined
+  }
+}
