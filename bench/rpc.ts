@@ -10,14 +10,15 @@
  *   nginx → anvil       eth_blockNumber through `proxy_pass` (skipped with a note without nginx)
  *   Halyard → anvil     the same calls through /v1/rpc/ethereum/devnet with an enterprise key
  *   Halyard × N workers eth_blockNumber and eth_chainId through a cluster (HALYARD_WORKERS) on
- *                       PostgreSQL + Redis, when DATABASE_URL and REDIS_URL are set
+ *                       PostgreSQL + Redis, when DATABASE_URL and REDIS_URL are set, compared
+ *                       with nginx running N workers (the single process with nginx's one)
  *                       (BENCH_WORKERS, default 2; 0 skips), with the enterprise key (no
  *                       limiter call) and with a limited key (one Redis check per call)
  * Prints req/s, p50, p99, and the ratios the issue targets: uncached Halyard ≥ 0.8 × nginx,
  * cached Halyard ≥ 1.5 × direct anvil, added p50 ≤ 1 ms.
  *
  * Halyard runs in a child process (this file with `--server`), so the load generator and the
- * gateway do not share an event loop; nginx runs one worker on a free loopback port with a
+ * gateway do not share an event loop; nginx runs on a free loopback port with a
  * temporary config and is killed afterwards, as are anvil and Halyard.
  */
 import { execFileSync, spawn } from 'node:child_process'
@@ -110,13 +111,17 @@ function findNginx(): string | undefined {
   return undefined
 }
 
-async function startNginx(bin: string, anvilPort: number): Promise<{ url: string; stop(): Promise<void> }> {
+async function startNginx(
+  bin: string,
+  anvilPort: number,
+  workers = 1,
+): Promise<{ url: string; stop(): Promise<void> }> {
   const dir = mkdtempSync(path.join(tmpdir(), 'halyard-bench-nginx-'))
   const port = await freePort()
   const conf = path.join(dir, 'nginx.conf')
   writeFileSync(
     conf,
-    `worker_processes 1;
+    `worker_processes ${workers};
 daemon off;
 pid ${dir}/nginx.pid;
 error_log ${dir}/error.log warn;
@@ -205,15 +210,27 @@ async function main() {
 
     // The cluster rows: a second child, started after the first stops, so they never compete.
     let clusterNote: string | undefined
-    let clustered: { uncached: Row; cached: Row } | undefined
+    let clustered: { uncached: Row; cached: Row; nginx: Row | undefined } | undefined
     if (WORKERS > 0 && process.env.DATABASE_URL && process.env.REDIS_URL) {
       await stopChild(halyard)
       halyard = await startHalyardChild(import.meta.filename, anvil.url, { workers: WORKERS })
       const ck = { 'x-api-key': halyard.key }
       const label = `Halyard × ${WORKERS} workers (PostgreSQL, Redis limits)`
+      // Like with like: the cluster's uncached row is compared with nginx running as many workers.
+      let nginxN: Row | undefined
+      if (nginxBin) {
+        await nginx?.stop()
+        nginx = await startNginx(nginxBin, anvil.port, WORKERS)
+        nginxN = await run(
+          `nginx × ${WORKERS} workers → anvil · eth_blockNumber`,
+          nginx.url,
+          call('eth_blockNumber'),
+        )
+      }
       clustered = {
         uncached: await run(`${label} · eth_blockNumber`, halyard.url, call('eth_blockNumber'), ck),
         cached: await run(`${label} · eth_chainId (cached)`, halyard.url, call('eth_chainId'), ck),
+        nginx: nginxN,
       }
       if (halyard.limitedKey) {
         // Enterprise keys skip the limiter; this one is counted in Redis on every call.
@@ -253,9 +270,9 @@ async function main() {
     console.log(`  batch of 10 Halyard / direct:             ${fmt(ratio(halyardBatch, directBatch), 2)}×`)
     console.log(`  added p50 (uncached − direct):            ${fmt(uncached.p50 - direct.p50, 2)} ms  [≤ 1]`)
     if (clustered) {
-      if (viaNginx)
+      if (clustered.nginx)
         console.log(
-          `  ${WORKERS} workers uncached / nginx:              ${fmt(ratio(clustered.uncached, viaNginx), 2)}×  [≥ 0.8]`,
+          `  ${WORKERS} workers uncached / nginx × ${WORKERS}:          ${fmt(ratio(clustered.uncached, clustered.nginx), 2)}×  [≥ 0.8]`,
         )
       console.log(
         `  ${WORKERS} workers cached eth_chainId / direct:   ${fmt(ratio(clustered.cached, directChain), 2)}×  [≥ 1.5]`,

@@ -14,6 +14,9 @@
  *    matched per second (mine → indexer committed the block and its events) and deliveries
  *    per second (mine → last event acknowledged), with the ratio to the baseline.
  * DATABASE_URL (default postgres://postgres@127.0.0.1:5432/test) names the server.
+ * BENCH_UPSTREAM_WS=1 gives the network anvil's WebSocket URL, so the indexer wakes on each
+ * pushed head instead of at its next poll; BENCH_BLOCK_TIME_MS (default 80: a 20 ms head poll)
+ * sets the network's block time, and with it the poll interval (12000: a mainnet-like 1 s poll).
  */
 import { randomBytes } from 'node:crypto'
 import { mkdtempSync } from 'node:fs'
@@ -42,6 +45,8 @@ const BURST_SPRAYS = 10
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 256)
 const BASELINE_CONNECTIONS = 256
 const BASELINE_S = 4
+const UPSTREAM_WS = process.env.BENCH_UPSTREAM_WS === '1'
+const BLOCK_TIME_MS = Number(process.env.BENCH_BLOCK_TIME_MS ?? 80)
 
 const pct = (sorted: number[], p: number) =>
   sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] as number
@@ -135,9 +140,9 @@ async function main() {
           network: 'devnet',
           chainId: anvil.chainId,
           confirmations: 0,
-          // A fast local devnet: the indexer polls its head every 20 ms (a quarter of this).
-          blockTimeMs: 80,
-          upstreams: [{ url: anvil.url }],
+          // Default: a fast local devnet, whose head the indexer polls every 20 ms (a quarter of this).
+          blockTimeMs: BLOCK_TIME_MS,
+          upstreams: [UPSTREAM_WS ? { url: anvil.url, ws: anvil.wsUrl } : { url: anvil.url }],
         }),
       ],
       storage,
@@ -261,6 +266,9 @@ async function main() {
       .groupBy('status')
       .execute()
     console.log('')
+    console.log(
+      `network: blockTimeMs ${BLOCK_TIME_MS}, upstream WebSocket ${UPSTREAM_WS ? 'yes (indexer woken by newHeads)' : 'no (indexer polls only)'}`,
+    )
     console.log(`receiver baseline (plain HTTP load)        ${baselineRps.toFixed(0)} req/s`)
     console.log(
       `events matched (burst block, ${burstEvents} events)  ${matchedPerS.toFixed(0)} events/s  (mine → committed ${matchedMs.toFixed(0)} ms)`,
@@ -302,7 +310,7 @@ async function main() {
       `stage breakdown (p50 per latency block of ${WEBHOOKS} events; receiver on ${receiver.mode === 'thread' ? 'its own thread' : "Halyard's event loop"}):`,
     )
     console.log(
-      `  ${'mined → indexer starts the block (head poll wait, scheduling)'.padEnd(66)} ${(pct(commitMs, 50) - inIndexer).toFixed(0).padStart(5)} ms`,
+      `  ${'mined → indexer starts the block (head poll wait or push, scheduling)'.padEnd(66)} ${(pct(commitMs, 50) - inIndexer).toFixed(0).padStart(5)} ms`,
     )
     for (const [label, ms] of rows) console.log(`  ${label.padEnd(66)} ${ms.toFixed(0).padStart(5)} ms`)
     console.log(

@@ -10,6 +10,18 @@ import type { Duplex } from 'node:stream'
 import WebSocket, { WebSocketServer } from 'ws'
 
 export type ToServer = { type: 'stats' } | { type: 'connections' } | { type: 'stop' }
+
+/** One cluster worker's part of the stats: its own receipt times and the clients it holds. */
+export interface WorkerStats {
+  index: number
+  received: [number, number][]
+  fannedOut: [number, number][]
+  fanOutCpu: [number, number][]
+  peakRssMiB: number
+  /** Remote (client-side) ports of the WebSocket connections this worker holds. */
+  ports: number[]
+}
+
 export type FromServer =
   | { type: 'listening'; url: string; idleRssMiB: number }
   | {
@@ -17,7 +29,10 @@ export type FromServer =
       received: [number, number][]
       fannedOut: [number, number][]
       fanOutCpu: [number, number][]
+      /** For a cluster: the sum of the workers' peaks. */
       peakRssMiB: number
+      /** Cluster only: per worker (the top-level maps are then empty). */
+      workers?: WorkerStats[]
     }
   | { type: 'connections'; count: number }
 

@@ -14,7 +14,7 @@ import { loadEnv } from '../../src/config/env.ts'
 import type { NetworkConfig } from '../../src/config/file.ts'
 import { createLogger } from '../../src/logger.ts'
 import { clusterWorker, reportReady, superviseWorkers } from '../../src/server/cluster.ts'
-import { startHalyard } from '../../src/server/runtime.ts'
+import { type Halyard, startHalyard } from '../../src/server/runtime.ts'
 import { openStorage } from '../../src/storage/database.ts'
 import { migrate } from '../../src/storage/migrate.ts'
 
@@ -26,8 +26,19 @@ function required(name: 'DATABASE_URL' | 'REDIS_URL'): string {
   return v
 }
 
-/** Primary: schema, key, workers; reports {url, key} to the bench; cleans up on disconnect. */
-export async function serveClusterPrimary(workers: number, urlPath: string): Promise<void> {
+export interface ClusterPrimary {
+  /** http://host:port/v1 of the shared port. */
+  baseUrl: string
+  /** An enterprise (unthrottled) key. */
+  key: string
+  /** A key with (unreachably high) limits, so the Redis limiter runs. */
+  limitedKey: string
+  /** Stops every worker and drops the scratch schema. */
+  stop(): Promise<void>
+}
+
+/** Primary: a scratch schema, two keys, then the workers; resolves once every worker listens. */
+export async function startClusterPrimary(workers: number): Promise<ClusterPrimary> {
   const dbUrl = required('DATABASE_URL')
   required('REDIS_URL')
   const schema = `bench_${randomBytes(6).toString('hex')}`
@@ -64,17 +75,32 @@ export async function serveClusterPrimary(workers: number, urlPath: string): Pro
     await client.connect()
     await client.query(`drop schema if exists ${schema} cascade`)
     await client.end()
+  }
+  return { baseUrl, key, limitedKey, stop }
+}
+
+/** Primary for a bench child: reports {url, key, limitedKey} to the bench; cleans up on disconnect. */
+export async function serveClusterPrimary(workers: number, urlPath: string): Promise<void> {
+  const primary = await startClusterPrimary(workers)
+  const stop = async () => {
+    await primary.stop()
     process.exit(0)
   }
-  const hello = { url: `${baseUrl}${urlPath}`, key, limitedKey }
+  const hello = { url: `${primary.baseUrl}${urlPath}`, key: primary.key, limitedKey: primary.limitedKey }
   if (process.send) process.send(hello)
   else console.log(JSON.stringify(hello))
   process.once('disconnect', stop)
   process.once('SIGINT', stop)
 }
 
-/** Worker: one Halyard on the shared port; worker 0 alone runs background jobs. */
-export async function serveClusterWorker(config: NetworkConfig): Promise<void> {
+/**
+ * Worker: one Halyard on the shared port; worker 0 alone runs background jobs. `onStarted`
+ * runs before the worker reports ready (a bench hooks its observers there).
+ */
+export async function serveClusterWorker(
+  config: NetworkConfig,
+  onStarted?: (h: Halyard, index: number) => void,
+): Promise<void> {
   const worker = clusterWorker()
   if (!worker) throw new Error('serveClusterWorker runs in a cluster worker only')
   const dataDir = mkdtempSync(path.join(tmpdir(), 'halyard-bench-'))
@@ -94,5 +120,6 @@ export async function serveClusterWorker(config: NetworkConfig): Promise<void> {
   }
   process.once('SIGTERM', stop)
   process.once('SIGINT', stop)
+  onStarted?.(h, worker.index)
   reportReady(worker.index, h.baseUrl)
 }

@@ -1,10 +1,17 @@
 import type { FeatureHost } from '../server/features.ts'
+import { UpstreamHeadSignal } from './head-signal.ts'
 import { IndexerService } from './service.ts'
 
 /** Creates the indexer service; its loops start once every feature has added its consumers. */
 export function registerIndexer(host: FeatureHost): IndexerService {
   const { ctx } = host
-  const indexer = new IndexerService({ storage: ctx.storage, networks: ctx.networks, logger: ctx.logger })
+  const indexer = new IndexerService({
+    storage: ctx.storage,
+    networks: ctx.networks,
+    logger: ctx.logger,
+    // Networks with upstream WebSocket URLs wake the follower on each new head (newHeads).
+    heads: new UpstreamHeadSignal({ logger: ctx.logger }),
+  })
   host.onStart(() => indexer.start())
   host.addTask({ name: 'indexer', stop: () => indexer.stop() })
   return indexer

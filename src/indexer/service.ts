@@ -5,6 +5,7 @@ import type { Logger } from '../logger.ts'
 import type { Storage } from '../storage/database.ts'
 import type { Database } from '../storage/schema.ts'
 import { NetworkFollower } from './follower.ts'
+import type { HeadSignal, HeadSignalReason } from './head-signal.ts'
 import { type Cursor, readCursor } from './store.ts'
 import type { BlockConsumer } from './types.ts'
 
@@ -12,11 +13,24 @@ export interface IndexerOptions {
   storage: Storage
   networks: NetworkRegistry
   logger: Logger
-  /** Poll interval override (ms); default a quarter of each network's block time, 50–1000 ms (devnets from 20 ms). */
+  /**
+   * Head poll interval override (ms), with or without a head signal. Default: a quarter of each
+   * network's block time, 50–1000 ms (devnets from 20 ms); while a head signal is live, the
+   * block time itself, at most 5 s (pushes wake the follower; the poll is the safety net).
+   */
   pollMs?: number
+  /** Wakes a caught-up follower on a new head instead of at its next poll (optional). */
+  heads?: HeadSignal
+  /** Debug hook: a caught-up follower woke (poll timer fired, or a head signal). */
+  onWake?: (network: string, reason: WakeReason) => void
   /** How long to wait before retrying the per-network lock held by another instance. */
   lockRetryMs?: number
 }
+
+export type WakeReason = 'poll' | HeadSignalReason
+
+/** While a head signal is live, the safety-net poll waits a block time, but never longer than this. */
+const MAX_LIVE_POLL_MS = 5_000
 
 /**
  * One follower per EVM network, each run by exactly one instance at a time: on PostgreSQL the
@@ -103,8 +117,13 @@ export class IndexerService {
     // A local devnet answers a head poll in well under a millisecond, so a fast devnet (small
     // blockTimeMs) may be polled down to 20 ms; public networks stay at 50 ms or more.
     const minPollMs = network.isDevnet ? 20 : 50
-    const pollMs =
+    const basePollMs =
       this.opts.pollMs ?? Math.min(1000, Math.max(minPollMs, Math.floor(network.config.blockTimeMs / 4)))
+    const poll: PollIntervals = {
+      baseMs: basePollMs,
+      liveMs:
+        this.opts.pollMs ?? Math.max(basePollMs, Math.min(MAX_LIVE_POLL_MS, network.config.blockTimeMs)),
+    }
     const db = this.opts.storage.db
     while (!this.stopping) {
       try {
@@ -116,7 +135,7 @@ export class IndexerService {
             if (!got.rows[0]?.ok) return
             log.info('indexer lock acquired')
             try {
-              await this.follow(follower, conn, pollMs, log)
+              await this.follow(network, follower, conn, poll, log)
             } finally {
               await sql`select pg_advisory_unlock(hashtext(current_schema() || ':' || ${key}))`
                 .execute(conn)
@@ -124,7 +143,7 @@ export class IndexerService {
             }
           })
         } else {
-          await this.follow(follower, db, pollMs, log)
+          await this.follow(network, follower, db, poll, log)
         }
       } catch (err) {
         log.warn({ err: (err as Error).message }, 'indexer stopped on repeated errors; restarting')
@@ -136,23 +155,49 @@ export class IndexerService {
     }
   }
 
-  /** Steps until stopped; gives up (to re-acquire the lock) after consecutive failures. */
-  private async follow(follower: NetworkFollower, db: Kysely<Database>, pollMs: number, log: Logger) {
+  /**
+   * Steps until stopped; gives up (to re-acquire the lock) after consecutive failures. Caught
+   * up, it sleeps until the poll timer or a head signal, whichever comes first; the head signal
+   * is watched only while this instance follows the network.
+   */
+  private async follow(
+    network: Network,
+    follower: NetworkFollower,
+    db: Kysely<Database>,
+    poll: PollIntervals,
+    log: Logger,
+  ) {
+    const waker = new Waker(this.abort.signal)
+    const watch = this.opts.heads?.watch(network, (reason) => waker.wake(reason))
     let failures = 0
-    while (!this.stopping) {
-      try {
-        const worked = await follower.step(db)
-        failures = 0
-        if (!worked) await this.sleep(pollMs)
-      } catch (err) {
-        if (this.stopping) return
-        failures++
-        follower.reset()
-        // Debug until it persists: an upstream blip is routine, the give-up below is a warning.
-        log.debug({ err: (err as Error).message, failures }, 'indexer step failed')
-        if (failures >= 5) throw err
-        await this.sleep(Math.min(10_000, pollMs * 2 ** failures))
+    // After a push, poll at the base rate until a block comes: the node that answers our HTTP
+    // reads may not have the pushed block yet (another upstream, or a lagging one).
+    let eager = false
+    try {
+      while (!this.stopping) {
+        try {
+          const worked = await follower.step(db)
+          failures = 0
+          if (worked) {
+            eager = false
+            continue
+          }
+          const reason = await waker.wait(watch?.live && !eager ? poll.liveMs : poll.baseMs)
+          if (reason === 'stop') return
+          if (reason !== 'poll') eager = true
+          this.opts.onWake?.(network.slug, reason)
+        } catch (err) {
+          if (this.stopping) return
+          failures++
+          follower.reset()
+          // Debug until it persists: an upstream blip is routine, the give-up below is a warning.
+          log.debug({ err: (err as Error).message, failures }, 'indexer step failed')
+          if (failures >= 5) throw err
+          await this.sleep(Math.min(10_000, poll.baseMs * 2 ** failures))
+        }
       }
+    } finally {
+      watch?.close()
     }
   }
 
@@ -167,6 +212,54 @@ export class IndexerService {
         resolve()
       }
       signal.addEventListener('abort', done)
+    })
+  }
+}
+
+interface PollIntervals {
+  /** Without a live head signal, or while a pushed head is not readable yet. */
+  baseMs: number
+  /** While a head signal is live: only the safety net for a lost push. */
+  liveMs: number
+}
+
+/**
+ * The follower's sleep between polls, cut short by a head signal. A signal that arrives while
+ * the follower is stepping is kept, so the next sleep ends at once (the step may have read the
+ * head just before the new block).
+ */
+class Waker {
+  private pending: HeadSignalReason | undefined
+  private resolve: ((reason: WakeReason | 'stop') => void) | undefined
+
+  constructor(private readonly abort: AbortSignal) {}
+
+  wake(reason: HeadSignalReason): void {
+    const resolve = this.resolve
+    if (resolve) {
+      this.resolve = undefined
+      resolve(reason)
+    } else this.pending = reason
+  }
+
+  wait(ms: number): Promise<WakeReason | 'stop'> {
+    if (this.abort.aborted) return Promise.resolve('stop')
+    const pending = this.pending
+    if (pending) {
+      this.pending = undefined
+      return Promise.resolve(pending)
+    }
+    return new Promise((resolve) => {
+      const finish = (reason: WakeReason | 'stop') => {
+        clearTimeout(timer)
+        this.abort.removeEventListener('abort', onAbort)
+        this.resolve = undefined
+        resolve(reason)
+      }
+      const onAbort = () => finish('stop')
+      const timer = setTimeout(() => finish('poll'), ms)
+      this.abort.addEventListener('abort', onAbort)
+      this.resolve = finish
     })
   }
 }

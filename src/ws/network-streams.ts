@@ -1,4 +1,5 @@
 import type { Network } from '../chains/registry.ts'
+import { UpstreamSocket } from '../chains/upstream-socket.ts'
 import type { Logger } from '../logger.ts'
 import type { Metrics } from '../server/metrics.ts'
 import type { Hash } from '../types.ts'
@@ -14,7 +15,6 @@ import {
   upstreamLogSchema,
 } from './routes.ts'
 import { SyncingStream } from './syncing-stream.ts'
-import { UpstreamSocket } from './upstream-socket.ts'
 
 /** One client subscription as the fan-out sees it. */
 export interface StreamSubscriber {
