@@ -260,11 +260,19 @@ async function main() {
     const deliveriesPerS = burstEvents / (deliveryWindowMs / 1000)
     const endToEndPerS = burstEvents / (deliveredMs / 1000)
 
-    const stats = await storage.db
-      .selectFrom('webhook_events')
-      .select((eb) => ['status', eb.fn.countAll<string>().as('n')])
-      .groupBy('status')
-      .execute()
+    // Receipts are counted at the receiver; outcomes are recorded in batches just after. Wait
+    // (up to 10 s) for the records to catch up so the states show every event delivered.
+    const countStates = () =>
+      storage.db
+        .selectFrom('webhook_events')
+        .select((eb) => ['status', eb.fn.countAll<string>().as('n')])
+        .groupBy('status')
+        .execute()
+    let stats = await countStates()
+    for (let i = 0; i < 100 && stats.some((s) => s.status !== 'delivered'); i++) {
+      await new Promise((r) => setTimeout(r, 100))
+      stats = await countStates()
+    }
     console.log('')
     console.log(
       `network: blockTimeMs ${BLOCK_TIME_MS}, upstream WebSocket ${UPSTREAM_WS ? 'yes (indexer woken by newHeads)' : 'no (indexer polls only)'}`,
