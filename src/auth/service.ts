@@ -143,13 +143,7 @@ export class AuthService {
    */
   cachedCaller(presented: string): Caller | undefined {
     if (!isWellFormedKey(presented)) return undefined
-    const hash = hashApiKey(presented)
-    const hit = this.cache.get(hash)
-    if (!hit?.caller) return undefined
-    const age = Date.now() - hit.at
-    if (age >= CACHE_TTL_MS) return undefined
-    if (age >= REFRESH_AFTER_MS) this.refresh(hash).catch(() => {})
-    return hit.caller
+    return this.fresh(hashApiKey(presented))?.caller ?? undefined
   }
 
   /** Resolves a presented key to its caller, or throws 401. */
@@ -159,18 +153,21 @@ export class AuthService {
     }
     if (!isWellFormedKey(presented)) throw unauthorized('invalid API key')
     const hash = hashApiKey(presented)
-    const now = Date.now()
-    const hit = this.cache.get(hash)
-    let caller: Caller | null
-    if (hit && now - hit.at < CACHE_TTL_MS) {
-      caller = hit.caller
-      // Hot keys are re-read before they expire, so no request waits on the database for them.
-      if (now - hit.at >= REFRESH_AFTER_MS) this.refresh(hash).catch(() => {})
-    } else {
-      caller = await this.refresh(hash)
-    }
+    const hit = this.fresh(hash)
+    const caller = hit ? hit.caller : await this.refresh(hash)
     if (!caller) throw unauthorized('invalid or revoked API key')
     return caller
+  }
+
+  /** The cached resolution of a key while it is younger than CACHE_TTL_MS. */
+  private fresh(hash: string): { caller: Caller | null } | undefined {
+    const hit = this.cache.get(hash)
+    if (!hit) return undefined
+    const age = Date.now() - hit.at
+    if (age >= CACHE_TTL_MS) return undefined
+    // Hot keys are re-read before they expire, so no request waits on the database for them.
+    if (age >= REFRESH_AFTER_MS) this.refresh(hash).catch(() => {})
+    return hit
   }
 
   /** Forgets every resolved key on this instance (revocation, plan change). */

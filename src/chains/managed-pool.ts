@@ -1,11 +1,12 @@
 import { type GatewaySettings, gatewaySchema, type NetworkConfig } from '../config/file.ts'
-import { hasMethodCost } from '../limits/compute-units.ts'
+import { methodLabel } from '../limits/compute-units.ts'
 import type { Logger } from '../logger.ts'
 import { RPC_INTERNAL_ERROR, RpcError, type RpcOutcome } from '../rpc/jsonrpc.ts'
 import type { Metrics } from '../server/metrics.ts'
 import { broadcast, FanOutFailure, hedge } from './fan-out.ts'
 import { probeUpstream } from './health-check.ts'
 import { HttpUpstream, UpstreamError } from './http-upstream.ts'
+import { networkSlug } from './registry.ts'
 import type { UpstreamCallOptions, UpstreamPool } from './upstream-pool.ts'
 import {
   LatencyWindow,
@@ -65,8 +66,8 @@ export class ManagedPool implements UpstreamPool {
     private readonly deps: PoolDeps = {},
   ) {
     this.settings = gatewaySchema.parse(cfg.gateway ?? {})
-    // Same label as the HTTP and RPC series: the network's slug (registry.ts networkSlug).
-    this.networkLabel = cfg.network === 'mainnet' ? cfg.chain : `${cfg.chain}-${cfg.network}`
+    // Same label as the HTTP and RPC series: the network's slug.
+    this.networkLabel = networkSlug(cfg.chain, cfg.network)
     this.states = cfg.upstreams.map(
       (u, i) =>
         new UpstreamState(
@@ -211,7 +212,7 @@ export class ManagedPool implements UpstreamPool {
     params: readonly unknown[],
     timeoutMs: number,
   ): Promise<RpcOutcome> {
-    const label = hasMethodCost(this.cfg.kind, method) ? method : 'other'
+    const label = methodLabel(this.cfg.kind, method)
     const m = this.deps.metrics
     m?.upstreamRequests.inc({ network: this.networkLabel, upstream: s.id, method: label })
     const started = performance.now()

@@ -147,6 +147,11 @@ export function hasMethodCost(kind: 'evm' | 'solana', method: string): boolean {
   return kind === 'solana' ? Object.hasOwn(SOLANA_COSTS, method) : Object.hasOwn(EVM_COSTS, method)
 }
 
+/** A method's metric label: its name when the table prices it, else "other" (bounded series). */
+export function methodLabel(kind: 'evm' | 'solana', method: string): string {
+  return hasMethodCost(kind, method) ? method : 'other'
+}
+
 /** REST endpoints, by route pattern (Fastify's `routeOptions.url`). */
 const ROUTE_COSTS: Readonly<Record<string, number>> = {
   'GET /v1/tokens/:chain/balances/:address': 20,

@@ -37,6 +37,11 @@ export interface RateLimiter {
 
 export const DAY_MS = 86_400_000
 
+/** No limit to count against (enterprise): callers may decide without the limiter's counters. */
+export function isUnlimited(l: PlanLimits): boolean {
+  return l.requestsPerSecond === null && l.requestsPerDay === null && l.computeUnitsPerSecond === null
+}
+
 /** The shared decision logic, given the counters of the current windows. */
 export function decide(
   limits: PlanLimits,
@@ -47,12 +52,7 @@ export function decide(
   const second = Math.floor(nowMs / 1000)
   const resetAt = second + 1
   // Unlimited plans (enterprise) are most of the load: one allocation, nothing to compare.
-  if (
-    limits.requestsPerSecond === null &&
-    limits.requestsPerDay === null &&
-    limits.computeUnitsPerSecond === null
-  )
-    return { allowed: true, limit: null, remaining: null, resetAt }
+  if (isUnlimited(limits)) return { allowed: true, limit: null, remaining: null, resetAt }
   const secondsToNextSecond = 1
   const dayEnd = (Math.floor(nowMs / DAY_MS) + 1) * DAY_MS
   const rps = limits.requestsPerSecond

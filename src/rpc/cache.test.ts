@@ -35,6 +35,11 @@ describe.each(storageBackends())('finality-aware cache and coalescing on $name',
     const m = await halyard.halyard.ctx.metrics.upstreamRequests.get()
     return m.values.filter((v) => v.labels.method === method).reduce((n, v) => n + v.value, 0)
   }
+  /** Calls answered to clients, by the gateway's own metrics (cache hits and coalesced ones included). */
+  const servedCalls = async (halyard: TestHalyard, method: string) => {
+    const m = await halyard.halyard.ctx.metrics.rpcCalls.get()
+    return m.values.filter((v) => v.labels.method === method).reduce((n, v) => n + v.value, 0)
+  }
   const finalized = (halyard: TestHalyard) =>
     halyard.halyard.ctx.networks.get('ethereum', 'devnet').pool.finalizedHead!() ?? -1
   async function waitFor(cond: () => boolean) {
@@ -118,6 +123,7 @@ describe.each(storageBackends())('finality-aware cache and coalescing on $name',
 
     // An uncacheable read (latest balance) in flight at once: coalesced too.
     const balanceBefore = await upstreamCalls(h, 'eth_getBalance')
+    const servedBefore = await servedCalls(h, 'eth_getBalance')
     const batch = Array.from({ length: 100 }, (_, i) => ({
       ...call('eth_getBalance', [`0x${'5'.repeat(40)}`, 'latest']),
       id: i,
@@ -125,6 +131,8 @@ describe.each(storageBackends())('finality-aware cache and coalescing on $name',
     const res = await postRpc(url, key, batch)
     expect((res.json as unknown as { result?: unknown }[]).every((r) => r.result === '0x0')).toBe(true)
     expect(await upstreamCalls(h, 'eth_getBalance')).toBe(balanceBefore + 1)
+    // One upstream call, but every one of the 100 calls answered is counted as served.
+    expect(await servedCalls(h, 'eth_getBalance')).toBe(servedBefore + 100)
   })
 
   it.runIf(process.env.REDIS_URL)('shares cached results between instances through Redis', async () => {

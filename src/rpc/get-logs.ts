@@ -1,6 +1,12 @@
 import type { Network } from '../chains/registry.ts'
 import type { GatewaySettings } from '../config/file.ts'
-import { RPC_INVALID_PARAMS, RPC_LIMIT_EXCEEDED, RpcError, type RpcOutcome } from './jsonrpc.ts'
+import {
+  RPC_INTERNAL_ERROR,
+  RPC_INVALID_PARAMS,
+  RPC_LIMIT_EXCEEDED,
+  RpcError,
+  type RpcOutcome,
+} from './jsonrpc.ts'
 
 /**
  * Messages nodes and providers use when an eth_getLogs range or result is too large
@@ -85,7 +91,7 @@ export class GetLogsGuard {
     if (b.error !== undefined) return b
     if (!Array.isArray(a.result) || !Array.isArray(b.result)) {
       return {
-        error: { code: RPC_INVALID_PARAMS, message: 'eth_getLogs: upstream answered with a non-array' },
+        error: { code: RPC_INTERNAL_ERROR, message: 'eth_getLogs: upstream answered with a non-array' },
       }
     }
     const merged = a.result.concat(b.result)
@@ -131,8 +137,10 @@ export class GetLogsGuard {
     const known = this.network.pool.bestHead?.()
     if (known !== undefined) return known
     const out = await this.network.pool.call('eth_blockNumber', [])
-    if (typeof out.result !== 'string')
-      throw new RpcError(RPC_INVALID_PARAMS, 'eth_getLogs: the head is unknown')
+    // The upstream's failure, not the caller's: its own error, never "invalid params".
+    if (out.error !== undefined) throw new RpcError(out.error.code, out.error.message, out.error.data)
+    if (typeof out.result !== 'string' || !/^0x[0-9a-fA-F]{1,13}$/.test(out.result))
+      throw new RpcError(RPC_INTERNAL_ERROR, 'eth_getLogs: the upstream reported no usable head')
     return Number.parseInt(out.result.slice(2), 16)
   }
 }

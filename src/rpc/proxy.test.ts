@@ -36,4 +36,13 @@ describe.each(storageBackends())('JSON-RPC proxy on $name', (backend) => {
     const b = await postRpc(url, undefined, call('eth_chainId', [], 'x'), { authorization: `Bearer ${key}` })
     expect(b.json).toEqual({ jsonrpc: '2.0', id: 'x', result: '0x7a69' })
   })
+
+  it('answers a batch whose first item is null per item, not with a 500', async () => {
+    const key = await h.createKey()
+    const r = await postRpc(url, key, [null, call('eth_chainId', [], 2)])
+    expect(r.status).toBe(200)
+    const items = r.json as { id: unknown; result?: unknown; error?: { code: number } }[]
+    expect(items[0]).toMatchObject({ id: null, error: { code: -32600 } })
+    expect(items[1]).toEqual({ jsonrpc: '2.0', id: 2, result: '0x7a69' })
+  })
 })

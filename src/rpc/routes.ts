@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import type { NetworkRegistry } from '../chains/registry.ts'
 import { forbidden, invalidRequest } from '../errors.ts'
-import { hasMethodCost } from '../limits/compute-units.ts'
+import { methodLabel } from '../limits/compute-units.ts'
 import { requireNetworkAccess } from '../server/auth-hook.ts'
 import type { Charger } from '../server/charge.ts'
 import { DEFAULT_MAX_BATCH, parseEnvelope } from './envelope.ts'
@@ -60,13 +60,10 @@ export function registerRpcRoutes(app: FastifyInstance, deps: Deps) {
         computeUnits += call.computeUnits
         admitted.push(call)
       }
-      const first = (items[0] as { method?: unknown }).method
+      // A single call passed its envelope check above (or threw); a batch's items may be anything.
+      const single = isBatch ? undefined : (body as { method: string }).method
       // Unknown method names would make unbounded metric series: they are counted as "other".
-      request.metricMethod = isBatch
-        ? 'batch'
-        : typeof first === 'string' && hasMethodCost(network.kind, first)
-          ? first
-          : 'other'
+      request.metricMethod = single === undefined ? 'batch' : methodLabel(network.kind, single)
 
       const charged = deps.charger.charge(request, reply, computeUnits)
       if (charged) await charged

@@ -3,7 +3,7 @@ import { scopeForRpcMethod } from '../auth/scopes.ts'
 import type { Caller } from '../auth/service.ts'
 import type { Network } from '../chains/registry.ts'
 import { type GatewaySettings, gatewaySchema } from '../config/file.ts'
-import { evmMethodCost, hasMethodCost, solanaMethodCost } from '../limits/compute-units.ts'
+import { evmMethodCost, methodLabel, solanaMethodCost } from '../limits/compute-units.ts'
 import type { Logger } from '../logger.ts'
 import type { Metrics } from '../server/metrics.ts'
 import { type CachePlan, evmCachePlan, solanaCachePlan } from './cache-policy.ts'
@@ -139,7 +139,12 @@ export class RpcService {
     }
     if (key === undefined) return this.fetch(network, rt, request, plan, undefined)
     const joined = this.inflight.get(key)
-    if (joined) return joined
+    if (joined) {
+      // Counted like any other call: the leader's `fetch` counts only its own.
+      const r = await joined
+      this.count(network, method, r.outcome?.error ? 'error' : 'ok')
+      return r
+    }
     const p = this.fetch(network, rt, request, plan, key)
     this.inflight.set(key, p)
     try {
@@ -192,7 +197,7 @@ export class RpcService {
   private count(network: Network, method: string, outcome: 'ok' | 'error') {
     this.metrics.rpcCalls.inc({
       network: network.slug,
-      method: hasMethodCost(network.kind, method) ? method : 'other',
+      method: methodLabel(network.kind, method),
       outcome,
     })
   }

@@ -1,14 +1,16 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Caller } from '../auth/service.ts'
 import { HalyardError } from '../errors.ts'
-import { decide, type LimitDecision, type RateLimiter } from '../limits/limiter.ts'
-import type { PlanLimits } from '../limits/plans.ts'
+import {
+  decide,
+  isUnlimited,
+  type LimitCost,
+  type LimitDecision,
+  type RateLimiter,
+} from '../limits/limiter.ts'
 import type { Metrics } from './metrics.ts'
 
 const NOTHING_USED = { second: 0, cu: 0, day: 0 }
-
-const isUnlimited = (l: PlanLimits) =>
-  l.requestsPerSecond === null && l.requestsPerDay === null && l.computeUnitsPerSecond === null
 
 export function rateLimitHeaders(d: LimitDecision): Record<string, string> {
   return {
@@ -55,24 +57,20 @@ export class Charger {
   ): Promise<void> | undefined {
     const caller = request.caller
     if (!caller) return undefined
-    const cost = { requests, computeUnits }
-    // Nothing to count against (enterprise): no limiter round trip, Redis or not.
-    if (isUnlimited(caller.limits)) {
-      this.apply(request, reply, decide(caller.limits, cost, NOTHING_USED, Date.now()), computeUnits)
-      return undefined
-    }
-    if (this.limiter.consumeSync) {
-      this.apply(
-        request,
-        reply,
-        this.limiter.consumeSync(caller.accountId, caller.limits, cost),
-        computeUnits,
-      )
-      return undefined
-    }
-    return this.limiter
-      .consume(caller.accountId, caller.limits, cost)
-      .then((d) => this.apply(request, reply, d, computeUnits))
+    const d = this.decision(caller, { requests, computeUnits })
+    if (d instanceof Promise) return d.then((x) => this.apply(request, reply, x, computeUnits))
+    this.apply(request, reply, d, computeUnits)
+    return undefined
+  }
+
+  /**
+   * The limiter's decision, at once when no I/O is needed: an unlimited plan has nothing to
+   * count against (no Redis round trip), and an in-process limiter answers synchronously.
+   */
+  private decision(caller: Caller, cost: LimitCost): LimitDecision | Promise<LimitDecision> {
+    if (isUnlimited(caller.limits)) return decide(caller.limits, cost, NOTHING_USED, Date.now())
+    if (this.limiter.consumeSync) return this.limiter.consumeSync(caller.accountId, caller.limits, cost)
+    return this.limiter.consume(caller.accountId, caller.limits, cost)
   }
 
   private apply(request: FastifyRequest, reply: FastifyReply, decision: LimitDecision, computeUnits: number) {
@@ -98,7 +96,7 @@ export class Charger {
     requests: number,
     route: string,
   ): Promise<{ decision: LimitDecision; refusal?: HalyardError }> {
-    const decision = await this.limiter.consume(caller.accountId, caller.limits, { requests, computeUnits })
+    const decision = await this.decision(caller, { requests, computeUnits })
     if (!decision.allowed) {
       this.metrics.rateLimited.inc({ limit: decision.exceeded ?? 'unknown' })
       return { decision, refusal: refusal(decision, computeUnits, caller) }
@@ -113,7 +111,7 @@ export class Charger {
     if (!caller || request.charged) return
     request.charged = true
     try {
-      const d = await this.limiter.consume(caller.accountId, caller.limits, { requests: 1, computeUnits: 0 })
+      const d = await this.decision(caller, { requests: 1, computeUnits: 0 })
       reply.headers(rateLimitHeaders(d))
     } catch {
       // The limiter being down must not turn a 4xx into a 500.
