@@ -123,13 +123,19 @@ export class ClientConnection {
       return
     }
     this.inFlight++
+    // New subscriptions start only once their reply is on the wire, so no push precedes it.
+    const activate: ClientSubscription[] = []
     try {
-      // New subscriptions start only once their reply is on the wire, so no push precedes it.
-      const activate: ClientSubscription[] = []
       const reply = Array.isArray(body) ? await this.batch(body, activate) : await this.single(body, activate)
       if (reply !== undefined) this.send(reply)
       for (const sub of activate) this.activate(sub)
     } catch (err) {
+      // The client never learns these ids: drop them, or they would hold subscription slots.
+      for (const sub of activate) {
+        if (this.subs.get(sub.id) !== sub) continue
+        this.subs.delete(sub.id)
+        this.deps.streams.remove(sub)
+      }
       // E.g. the rate limiter's store is down: answer rather than leave the caller waiting.
       this.send(
         errorFrame(idOf(body), { code: RPC_INTERNAL_ERROR, message: 'internal error; retry shortly' }),

@@ -44,12 +44,6 @@ export class HeadTracker {
     private readonly opts: HeadTrackerOptions,
   ) {}
 
-  get latest(): Head | undefined {
-    let last: Head | undefined
-    for (const h of this.recent.values()) last = h
-    return last
-  }
-
   offer(head: Head): void {
     if (this.recent.has(head.hash)) return
     this.queue.push(head)

@@ -47,8 +47,8 @@ const logFilterSchema = z
   .strip()
 
 export interface LogFilter {
-  /** Lowercase addresses; empty = any address. */
-  addresses: readonly Address[]
+  /** Lowercase addresses; empty = any address. A set: tested for every log of every block. */
+  addresses: ReadonlySet<Address>
   /** Per position: null = any topic, otherwise one of these (lowercase). */
   topics: readonly (readonly Hash[] | null)[]
 }
@@ -81,6 +81,7 @@ export function parseSubscribeParams(
     }
     return { ok: true, value: { kind: kind as 'newHeads' | 'newPendingTransactions' | 'syncing' } }
   }
+  if (params.length > 2) return { ok: false, message: 'params[2]: logs takes one filter object' }
   const parsed = logFilterSchema.safeParse(params[1] ?? {})
   if (!parsed.success) return { ok: false, message: `params[1]: ${describeZodError(parsed.error)}` }
   const a = parsed.data.address
@@ -89,8 +90,11 @@ export function parseSubscribeParams(
     value: {
       kind: 'logs',
       filter: {
-        addresses: a === undefined ? [] : Array.isArray(a) ? a : [a],
-        topics: (parsed.data.topics ?? []).map((t) => (t === null ? null : Array.isArray(t) ? t : [t])),
+        addresses: new Set(a === undefined ? [] : Array.isArray(a) ? a : [a]),
+        // An empty alternative list is a wildcard in geth's filters, not "matches nothing".
+        topics: (parsed.data.topics ?? []).map((t) =>
+          t === null || (Array.isArray(t) && t.length === 0) ? null : Array.isArray(t) ? t : [t],
+        ),
       },
     },
   }
@@ -155,7 +159,7 @@ export interface ChainLogEntry {
 }
 
 export function matchesFilter(log: ChainLogEntry, f: LogFilter): boolean {
-  if (f.addresses.length > 0 && !f.addresses.includes(log.address)) return false
+  if (f.addresses.size > 0 && !f.addresses.has(log.address)) return false
   for (let i = 0; i < f.topics.length; i++) {
     const want = f.topics[i]
     if (want === null || want === undefined) continue

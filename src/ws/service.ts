@@ -73,6 +73,7 @@ export class WsService {
   private readonly alive = new WeakSet<WebSocket>()
   private readonly timers: NodeJS.Timeout[] = []
   private shuttingDown: Promise<void> | undefined
+  private charging: Promise<void> | undefined
   private opts: WsOptions
   /** Observations for tests and benchmarks. */
   readonly stats = { slowClosed: 0, maxBuffered: 0, pushComputeUnits: 0 }
@@ -182,6 +183,8 @@ export class WsService {
     ])
     for (const ws of sockets) ws.terminate()
     await Promise.all([...this.streams.values()].map((s) => s.close()))
+    // A pass under way may have passed accounts that pushed since: run a full one after it.
+    await this.charging
     await this.chargePushes()
     this.wss.close()
   }
@@ -255,7 +258,15 @@ export class WsService {
    * is charged once per interval per account instead, so a heavy stream uses up the budget the
    * account's other calls draw on. Debt beyond the plan's budget for a few seconds is forgiven.
    */
-  private async chargePushes(): Promise<void> {
+  private chargePushes(): Promise<void> {
+    // A slow limiter store must not let two passes charge the same debt.
+    this.charging ??= this.chargeDebts().finally(() => {
+      this.charging = undefined
+    })
+    return this.charging
+  }
+
+  private async chargeDebts(): Promise<void> {
     for (const [account, debt] of this.pushDebt) {
       const cu = Math.floor(debt.bytes / PUSH_BYTES_PER_CU)
       if (cu === 0) {

@@ -10,7 +10,8 @@ import { PushPayload } from './push-frame.ts'
 export class SyncingStream {
   private timer: NodeJS.Timeout | undefined
   private current: string | undefined
-  private stopped = false
+  /** Bumped by stop(): a poll still in flight from before must not schedule another. */
+  private generation = 0
 
   constructor(
     private readonly network: Network,
@@ -27,10 +28,11 @@ export class SyncingStream {
 
   start(): void {
     if (this.timer) return
-    this.stopped = false
+    const generation = this.generation
     const loop = async () => {
       try {
         const json = await this.fetch()
+        if (generation !== this.generation) return
         if (json !== this.current) {
           const first = this.current === undefined
           this.current = json
@@ -46,7 +48,8 @@ export class SyncingStream {
           'eth_syncing poll failed',
         )
       }
-      if (this.subscribers.size === 0 || this.stopped) {
+      if (generation !== this.generation) return
+      if (this.subscribers.size === 0) {
         this.timer = undefined
         return
       }
@@ -57,7 +60,7 @@ export class SyncingStream {
   }
 
   stop(): void {
-    this.stopped = true
+    this.generation++
     if (this.timer) clearTimeout(this.timer)
     this.timer = undefined
     this.current = undefined
