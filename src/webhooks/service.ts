@@ -125,6 +125,7 @@ export class WebhookService {
       }
     }
     const updated = await this.store.update(id, changes, keys)
+    if (!updated) throw notFound(`webhook ${id} not found`)
     if (updated.status === 'active') this.onNewWork()
     return {
       id: updated.id,

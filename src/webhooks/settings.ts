@@ -66,6 +66,9 @@ export function webhookSettings(env: Env, devMode: boolean): WebhookSettings {
     ? env.HALYARD_WEBHOOK_RETRY_SCHEDULE.split(',').map(parseDuration)
     : DEFAULT_SCHEDULE_MS
   const timeoutMs = env.HALYARD_WEBHOOK_TIMEOUT ? parseDuration(env.HALYARD_WEBHOOK_TIMEOUT) : 15_000
+  // 0 would cut every attempt at once: each event would fail its way to a paused webhook.
+  if (timeoutMs === 0)
+    throw new ConfigError('invalid environment: HALYARD_WEBHOOK_TIMEOUT: must be above zero')
   return {
     devMode,
     delivery: {

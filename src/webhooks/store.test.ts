@@ -76,4 +76,35 @@ describe.each(storageBackends())('webhook claims on $name', (backend) => {
     const again = await store.claim(100, 2, 60_000, [])
     expect(again.map((e) => e.id)).toEqual(['evt_0000', 'evt_0020'])
   })
+
+  it('updating a webhook that is gone answers undefined (the route says 404), not an error', async () => {
+    expect(await store.update('wh_missing', { status: 'paused' })).toBeUndefined()
+    expect((await store.update('wh_19', { status: 'paused' }))?.status).toBe('paused')
+  })
+
+  it('a redelivery request leaves an event in flight with its worker (no second claim)', async () => {
+    await store.insertWebhook(
+      {
+        id: 'wh_r',
+        account_id: 'acct',
+        notify_email: null,
+        url: 'https://example.com/',
+        chain: 'ethereum-devnet',
+        event_type: 'log',
+        config: '{}',
+        secret_enc: 'x',
+        status: 'active',
+      },
+      [],
+    )
+    await store.insertEvents(storage.db, [
+      { id: 'evt_r', webhook_id: 'wh_r', network: null, block_number: null, event_type: 'log', body: '{}' },
+    ])
+    const first = await store.claim(100, 1, 60_000, [])
+    expect(first.filter((e) => e.webhook_id === 'wh_r').map((e) => e.id)).toEqual(['evt_r'])
+    await store.requeue('wh_r', 'evt_r')
+    expect((await store.event('wh_r', 'evt_r'))?.status).toBe('sending')
+    const second = await store.claim(100, 1, 60_000, [])
+    expect(second.filter((e) => e.webhook_id === 'wh_r')).toEqual([])
+  })
 })

@@ -89,14 +89,16 @@ export class WebhookStore {
       notified_at?: Date | null
     },
     keys?: MatchKey[],
-  ): Promise<WebhookRow> {
+  ): Promise<WebhookRow | undefined> {
     return this.db.transaction().execute(async (trx) => {
+      // Undefined when a concurrent DELETE won: the caller answers 404, not 500.
       const row = await trx
         .updateTable('webhooks')
         .set({ ...patch, updated_at: new Date() })
         .where('id', '=', id)
         .returningAll()
-        .executeTakeFirstOrThrow()
+        .executeTakeFirst()
+      if (!row) return undefined
       if (keys) await replaceKeys(trx, id, row.chain, keys)
       return row
     })
@@ -343,11 +345,14 @@ export class WebhookStore {
   }
 
   async requeue(webhookId: string, eventId: string): Promise<void> {
+    // An event in flight is left alone: dropping its lease would let a second worker claim and
+    // send it while the first is still sending (two at once for one webhook, out of order).
     await this.db
       .updateTable('webhook_events')
       .set({ status: 'pending', round_attempts: 0, next_attempt_at: new Date(), lease_until: null })
       .where('webhook_id', '=', webhookId)
       .where('id', '=', eventId)
+      .where('status', '<>', 'sending')
       .execute()
   }
 

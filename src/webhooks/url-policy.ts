@@ -1,5 +1,5 @@
 import { invalidRequest } from '../errors.ts'
-import type { CidrAllowlist } from '../net/address-policy.ts'
+import { blockedReason, type CidrAllowlist } from '../net/address-policy.ts'
 import { checkTarget, type Resolver } from '../net/safe-fetch.ts'
 
 export interface UrlPolicy {
@@ -47,6 +47,7 @@ export async function checkWebhookUrl(raw: string, policy: UrlPolicy, field = 'u
   return url.toString()
 }
 
+/** Loopback as the shared address policy sees it, in every spelling (URL gives ::ffff:7f00:1). */
 function isLoopback(ip: string): boolean {
-  return ip.startsWith('127.') || ip === '::1' || ip.startsWith('::ffff:127.')
+  return blockedReason(ip) !== null && blockedReason(ip, { allowLoopback: true }) === null
 }

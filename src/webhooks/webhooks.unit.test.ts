@@ -1,5 +1,6 @@
 import { createHmac, randomBytes } from 'node:crypto'
 import { describe, expect, it } from 'vitest'
+import type { Env } from '../config/env.ts'
 import { HalyardError } from '../errors.ts'
 import type { IndexedLog } from '../indexer/types.ts'
 import { CidrAllowlist } from '../net/address-policy.ts'
@@ -7,7 +8,7 @@ import type { Hex } from '../types.ts'
 import { matchKeys, parseConfig } from './config.ts'
 import { decryptSecret, encryptSecret, generateSigningSecret, sign } from './crypto.ts'
 import { topicsMatch } from './event-drafts.ts'
-import { parseDuration, staticHosts } from './settings.ts'
+import { parseDuration, staticHosts, webhookSettings } from './settings.ts'
 import { checkWebhookUrl } from './url-policy.ts'
 import { verifyWebhook } from './verify.ts'
 
@@ -27,6 +28,10 @@ describe('webhook target URLs', () => {
     expect(await checkWebhookUrl('http://127.0.0.1:9/hook', dev)).toBe('http://127.0.0.1:9/hook')
     expect(await checkWebhookUrl('https://[::1]:9/hook', dev)).toBe('https://[::1]:9/hook')
     expect(await checkWebhookUrl('http://localhost:9/', dev)).toBe('http://localhost:9/')
+    expect(await checkWebhookUrl('http://[::ffff:127.0.0.1]:9/', dev)).toBe('http://[::ffff:7f00:1]:9/')
+    expect(await refusal(checkWebhookUrl('http://8.8.8.8/', dev))).toMatch(
+      /http:\/\/ is allowed only to loopback/,
+    )
     expect(await refusal(checkWebhookUrl('http://10.0.0.1/', dev))).toMatch(
       /^url: 10\.0\.0\.1 is a private address/,
     )
@@ -125,5 +130,11 @@ describe('config', () => {
 
   it('parses delivery durations', () => {
     expect(['500ms', '10s', '1m', '6h'].map(parseDuration)).toEqual([500, 10_000, 60_000, 21_600_000])
+  })
+
+  it('refuses a zero delivery timeout at start-up, naming the variable', () => {
+    const env = { dataDir: '/tmp', HALYARD_WEBHOOK_TIMEOUT: '0ms' } as unknown as Env
+    expect(() => webhookSettings(env, false)).toThrow(/HALYARD_WEBHOOK_TIMEOUT/)
+    expect(webhookSettings({ ...env, HALYARD_WEBHOOK_TIMEOUT: '1s' }, false).delivery.timeoutMs).toBe(1000)
   })
 })
