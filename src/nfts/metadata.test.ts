@@ -84,6 +84,14 @@ describe('metadata documents', () => {
     expect(e.name).toBe(`Item ${'0'.repeat(62)}10`)
     expect(e.image).toBe(`data:image/svg+xml;base64,${Buffer.from('<svg/>').toString('base64')}`)
   })
+
+  it('keeps a long data: image whole (a cut URI is a broken image) and drops an oversized one', () => {
+    const svg = `<svg>${'x'.repeat(50_000)}</svg>`
+    const uri = `data:image/svg+xml;base64,${Buffer.from(svg).toString('base64')}`
+    expect(parseMetadata({ image: uri }, null).image).toBe(uri)
+    expect(parseMetadata({ image: `data:image/png;base64,${'A'.repeat(300_000)}` }, null).image).toBeNull()
+    expect(parseMetadata({ image_data: `<svg>${'x'.repeat(300_000)}</svg>` }, null).image).toBeNull()
+  })
 })
 
 describe('fetching metadata through the SSRF-safe fetch', () => {

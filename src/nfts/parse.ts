@@ -18,6 +18,11 @@ export interface Trait {
 /** Caps so that one hostile document cannot bloat every response that lists it. */
 const MAX_TEXT = 10_000
 const MAX_TRAITS = 200
+/**
+ * Images are often whole `data:` URIs (on-chain SVG), far past MAX_TEXT; a cut URI is a broken
+ * image, so an image is kept whole up to this length and dropped (null) beyond it.
+ */
+const MAX_IMAGE = 256_000
 
 /**
  * Reads name, description, image and traits. Documents in the wild disagree on shapes: `image`
@@ -34,15 +39,21 @@ export function parseMetadata(doc: Record<string, unknown>, erc1155Id: bigint | 
   return {
     name: text(doc.name) ?? text(doc.title),
     description: text(doc.description),
-    image: text(doc.image) ?? text(doc.image_url) ?? svgImage(doc.image_data),
+    image: image(doc.image, erc1155Id) ?? image(doc.image_url, erc1155Id) ?? svgImage(doc.image_data),
     traits: traits(doc.attributes ?? doc.traits).slice(0, MAX_TRAITS),
   }
+}
+
+function image(v: unknown, erc1155Id: bigint | null): string | null {
+  if (typeof v !== 'string' || v.trim() === '' || v.length > MAX_IMAGE) return null
+  return erc1155Id === null ? v : expandId(v, erc1155Id)
 }
 
 /** `image_data` is raw SVG (OpenSea's convention): served as a data: URI. */
 function svgImage(v: unknown): string | null {
   if (typeof v !== 'string' || !v.trimStart().startsWith('<svg')) return null
-  return `data:image/svg+xml;base64,${Buffer.from(v).toString('base64')}`
+  const uri = `data:image/svg+xml;base64,${Buffer.from(v).toString('base64')}`
+  return uri.length > MAX_IMAGE ? null : uri
 }
 
 function traits(raw: unknown): Trait[] {

@@ -335,11 +335,13 @@ export class NftService {
     if (fresh) return saved?.collection ?? null
     const outcome = await loadDocument(uri, this.policy(net), this.abort.signal)
     const doc = outcome.ok ? outcome.doc : null
-    await store.saveCollectionDoc(this.deps.db, net.slug, contract, {
-      uri,
-      collection: doc,
-      error: outcome.ok ? null : outcome.error,
-    })
+    // As for token metadata: a fetch cut short by shutdown says nothing about the document.
+    if (!this.abort.signal.aborted)
+      await store.saveCollectionDoc(this.deps.db, net.slug, contract, {
+        uri,
+        collection: doc,
+        error: outcome.ok ? null : outcome.error,
+      })
     return doc
   }
 

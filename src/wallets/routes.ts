@@ -4,7 +4,8 @@ import type { Network, NetworkRegistry } from '../chains/registry.ts'
 import { HalyardError, invalidRequest } from '../errors.ts'
 import { requireNetworkAccess } from '../server/auth-hook.ts'
 import { parsePage } from '../tokens/pagination.ts'
-import { type Address, isAddress, toLowerAddress } from '../types.ts'
+import { addressParam } from '../tokens/routes.ts'
+import { isAddress, toLowerAddress } from '../types.ts'
 import type { WalletService } from './service.ts'
 
 const MAX_UINT256 = 2n ** 256n - 1n
@@ -60,11 +61,6 @@ function networkParam(networks: NetworkRegistry, slug: string, name: string): Ne
     if (err instanceof HalyardError) throw invalidRequest(`${name}: ${err.message}`)
     throw err
   }
-}
-
-function addressParam(v: string, name: string): Address {
-  if (!isAddress(v)) throw invalidRequest(`${name} must be a 0x-prefixed 20-byte hex address`)
-  return toLowerAddress(v)
 }
 
 /** Spec 4.4: smart wallets, scoped `wallets:manage` (src/auth/scopes.ts), listed per calling key. */
