@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { until } from '../../test/helpers/until.ts'
 import { type AnvilProcess, startAnvil } from '../devnet/anvil.ts'
 import { Devnet } from '../devnet/demo.ts'
 import { openStorage, type Storage } from '../storage/database.ts'
@@ -77,14 +78,6 @@ function startWorker(env: Record<string, string>): {
   return { child, cursor: () => cursor, exited }
 }
 
-async function until(what: string, fn: () => boolean | Promise<boolean>, ms = 60_000) {
-  const end = Date.now() + ms
-  while (!(await fn())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((r) => setTimeout(r, 10))
-  }
-}
-
 describe.each(targets())('indexer killed mid-backfill on $name', (target) => {
   let anvil: AnvilProcess
   let head: bigint
@@ -126,7 +119,7 @@ describe.each(targets())('indexer killed mid-backfill on $name', (target) => {
   it('resumes without losing or duplicating a transfer (count equals eth_getLogs)', async () => {
     const env = { ANVIL_URL: anvil.url, WORKER_RANGE: '4', ...target.env() }
     const first = startWorker(env)
-    await until('a few commits', () => first.cursor() >= 12n)
+    await until('a few commits', () => first.cursor() >= 12n, 60_000)
     first.child.kill('SIGKILL')
     await first.exited
     const killedAt = first.cursor()
@@ -134,7 +127,7 @@ describe.each(targets())('indexer killed mid-backfill on $name', (target) => {
 
     const second = startWorker(env)
     try {
-      await until('the head', () => second.cursor() >= head)
+      await until('the head', () => second.cursor() >= head, 60_000)
     } finally {
       second.child.kill('SIGTERM')
       await second.exited

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { anvilNetwork } from '../../test/helpers/halyard.ts'
 import { storageBackends } from '../../test/helpers/storage.ts'
+import { until } from '../../test/helpers/until.ts'
 import { NetworkRegistry } from '../chains/registry.ts'
 import { type AnvilProcess, startAnvil } from '../devnet/anvil.ts'
 import { DEV_ACCOUNT, Devnet } from '../devnet/demo.ts'
@@ -13,20 +14,6 @@ import type { BlockConsumer, IndexedBlock } from './types.ts'
 const ALICE = '0x00000000000000000000000000000000000a11ce' as Address
 const BOB = '0x0000000000000000000000000000000000000b0b' as Address
 const CAROL = '0x00000000000000000000000000000000000ca201' as Address
-
-async function until<T>(
-  what: string,
-  fn: () => Promise<T | undefined | null | false>,
-  ms = 20_000,
-): Promise<T> {
-  const end = Date.now() + ms
-  for (;;) {
-    const v = await fn()
-    if (v) return v
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((r) => setTimeout(r, 50))
-  }
-}
 
 describe.each(storageBackends())('indexer on $name', (backend) => {
   let anvil: AnvilProcess

@@ -2,11 +2,12 @@ import { toHex } from 'viem'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { anvilNetwork, startTestHalyard, type TestHalyard } from '../../test/helpers/halyard.ts'
 import { storageBackends, type TestStorage } from '../../test/helpers/storage.ts'
+import { until } from '../../test/helpers/until.ts'
 import { type AnvilProcess, startAnvil } from '../devnet/anvil.ts'
 import { DEV_ACCOUNT, Devnet } from '../devnet/demo.ts'
 import type { Address, Hash } from '../types.ts'
 import { OutboxStore } from './outbox.ts'
-import { Receiver, until } from './testdata/receiver.ts'
+import { Receiver } from './testdata/receiver.ts'
 import { SmtpSink } from './testdata/smtp-sink.ts'
 
 /**

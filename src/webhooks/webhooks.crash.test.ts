@@ -6,11 +6,12 @@ import path from 'node:path'
 import pg from 'pg'
 import { encodeAbiParameters, keccak256 } from 'viem'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { until } from '../../test/helpers/until.ts'
 import { type AnvilProcess, startAnvil } from '../devnet/anvil.ts'
 import { Devnet } from '../devnet/demo.ts'
 import { openStorage, type Storage } from '../storage/database.ts'
 import type { Address } from '../types.ts'
-import { Receiver, until } from './testdata/receiver.ts'
+import { Receiver } from './testdata/receiver.ts'
 
 /**
  * kill -9 while 1,000 events are pending: a Halyard child process matches 1,000 token

@@ -1,22 +1,11 @@
 import WebSocket from 'ws'
+import { until } from '../../test/helpers/until.ts'
 
 /** Test-only helpers: a raw JSON-RPC WebSocket client, anvil calls, and polling waits. */
 
-export type Json = Record<string, unknown>
+export { until }
 
-export async function until<T>(
-  what: string,
-  fn: () => T | undefined | null | false | Promise<T | undefined | null | false>,
-  ms = 20_000,
-): Promise<T> {
-  const end = Date.now() + ms
-  for (;;) {
-    const v = await fn()
-    if (v) return v
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((r) => setTimeout(r, 20))
-  }
-}
+export type Json = Record<string, unknown>
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 

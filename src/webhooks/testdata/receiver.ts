@@ -87,11 +87,3 @@ export class Receiver {
     await new Promise<void>((resolve) => this.server.close(() => resolve()))
   }
 }
-
-export async function until(what: string, fn: () => boolean | Promise<boolean>, ms = 30_000): Promise<void> {
-  const end = Date.now() + ms
-  while (!(await fn())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((r) => setTimeout(r, 25))
-  }
-}
