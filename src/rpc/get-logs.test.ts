@@ -8,6 +8,7 @@ import {
   type TestHalyard,
 } from '../../test/helpers/halyard.ts'
 import { storageBackends } from '../../test/helpers/storage.ts'
+import { until } from '../../test/helpers/until.ts'
 import { type AnvilProcess, startAnvil } from '../devnet/anvil.ts'
 import type { Storage } from '../storage/database.ts'
 
@@ -87,13 +88,19 @@ describe('eth_getLogs guard', () => {
     anvil = await startAnvil()
     proxy = await rangeCappedProxy(anvil.url)
     const deploy = await direct('eth_sendTransaction', [{ from: DEV, data: EMITTER_INIT }])
-    emitter = ((await direct('eth_getTransactionReceipt', [deploy])) as { contractAddress: string })
-      .contractAddress
-    // 40 blocks, one log each (automine), topic = the block's ordinal.
+    emitter = (
+      (await until('the emitter deployment', () => direct('eth_getTransactionReceipt', [deploy]))) as {
+        contractAddress: string
+      }
+    ).contractAddress
+    // 40 blocks, one log each (automine), topic = the block's ordinal. anvil answers
+    // eth_sendTransaction once the tx is in its pool, before the block is mined: wait for the
+    // receipt, or under load the next tx can join the same block.
     for (let i = 1; i <= 40; i++) {
-      await direct('eth_sendTransaction', [
+      const hash = await direct('eth_sendTransaction', [
         { from: DEV, to: emitter, data: `0x${i.toString(16).padStart(64, '0')}` },
       ])
+      await until(`receipt of emission ${i}`, () => direct('eth_getTransactionReceipt', [hash]))
     }
     storage = await storageBackends()[0]!.open()
     const gateway = { healthCheckMs: 100, getLogsMaxRange: 100, getLogsMaxResults: 30 }
