@@ -2,8 +2,8 @@
  * npm run bench:ws — WebSocket newHeads fan-out, loopback only, bounded in time.
  *
  * Three kinds of process, so no two of them share an event loop: this driver (anvil, mining,
- * bookkeeping), Halyard in a child process (`--server`, PostgreSQL in a scratch schema when
- * DATABASE_URL is set, else PGlite, whose WASM heap alone is ~700 MiB of RSS), and the clients
+ * bookkeeping), Halyard in a child process (`--server`, lib/ws-server.ts; PostgreSQL in a scratch
+ * schema when DATABASE_URL is set, else PGlite, whose WASM heap alone is ~700 MiB of RSS), and the clients
  * spread over BENCH_CLIENT_PROCS child processes (`--clients`). For each client count every
  * client subscribes to newHeads, then the driver mines BLOCKS blocks at BLOCKS_PER_SECOND with
  * evm_mine. Times are `performance.timeOrigin + performance.now()` in every process (the same
@@ -34,20 +34,14 @@
  * also need DATABASE_URL and REDIS_URL),
  * BENCH_SERVER_ARGS (extra node flags for the Halyard child, e.g. "--cpu-prof --cpu-prof-dir=/tmp/p").
  */
-import { randomBytes } from 'node:crypto'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import path from 'node:path'
-import pg from 'pg'
-import { loadEnv } from '../src/config/env.ts'
-import { networkSchema } from '../src/config/file.ts'
+
 import { startAnvil } from '../src/devnet/anvil.ts'
-import { startHalyard } from '../src/server/runtime.ts'
-import { openStorage, type Storage } from '../src/storage/database.ts'
 import { TestWsRelay } from '../src/ws/test-relay.ts'
+import { type Phase, percentiles, report } from './lib/ws-report.ts'
+import { serverMain } from './lib/ws-server.ts'
 import { clientsMain, type FromDriver, type ToDriver, UNMAPPED } from './ws-clients.ts'
 import { clusterMain } from './ws-cluster.ts'
-import { floorMain, serveStats } from './ws-floor.ts'
+import { floorMain } from './ws-floor.ts'
 import { ServerChild, startClients } from './ws-procs.ts'
 
 const COUNTS = (process.env.BENCH_CLIENTS ?? '1000,10000').split(',').map(Number)
@@ -60,104 +54,7 @@ const HARD_LIMIT_MS = 10 * 60_000
 
 const now = () => performance.timeOrigin + performance.now()
 
-// ---------------------------------------------------------------- Halyard process
-
-async function serverMain(anvilUrl: string, anvilWsUrl: string, chainId: number) {
-  const dataDir = mkdtempSync(path.join(tmpdir(), 'halyard-bench-ws-'))
-  const dbUrl = process.env.DATABASE_URL
-  const schema = `bench_ws_${randomBytes(4).toString('hex')}`
-  const storage: Storage | undefined = dbUrl
-    ? await openStorage({ databaseUrl: dbUrl, schema, poolSize: 4 })
-    : undefined
-  const halyard = await startHalyard({
-    storage,
-    env: loadEnv({ HALYARD_LOG_LEVEL: 'warn', HALYARD_DATA_DIR: dataDir }),
-    networks: [
-      networkSchema.parse({
-        chain: 'ethereum',
-        network: 'devnet',
-        chainId,
-        blockTimeMs: 1000,
-        indexer: { enabled: false },
-        upstreams: [{ url: anvilUrl, ws: anvilWsUrl }],
-      }),
-    ],
-    secretKey: Buffer.alloc(32, 7),
-    port: 0,
-    host: '127.0.0.1',
-  })
-  await halyard.ctx.auth.createAccount('bench@ws.local', 'enterprise')
-  const key = (await halyard.ctx.auth.createKey({ accountEmail: 'bench@ws.local', env: 'live' })).key
-  const received = new Map<number, number>()
-  const fannedOut = new Map<number, number>()
-  const fanOutCpu = new Map<number, number>()
-  const streams = halyard.services.ws.streamsFor(halyard.ctx.networks.get('ethereum', 'devnet'))
-  streams.onHeadReceived = (n, at) => {
-    if (!received.has(Number(n))) received.set(Number(n), at)
-  }
-  streams.onHeadFannedOut = (n, at, cpuMs) => {
-    if (!fannedOut.has(Number(n))) fannedOut.set(Number(n), at)
-    if (!fanOutCpu.has(Number(n))) fanOutCpu.set(Number(n), cpuMs)
-  }
-  serveStats({
-    url: `${halyard.wsOrigin}/v1/ws/ethereum/devnet?apiKey=${key}`,
-    connections: () => halyard.services.ws.connectionCount(),
-    received,
-    fannedOut,
-    fanOutCpu,
-    stop: async () => {
-      await halyard.close()
-      rmSync(dataDir, { recursive: true, force: true })
-      if (storage && dbUrl) {
-        await storage.close()
-        const client = new pg.Client({ connectionString: dbUrl })
-        await client.connect()
-        await client.query(`drop schema if exists ${schema} cascade`)
-        await client.end()
-      }
-    },
-  })
-}
-
 // ---------------------------------------------------------------- driver
-
-interface Phase {
-  name: string
-  clients: number
-  connected: number
-  failed: number
-  fromHalyard?: { p50: number; p99: number }
-  /** Halyard receipt → last socket write of the fan-out loop, per block. */
-  fanOut?: { p50: number; p99: number }
-  /** CPU time of the fan-out loop per block (independent of other load on the machine). */
-  fanOutCpu?: { p50: number; p99: number }
-  endToEnd: { p50: number; p99: number }
-  delivered: number
-  expected: number
-  /** Clients that got every mined head exactly once; missing (client, head) pairs; extra receipts. */
-  exactlyOnce: number
-  missing: number
-  duplicates: number
-  /** Cluster rows: connected clients per worker, those no worker claimed, and newHeads
-   * eth_subscribe calls the upstream saw during the phase (one per worker expected). */
-  clientsPerWorker?: number[]
-  unmapped?: number
-  upstreamNewHeads?: number
-  peakRssMiB?: number
-  /** Worst client process: event-loop delay p99 (ms) and CPU use (% of one core). */
-  clientLoopDelayP99: number
-  clientCpuPercent: number
-}
-
-const pct = (sorted: Float64Array, p: number) =>
-  sorted.length === 0
-    ? Number.NaN
-    : sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!
-
-function percentiles(values: number[]) {
-  const a = Float64Array.from(values).sort()
-  return { p50: pct(a, 50), p99: pct(a, 99) }
-}
 
 async function rpc(url: string, method: string, params: unknown[] = []) {
   const res = await fetch(url, {
@@ -349,57 +246,12 @@ async function main() {
   console.log(
     `storage: ${process.env.DATABASE_URL ? 'PostgreSQL' : 'PGlite (in-process)'}; Halyard idle RSS ${server?.idleRssMiB.toFixed(0)} MiB${clustered ? `; ${clusterName} idle RSS ${clustered.idleRssMiB.toFixed(0)} MiB (sum of the workers)` : ''}`,
   )
-  report(phases, clusterNote)
+  report(phases, clusterNote, COUNTS)
 }
 
 async function waitForNoConnections(server: ServerChild) {
   for (let i = 0; i < 200 && (await server.ask('connections')).count > 0; i++) {
     await new Promise((r) => setTimeout(r, 50))
-  }
-}
-
-const f = (v: number | undefined) => (v === undefined || Number.isNaN(v) ? '—' : v.toFixed(1))
-const pair = (v: { p50: number; p99: number } | undefined) => (v ? `${f(v.p50)} / ${f(v.p99)}` : '—')
-
-const once = (p: Phase) =>
-  p.exactlyOnce === p.connected
-    ? 'each once'
-    : `${p.connected - p.exactlyOnce} clients off: ${p.missing} missing, ${p.duplicates} extra`
-
-function report(phases: Phase[], clusterNote: string | undefined) {
-  console.log('')
-  console.log(
-    '| path | clients (connected) | delivered | p50 / p99 from server receipt (ms) | p50 / p99 from evm_mine (ms) | fan-out loop p50 / p99 (ms) | fan-out CPU p50 / p99 (ms) | server peak RSS (MiB) | client loop delay p99 (ms) / CPU |',
-  )
-  console.log('|---|---|---|---|---|---|---|---|---|')
-  for (const p of phases) {
-    console.log(
-      `| ${p.name} | ${p.clients} (${p.connected}${p.failed ? `, ${p.failed} refused` : ''}) | ${p.delivered}/${p.expected} (${once(p)}) | ${pair(p.fromHalyard)} | ${pair(p.endToEnd)} | ${pair(p.fanOut)} | ${pair(p.fanOutCpu)} | ${p.peakRssMiB === undefined ? '—' : p.peakRssMiB.toFixed(0)} | ${f(p.clientLoopDelayP99)} / ${p.clientCpuPercent.toFixed(0)}% |`,
-    )
-  }
-  if (clusterNote) console.log(`| ${clusterNote} |`)
-  console.log('')
-  for (const p of phases) {
-    if (!p.clientsPerWorker) continue
-    console.log(
-      `${p.name}, ${p.clients} clients: clients per worker ${p.clientsPerWorker.join(' / ')}${p.unmapped ? ` (${p.unmapped} not matched to a worker)` : ''}; newHeads subscriptions seen upstream during the phase: ${p.upstreamNewHeads}`,
-    )
-  }
-  for (const n of COUNTS) {
-    const hal = phases.find((p) => p.name === 'Halyard' && p.clients === n)
-    const base = phases.find((p) => p.name === 'anvil direct' && p.clients === n)
-    if (hal && base && base.connected > 0) {
-      console.log(
-        `${n} clients: Halyard end-to-end p99 / anvil-direct p99 = ${(hal.endToEnd.p99 / base.endToEnd.p99).toFixed(2)}×`,
-      )
-    }
-  }
-  for (const big of phases.filter((p) => p.name !== 'floor' && p.clients === Math.max(...COUNTS))) {
-    if (!big.fromHalyard) continue
-    const ok = big.fromHalyard.p99 < 100 && (big.peakRssMiB ?? 0) < 1024
-    console.log(
-      `target, ${big.name} (${big.clients} clients: p99 < 100 ms, RSS < 1 GiB): p99 ${f(big.fromHalyard.p99)} ms, RSS ${big.peakRssMiB?.toFixed(0)} MiB — ${ok ? 'met' : 'NOT met'}`,
-    )
   }
 }
 

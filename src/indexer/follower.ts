@@ -125,6 +125,7 @@ export class NetworkFollower {
       {
         block: Number(n),
         logs: logs.length,
+        startedAt: performance.timeOrigin + started,
         fetchMs: fetched - started,
         decodeMs: decoded - fetched,
         ...t,
@@ -235,8 +236,8 @@ export class NetworkFollower {
     blocks: IndexedBlock[],
     seen: { number: bigint; hash: Hash; parentHash: Hash | null }[],
     cursor: store.Cursor,
-  ): Promise<{ indexMs: number; consumersMs: number; commitMs: number }> {
-    const t = { indexMs: 0, consumersMs: 0, commitMs: 0 }
+  ): Promise<{ indexMs: number; consumersMs: number; commitMs: number; committedAt: number }> {
+    const t = { indexMs: 0, consumersMs: 0, commitMs: 0, committedAt: 0 }
     let mark = performance.now()
     const lap = () => {
       const now = performance.now()
@@ -266,6 +267,7 @@ export class NetworkFollower {
       }
     })
     t.commitMs = lap()
+    t.committedAt = performance.timeOrigin + mark
     this.pos = { ...cursor }
     for (const c of this.opts.consumers) c.afterCommit?.(this.slug, cursor.number)
     this.opts.onAdvance(this.slug, cursor)

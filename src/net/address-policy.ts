@@ -39,10 +39,17 @@ const BLOCKED_V6: Array<[string, number, string]> = [
   ['ff00::', 8, 'multicast'],
 ]
 
-const v4Lists = BLOCKED_V4.map(([net, prefix, label]) => {
-  const list = new BlockList()
-  list.addSubnet(net, prefix, 'ipv4')
-  return { list, label }
+/** a.b.c.d (as isIP accepts it: no leading zeros) as an unsigned 32-bit number. */
+function ipv4Number(ip: string): number {
+  const [a, b, c, d] = ip.split('.').map(Number) as [number, number, number, number]
+  return ((a << 24) | (b << 16) | (c << 8) | d) >>> 0
+}
+
+// IPv4 ranges as masks: a webhook worker checks the receiver's address before every attempt,
+// and BlockList.check allocates a SocketAddress per range (~13 µs per attempt for this list).
+const v4Ranges = BLOCKED_V4.map(([net, prefix, label]) => {
+  const mask = prefix === 0 ? 0 : (0xffffffff << (32 - prefix)) >>> 0
+  return { base: (ipv4Number(net) & mask) >>> 0, mask, label }
 })
 const v6Lists = BLOCKED_V6.map(([net, prefix, label]) => {
   const list = new BlockList()
@@ -146,8 +153,9 @@ export function blockedReason(ip: string, policy: AddressPolicy = {}): string | 
     for (const { list, label } of v6Lists) if (list.check(ip, 'ipv6')) return `${ip} is a ${label} address`
     return null
   }
-  for (const { list, label } of v4Lists) {
-    if (!list.check(ip, 'ipv4')) continue
+  const n = ipv4Number(ip)
+  for (const { base, mask, label } of v4Ranges) {
+    if ((n & mask) >>> 0 !== base) continue
     if (label === 'loopback' && policy.allowLoopback) return null
     return `${ip} is a ${label} address`
   }

@@ -1,79 +1,16 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { anvilNetwork, startTestHalyard, type TestHalyard } from '../../test/helpers/halyard.ts'
+import { describe, expect, it } from 'vitest'
 import { storageBackends } from '../../test/helpers/storage.ts'
-import { type AnvilProcess, startAnvil } from '../devnet/anvil.ts'
-import { DEV_ACCOUNT, Devnet } from '../devnet/demo.ts'
-import { ensureMulticall3 } from '../devnet/multicall3.ts'
-import type { Storage } from '../storage/database.ts'
+import { DEV_ACCOUNT } from '../devnet/demo.ts'
 import type { Address } from '../types.ts'
-import type { NftCollection, NftMetadata, OwnedNftList } from './service.ts'
-import { type MetadataServer, startMetadataServer } from './testdata/metadata-server.ts'
-
-const ALICE = '0x00000000000000000000000000000000000a11ce' as Address
-const BOB = '0x0000000000000000000000000000000000000b0b' as Address
-const CID = 'QmYwAPJzv5CZsnA625s3Xf2nemtYgPpHdWEz79ojWnPbdG'
-
-const dataJson = (o: unknown) =>
-  `data:application/json;base64,${Buffer.from(JSON.stringify(o)).toString('base64')}`
+import { ALICE, BOB, CID, dataJson, nftsFixture } from './nfts-fixture.ts'
+import type { NftCollection, OwnedNftList } from './service.ts'
 
 describe.each(storageBackends())('NFT API on $name', (backend) => {
-  let anvil: AnvilProcess
-  let storage: Storage
-  let h: TestHalyard
-  let prod: TestHalyard
-  let dev: Devnet
-  let key: string
-  let server: MetadataServer
-  let meta: string
-  const served = () => server.served
-  const docs = { set: (path: string, doc: unknown) => server.docs.set(path, doc) }
-
-  const get = async <T = Record<string, unknown>>(path: string, via: TestHalyard = h) => {
-    const res = await fetch(`${via.baseUrl}${path}`, { headers: { 'x-api-key': key } })
-    return {
-      status: res.status,
-      headers: res.headers,
-      body: (await res.json()) as T & { error?: { message: string } },
-    }
-  }
-  const nftMeta = (c: Address, id: bigint | string, q = '', via?: TestHalyard) =>
-    get<NftMetadata>(`/nfts/ethereum-devnet/metadata/${c}/${id}${q}`, via)
-  const synced = async () =>
-    h.halyard.services.indexer.waitForBlock(
-      'ethereum-devnet',
-      BigInt(await dev.rpc<string>('eth_blockNumber')),
-    )
-
-  beforeAll(async () => {
-    server = await startMetadataServer()
-    meta = server.url
-    anvil = await startAnvil()
-    await ensureMulticall3(anvil.url)
-    storage = await backend.open()
-    dev = new Devnet(anvil.url)
-    const data = {
-      ipfsGateway: `${meta}/ipfs/`,
-      arweaveGateway: `${meta}/ar/`,
-      nftMetadata: { timeoutMs: 700, ownedWaitMs: 5000, concurrency: 2 },
-    }
-    // Dev mode: the metadata server on 127.0.0.1 is reachable (explicit loopback allowance).
-    h = await startTestHalyard({ networks: [anvilNetwork(anvil, { data })], storage, devMode: true })
-    // Production mode over the same database (its indexer off: one indexer per database).
-    prod = await startTestHalyard({
-      networks: [anvilNetwork(anvil, { data, indexer: { enabled: false, maxBlockRange: 2000 } })],
-      storage,
-    })
-    key = await h.createKey()
-  })
-  afterAll(async () => {
-    await prod?.close()
-    await h?.close()
-    await storage?.close()
-    await anvil?.stop()
-    await server?.close()
-  })
+  const fx = nftsFixture(backend)
+  const { docs, get, nftMeta, served, synced } = fx
 
   it('resolves ipfs://, ar://, base64 and plain data: URIs; owner and traits as strings', async () => {
+    const { dev, meta } = fx
     const nft = await dev.deploy('DemoERC721', ['Sailors', 'SAIL'])
     docs.set(`/ipfs/${CID}/1.json`, {
       name: 'Sailor #1',
@@ -132,6 +69,7 @@ describe.each(storageBackends())('NFT API on $name', (backend) => {
   })
 
   it('substitutes ERC-1155 {id} as 64 lowercase hex digits (URI and JSON values)', async () => {
+    const { dev, meta } = fx
     const items = await dev.deploy('DemoERC1155', [`${meta}/items/{id}.json`, 'Items', 'ITM'])
     const hexId = `${'0'.repeat(62)}1a`
     docs.set(`/items/${hexId}.json`, { name: 'Item {id}', image: `${meta}/img/{id}.png` })
@@ -151,6 +89,7 @@ describe.each(storageBackends())('NFT API on $name', (backend) => {
   })
 
   it('answers a broken token URI with 200, the on-chain fields and null metadata, never a 500', async () => {
+    const { dev, meta } = fx
     const nft = await dev.deploy('DemoERC721', ['Broken', 'BRK'])
     const cases: [bigint, string, RegExp][] = [
       [1n, `${meta}/missing.json`, /^metadata server answered HTTP 404$/],
@@ -178,6 +117,7 @@ describe.each(storageBackends())('NFT API on $name', (backend) => {
   })
 
   it('refuses a metadata URI on a loopback host in production mode', async () => {
+    const { dev, meta, prod } = fx
     const nft = await dev.deploy('DemoERC721', ['Local', 'LOC'])
     docs.set('/local.json', { name: 'reachable in dev mode only' })
     await dev.send('DemoERC721', nft, 'mint', [ALICE, 1n, `${meta}/local.json`])
@@ -189,6 +129,7 @@ describe.each(storageBackends())('NFT API on $name', (backend) => {
   })
 
   it('404s what does not exist and 400s what is malformed, naming the parameter', async () => {
+    const { dev } = fx
     const nft = await dev.deploy('DemoERC721', ['E', 'E'])
     const erc20 = await dev.deploy('DemoERC20', ['T', 'T', 18])
     await dev.send('DemoERC721', nft, 'mint', [ALICE, 1n, ''])
@@ -220,6 +161,7 @@ describe.each(storageBackends())('NFT API on $name', (backend) => {
   })
 
   it('refetches when the on-chain URI changes; ?refresh=true refetches, at most once a minute per token', async () => {
+    const { dev, meta } = fx
     const nft = await dev.deploy('DemoERC721', ['Fresh', 'FRSH'])
     docs.set('/v1.json', { name: 'v1' })
     docs.set('/v2.json', { name: 'v2' })
@@ -239,6 +181,7 @@ describe.each(storageBackends())('NFT API on $name', (backend) => {
   })
 
   it('detects an ERC-721 without ERC-165 (fallbacks) and reads its collection', async () => {
+    const { dev } = fx
     const legacy = await dev.deploy('LegacyERC721', ['Old Punks', 'OLD'])
     await dev.send('LegacyERC721', legacy, 'mint', [ALICE, 5n, dataJson({ name: 'Old #5' })])
     await dev.send('LegacyERC721', legacy, 'mint', [BOB, 6n, ''])
@@ -259,6 +202,7 @@ describe.each(storageBackends())('NFT API on $name', (backend) => {
   })
 
   it('describes a collection: ERC-7572 contractURI, supply minted minus burned, owners from the index', async () => {
+    const { dev } = fx
     const nft = await dev.deploy('DemoERC721', ['Fleet', 'FLT'])
     await dev.send('DemoERC721', nft, 'setContractURI', [
       dataJson({
@@ -298,6 +242,7 @@ describe.each(storageBackends())('NFT API on $name', (backend) => {
   })
 
   it('lists owned NFTs from the index: ERC-1155 batches per id, metadata lazily, unknown fields null', async () => {
+    const { dev, meta } = fx
     const owner = '0x0000000000000000000000000000000000000a01' as Address
     const nft = await dev.deploy('DemoERC721', ['Owned', 'OWN'])
     const items = await dev.deploy('DemoERC1155', [
@@ -365,6 +310,7 @@ describe.each(storageBackends())('NFT API on $name', (backend) => {
   })
 
   it('fetches missing metadata of an owned list in the background, at most `concurrency` at once', async () => {
+    const { dev, server, meta } = fx
     const owner = '0x0000000000000000000000000000000000000a03' as Address
     const nft = await dev.deploy('DemoERC721', ['Hang', 'HNG'])
     for (let id = 1n; id <= 5n; id++)
@@ -385,6 +331,7 @@ describe.each(storageBackends())('NFT API on $name', (backend) => {
   })
 
   it('after anvil_reorg replaces blocks with transfers, balances, ownership and num_owners follow the new chain', async () => {
+    const { dev, h } = fx
     const holder = '0x0000000000000000000000000000000000000a02' as Address
     const token = await dev.deploy('DemoERC20', ['Reorg', 'RG', 18])
     const nft = await dev.deploy('DemoERC721', ['ReorgNFT', 'RNFT'])

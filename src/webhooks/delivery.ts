@@ -1,11 +1,9 @@
-import http from 'node:http'
-import https from 'node:https'
 import type { Logger } from '../logger.ts'
 import type { CidrAllowlist } from '../net/address-policy.ts'
-import { type Resolver, safeFetch } from '../net/safe-fetch.ts'
-import { decryptSecret, sign } from './crypto.ts'
+import type { Resolver } from '../net/safe-fetch.ts'
 import { OutcomeWriter } from './outcome-writer.ts'
 import { RetryAlarm } from './retry-alarm.ts'
+import { WebhookSender } from './sender.ts'
 import type { AttemptOutcome, ClaimedEvent, WebhookStore } from './store.ts'
 import { WakeSignal } from './wake-signal.ts'
 
@@ -54,6 +52,12 @@ export const IDLE_POLL_MAX_MS = 1_000
 
 export type PauseHandler = (webhookId: string, lastError: string) => Promise<void>
 
+/** When a lease began, and how many reorgs this worker had seen by then. */
+export interface LeaseStamp {
+  at: number
+  rollbacks: number
+}
+
 /** A claimed lane: one webhook's events in block order, with when they were leased. */
 interface Lane {
   events: ClaimedEvent[]
@@ -77,15 +81,11 @@ export class DeliveryWorker {
   /** Lanes claimed per host, in flight or waiting (what the next claim leaves out). */
   private readonly claimedPerHost = new Map<string, number>()
   private readonly webhookHost = new Map<string, string>()
-  private readonly secrets = new Map<string, string>()
   private stopping = false
   private loop: Promise<void> | undefined
   private readonly signal = new WakeSignal()
   private readonly active = new Set<Promise<void>>()
-  // Sized by the concurrency setting: a lane waiting in the agent's queue for a socket would
-  // burn its timeout without having sent anything.
-  private readonly httpAgent: http.Agent
-  private readonly httpsAgent: https.Agent
+  private readonly sender: WebhookSender
   private readonly outcomes: OutcomeWriter
   /** Bumped when this process's indexer undoes blocks (reorg): lanes in flight stop and re-check. */
   private rollbacks = 0
@@ -95,14 +95,12 @@ export class DeliveryWorker {
 
   constructor(
     private readonly store: WebhookStore,
-    private readonly secretKey: Buffer,
+    secretKey: Buffer,
     private readonly opts: DeliveryOptions,
     private readonly onPause: PauseHandler,
     private readonly logger: Logger,
   ) {
-    const maxSockets = Math.max(1, opts.concurrency)
-    this.httpAgent = new http.Agent({ keepAlive: true, maxSockets })
-    this.httpsAgent = new https.Agent({ keepAlive: true, maxSockets })
+    this.sender = new WebhookSender(secretKey, opts)
     this.outcomes = new OutcomeWriter(
       store,
       logger,
@@ -145,8 +143,7 @@ export class DeliveryWorker {
     for (const lane of waiting) this.track(this.store.release(lane.events.map((e) => e.seq)))
     await Promise.allSettled([...this.active])
     await this.outcomes.drain()
-    this.httpAgent.destroy()
-    this.httpsAgent.destroy()
+    await this.sender.close()
   }
 
   private async run(): Promise<void> {
@@ -182,7 +179,7 @@ export class DeliveryWorker {
           claimed = lanes.size
           this.idleClaims = claimed > 0 ? 0 : this.idleClaims + 1
           const claimedAt = Date.now()
-          for (const lane of lanes.values()) this.queue(lane, claimedAt)
+          for (const lane of lanes.values()) this.queue(lane, claimedAt, this.rollbacks)
           this.dispatch()
         } catch (err) {
           if (this.stopping) break
@@ -203,7 +200,7 @@ export class DeliveryWorker {
    * sure to end (timeout) well inside the lease, so a live worker never loses its lease and a
    * crashed worker's events come back after at most this long.
    */
-  private leaseMs(): number {
+  leaseMs(): number {
     return this.opts.timeoutMs * 2 + 2_000
   }
 
@@ -216,7 +213,47 @@ export class DeliveryWorker {
     return out
   }
 
-  private queue(events: ClaimedEvent[], claimedAt: number): void {
+  /**
+   * How many lanes the matcher may lease to this worker as it inserts a block's events (see
+   * store.insertEvents): 0 while the worker is not running, so events then wait for a claim.
+   */
+  adoptionRoom(): number {
+    if (!this.loop || this.stopping) return 0
+    return Math.max(0, 4 * this.opts.concurrency - this.inflight - this.ready.length)
+  }
+
+  /** Events per lane: what the matcher leases per webhook at most. */
+  get perLane(): number {
+    return this.opts.perLane
+  }
+
+  /** What a lease granted now is later checked against: its start, and the reorgs seen so far. */
+  leaseStamp(): LeaseStamp {
+    return { at: Date.now(), rollbacks: this.rollbacks }
+  }
+
+  /**
+   * Takes events the matcher inserted already leased to this worker, once their transaction
+   * has committed: they go out without a claim query. A worker that stopped meanwhile gives
+   * them back.
+   */
+  adopt(events: readonly ClaimedEvent[], stamp: LeaseStamp): void {
+    if (events.length === 0) return
+    if (this.stopping || !this.loop) {
+      this.track(this.store.release(events.map((e) => e.seq)))
+      return
+    }
+    const lanes = new Map<string, ClaimedEvent[]>()
+    for (const ev of events) {
+      const lane = lanes.get(ev.webhook_id)
+      if (lane) lane.push(ev)
+      else lanes.set(ev.webhook_id, [ev])
+    }
+    for (const lane of lanes.values()) this.queue(lane, stamp.at, stamp.rollbacks)
+    this.dispatch()
+  }
+
+  private queue(events: ClaimedEvent[], claimedAt: number, rollbacks: number): void {
     const first = events[0] as ClaimedEvent
     let host = ''
     try {
@@ -225,7 +262,7 @@ export class DeliveryWorker {
     if (this.webhookHost.size > 100_000) this.webhookHost.clear()
     this.webhookHost.set(first.webhook_id, host)
     this.claimedPerHost.set(host, (this.claimedPerHost.get(host) ?? 0) + 1)
-    this.ready.push({ events, host, claimedAt, rollbacks: this.rollbacks })
+    this.ready.push({ events, host, claimedAt, rollbacks })
   }
 
   /**
@@ -237,11 +274,11 @@ export class DeliveryWorker {
     if (this.ready.length === 0 || this.inflight >= this.opts.concurrency) return
     const keep: Lane[] = []
     const now = Date.now()
-    for (const lane of this.ready) {
-      if (this.inflight >= this.opts.concurrency || this.stopping) {
-        keep.push(lane)
-        continue
-      }
+    let i = 0
+    // Stops at the first lane that finds every slot taken: with hundreds of lanes waiting, each
+    // finished delivery would otherwise walk the whole queue.
+    for (; i < this.ready.length && this.inflight < this.opts.concurrency && !this.stopping; i++) {
+      const lane = this.ready[i] as Lane
       if (now - lane.claimedAt > this.opts.timeoutMs || lane.rollbacks !== this.rollbacks) {
         this.unclaim(lane.host)
         this.track(this.store.release(lane.events.map((e) => e.seq)))
@@ -250,7 +287,7 @@ export class DeliveryWorker {
       if ((this.perHost.get(lane.host) ?? 0) >= this.opts.perHostCap) keep.push(lane)
       else this.launch(lane)
     }
-    this.ready = keep
+    this.ready = i === 0 ? this.ready : keep.concat(this.ready.slice(i))
   }
 
   private unclaim(host: string): void {
@@ -312,7 +349,10 @@ export class DeliveryWorker {
         await this.store.release(rest())
         return
       }
-      const outcome = await this.deliver(lane[i] as ClaimedEvent)
+      const outcome = await this.sender.deliver(lane[i] as ClaimedEvent)
+      if (outcome.operatorFault) {
+        this.logger.error({ webhook: outcome.ev.webhook_id, event: outcome.ev.id }, outcome.error ?? '')
+      }
       if (outcome.next !== 'delivered') {
         // Later events wait behind this one (block order): record it, give them back unattempted.
         await new Promise<void>((done) => this.outcomes.record(outcome, done))
@@ -321,51 +361,6 @@ export class DeliveryWorker {
       }
       this.outcomes.record(outcome, () => {})
     }
-  }
-
-  private secretFor(ev: ClaimedEvent): string {
-    const key = `${ev.webhook_id}:${ev.secret_enc}`
-    let s = this.secrets.get(key)
-    if (s === undefined) {
-      s = decryptSecret(ev.secret_enc, this.secretKey)
-      if (this.secrets.size > 100_000) this.secrets.clear()
-      this.secrets.set(key, s)
-    }
-    return s
-  }
-
-  private async deliver(ev: ClaimedEvent): Promise<AttemptOutcome> {
-    const timestamp = Math.floor(Date.now() / 1000)
-    const signature = sign(this.secretFor(ev), timestamp, ev.body)
-    const res = await safeFetch(ev.url, {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        'user-agent': 'Halyard-Webhooks/1',
-        'x-service-signature': signature,
-        'x-service-timestamp': String(timestamp),
-      },
-      body: ev.body,
-      timeoutMs: this.opts.timeoutMs,
-      maxBytes: this.opts.maxResponseBytes,
-      oversize: 'truncate',
-      allowLoopback: this.opts.allowLoopback,
-      allowlist: this.opts.allowlist,
-      resolve: this.opts.resolve,
-      protocols: this.opts.protocols,
-      ca: this.opts.ca,
-      agent: ev.url.startsWith('https:') ? this.httpsAgent : this.httpAgent,
-    })
-    const statusCode = res.ok ? res.status : (res.status ?? null)
-    const error = res.ok ? null : `${res.kind}: ${res.message}`
-    const base = { ev, statusCode, error, durationMs: res.durationMs }
-    if (res.ok && res.status >= 200 && res.status < 300) return { ...base, next: 'delivered' }
-    // round_attempts = attempts made before this one since the last (re)queue; the first is not a retry.
-    const retry = ev.round_attempts
-    const delay = this.opts.scheduleMs[retry]
-    if (delay !== undefined) return { ...base, next: 'pending', retryAt: new Date(Date.now() + delay) }
-    // The first attempt and every scheduled retry failed: the event is failed, the webhook paused.
-    return { ...base, next: 'failed' }
   }
 
   /** A recorded retry wakes the loop when due; the last failure pauses the webhook. */

@@ -5,9 +5,10 @@ import type { Logger } from '../logger.ts'
 import type { Database } from '../storage/schema.ts'
 import { BlockIndex } from './block-index.ts'
 import type { EventType } from './config.ts'
+import type { LeaseStamp } from './delivery.ts'
 import { type Candidate, candidate, type Draft, EventDrafter } from './event-drafts.ts'
 import type { ReceiptReader } from './receipts.ts'
-import type { NewEvent, WebhookStore } from './store.ts'
+import type { ClaimedEvent, NewEvent, WebhookStore } from './store.ts'
 import type { TokenMetadata } from './token-metadata.ts'
 
 /**
@@ -27,6 +28,36 @@ import type { TokenMetadata } from './token-metadata.ts'
 
 const earlyKey = (b: IndexedBlock) => `${b.network}:${b.hash}`
 
+/** What the matcher needs of this process's delivery worker to lease it events at insert. */
+export interface DeliveryHandoff {
+  /** Lanes (webhooks) the worker takes now; 0 when it is not running. */
+  adoptionRoom(): number
+  readonly perLane: number
+  leaseMs(): number
+  leaseStamp(): LeaseStamp
+  /** Called after the commit with the events leased to it, in block order. */
+  adopt(events: readonly ClaimedEvent[], stamp: LeaseStamp): void
+}
+
+/**
+ * Which events to lease: each webhook's first `perLane` of the block, for the first `lanes`
+ * webhooks. The rest go in pending, behind them, and are claimed as usual.
+ */
+export function leaseFlags(events: readonly NewEvent[], lanes: number, perLane: number): boolean[] {
+  const perWebhook = new Map<string, number>()
+  return events.map((e) => {
+    const n = perWebhook.get(e.webhook_id)
+    if (n === undefined) {
+      if (perWebhook.size >= lanes) return false
+      perWebhook.set(e.webhook_id, 1)
+      return true
+    }
+    if (n >= perLane) return false
+    perWebhook.set(e.webhook_id, n + 1)
+    return true
+  })
+}
+
 export const newEventId = () => `evt_${randomBytes(12).toString('hex')}`
 
 /** A block's events, and how long finding the webhooks and building the events took. */
@@ -45,10 +76,16 @@ export class WebhookMatcher implements BlockConsumer {
   readonly fullBlocks = true
   /** Parsed configs by webhook id, with the row version they came from (a PATCH changes it). */
   private readonly parsed = new Map<string, Candidate>()
-  /** Called once a commit with new events is done (the delivery worker claims at once). */
+  /** Called once a commit with unleased new events is done (the delivery worker claims at once). */
   onEvents: ((network: string, block: bigint) => void) | undefined
-  /** onBlock inserted events in the transaction under way. */
+  /** This process's delivery worker, when it runs: events are leased to it as they are inserted. */
+  handoff: DeliveryHandoff | undefined
+  /** onBlock inserted events nobody leased in the transaction under way. */
   private produced = false
+  /** The transaction onBlock last ran in, and what it leased: handed over only once it commits. */
+  private txn: DbTransaction | undefined
+  private leased: Array<{ events: ClaimedEvent[]; stamp: LeaseStamp }> = []
+  private leasedLanes = 0
   /** Matches started by prepare(), by network and block hash, taken by onBlock. */
   private readonly early = new Map<string, Promise<Matched | undefined>>()
   /** Called inside a rollback, before it commits (the delivery worker stops its lanes). */
@@ -86,13 +123,33 @@ export class WebhookMatcher implements BlockConsumer {
   }
 
   async onBlock(trx: DbTransaction, block: IndexedBlock): Promise<void> {
+    if (trx !== this.txn) {
+      // A new transaction: whatever an earlier one leased was rolled back with it.
+      this.txn = trx
+      this.leased = []
+      this.leasedLanes = 0
+      this.produced = false
+    }
     const key = earlyKey(block)
     const early = this.early.get(key)
     this.early.delete(key)
     const m = (early && (await early)) ?? (await this.match(trx, block))
     if (m.events.length === 0) return
     const t0 = performance.now()
-    await this.store.insertEvents(trx, m.events)
+    const handoff = this.handoff
+    const room = handoff ? handoff.adoptionRoom() - this.leasedLanes : 0
+    const flags = handoff && room > 0 ? leaseFlags(m.events, room, handoff.perLane) : undefined
+    const stamp = handoff?.leaseStamp()
+    const leased = await this.store.insertEvents(
+      trx,
+      m.events,
+      handoff && flags ? { flags, leaseMs: handoff.leaseMs() } : undefined,
+    )
+    if (stamp && leased.length > 0) {
+      this.leased.push({ events: leased, stamp })
+      this.leasedLanes += new Set(leased.map((e) => e.webhook_id)).size
+    }
+    if (leased.length < m.events.length) this.produced = true
     // Stage timings (bench:webhooks prints them from here).
     this.logger.debug(
       {
@@ -103,10 +160,10 @@ export class WebhookMatcher implements BlockConsumer {
         network: block.network,
         block: block.number.toString(),
         events: m.events.length,
+        leased: leased.length,
       },
       'webhook events',
     )
-    this.produced = true
   }
 
   private async match(db: Kysely<Database>, block: IndexedBlock): Promise<Matched> {
@@ -184,12 +241,20 @@ export class WebhookMatcher implements BlockConsumer {
   }
 
   afterCommit(network: string, cursor: bigint): void {
-    if (!this.produced) return
+    const leased = this.leased
+    const produced = this.produced
+    this.txn = undefined
+    this.leased = []
+    this.leasedLanes = 0
     this.produced = false
-    this.onEvents?.(network, cursor)
+    for (const l of leased) this.handoff?.adopt(l.events, l.stamp)
+    if (produced) this.onEvents?.(network, cursor)
   }
 
   async onRollback(trx: DbTransaction, network: string, ancestor: bigint): Promise<void> {
+    this.txn = trx
+    this.leased = []
+    this.leasedLanes = 0
     await this.store.cancelAbove(trx, network, ancestor)
     this.onRollbackStarted?.()
   }

@@ -45,8 +45,10 @@ export function registerWebhooks(host: FeatureHost): WebhookService {
     ctx.logger,
   )
   // Events become visible when the indexer's transaction commits: the indexer calls the
-  // matcher's afterCommit right then, and the worker claims at once instead of at its next poll.
+  // matcher's afterCommit right then. Events the matcher leased to this worker as it inserted
+  // them go out at once; any others are claimed at once instead of at the next poll.
   matcher.onEvents = wake
+  matcher.handoff = worker
   const w = worker
   matcher.onRollbackStarted = () => w.noteRollback()
   host.services.indexer.addConsumer(matcher)

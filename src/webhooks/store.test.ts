@@ -107,4 +107,61 @@ describe.each(storageBackends())('webhook claims on $name', (backend) => {
     const second = await store.claim(100, 1, 60_000, [])
     expect(second.filter((e) => e.webhook_id === 'wh_r')).toEqual([])
   })
+
+  it('leases events at insert only to active webhooks with nothing undelivered, in order', async () => {
+    const hook = (id: string, status: string) =>
+      store.insertWebhook(
+        {
+          id,
+          account_id: 'acct',
+          notify_email: null,
+          url: `https://example.com/${id}`,
+          chain: 'ethereum-devnet',
+          event_type: 'log',
+          config: '{}',
+          secret_enc: `enc_${id}`,
+          status,
+        },
+        [],
+      )
+    await hook('wh_idle', 'active')
+    await hook('wh_busy', 'active')
+    await hook('wh_paused', 'paused')
+    const ev = (id: string, webhook_id: string) => ({
+      id,
+      webhook_id,
+      network: 'ethereum-devnet',
+      block_number: '7',
+      event_type: 'log',
+      body: `{"id":"${id}"}`,
+    })
+    await store.insertEvents(storage.db, [ev('evt_busy0', 'wh_busy')])
+    const leased = await store.insertEvents(
+      storage.db,
+      [
+        ev('evt_idle1', 'wh_idle'),
+        ev('evt_busy1', 'wh_busy'),
+        ev('evt_idle2', 'wh_idle'),
+        ev('evt_paused1', 'wh_paused'),
+        ev('evt_idle3', 'wh_idle'),
+      ],
+      // evt_idle3 is past the lane size the caller chose: not flagged.
+      { flags: [true, true, true, true, false], leaseMs: 60_000 },
+    )
+    expect(leased.map((e) => [e.id, e.url, e.secret_enc, e.body, e.attempts])).toEqual([
+      ['evt_idle1', 'https://example.com/wh_idle', 'enc_wh_idle', '{"id":"evt_idle1"}', 0],
+      ['evt_idle2', 'https://example.com/wh_idle', 'enc_wh_idle', '{"id":"evt_idle2"}', 0],
+    ])
+    const status = async (id: string) => await store.event(id.replace('evt', 'wh').replace(/\d+$/, ''), id)
+    expect((await status('evt_idle1'))?.status).toBe('sending')
+    expect((await status('evt_idle1'))?.lease_until).not.toBeNull()
+    for (const id of ['evt_idle3', 'evt_busy1', 'evt_paused1'])
+      expect([id, (await status(id))?.status]).toEqual([id, 'pending'])
+    // A claim leaves the leased lane and what waits behind it alone; the busy webhook's oldest
+    // event goes first.
+    const claimed = (await store.claim(100, 5, 60_000, [])).filter((e) =>
+      ['wh_idle', 'wh_busy', 'wh_paused'].includes(e.webhook_id),
+    )
+    expect(claimed.map((e) => e.id)).toEqual(['evt_busy0', 'evt_busy1'])
+  })
 })

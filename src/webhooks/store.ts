@@ -27,6 +27,12 @@ export interface AttemptOutcome {
   durationMs: number
   next: 'delivered' | 'pending' | 'failed'
   retryAt?: Date
+  /**
+   * The attempt failed on our side before anything was sent (the signing secret does not
+   * decrypt: HALYARD_SECRET_KEY changed). Recorded in the history, retried with backoff, but it
+   * does not count towards pausing the webhook: the receiver did nothing wrong.
+   */
+  operatorFault?: boolean
 }
 
 /** A claimed event, with what the sender needs from its webhook. */
@@ -120,25 +126,65 @@ export class WebhookStore {
     })
   }
 
-  async insertEvents(db: Db, events: NewEvent[]): Promise<void> {
-    // Parallel arrays through unnest: one short statement per 5,000 events with six parameters,
-    // instead of thousands of bound values to build, send and parse (this runs inside the
-    // indexer's transaction, so it is on the path from block to first delivery).
+  /**
+   * Inserts events in order. With `lease`, an event whose flag is set goes in already claimed
+   * (`sending`, leased) when its webhook is active and has nothing else undelivered: those
+   * come back, and the caller hands them to this process's worker once the transaction
+   * commits, so the first delivery needs no claim query (a claim probes every active
+   * webhook's head: tens of milliseconds per block, on the path from block to delivery).
+   * Another instance cannot take them meanwhile: they are invisible until the commit and
+   * leased after it; a crash before they are sent lets the lease run out, as with any claim.
+   */
+  async insertEvents(
+    db: Db,
+    events: readonly NewEvent[],
+    lease?: { flags: readonly boolean[]; leaseMs: number },
+  ): Promise<ClaimedEvent[]> {
+    const leased: ClaimedEvent[] = []
+    // Parallel arrays through unnest: one short statement per 5,000 events, instead of
+    // thousands of bound values to build, send and parse (this runs inside the indexer's
+    // transaction, so it is on the path from block to first delivery).
     for (let i = 0; i < events.length; i += 5000) {
       const part = events.slice(i, i + 5000)
-      await sql`
-        insert into webhook_events (id, webhook_id, network, block_number, event_type, body, status)
-        select v.id, v.webhook_id, v.network, v.block_number, v.event_type, v.body, 'pending'
-        from unnest(
-          ${part.map((e) => e.id)}::text[],
-          ${part.map((e) => e.webhook_id)}::text[],
-          ${part.map((e) => e.network)}::text[],
-          ${part.map((e) => e.block_number)}::bigint[],
-          ${part.map((e) => e.event_type)}::text[],
-          ${part.map((e) => e.body)}::text[]
-        ) with ordinality as v(id, webhook_id, network, block_number, event_type, body, n)
-        order by v.n`.execute(db)
+      const flags = lease ? lease.flags.slice(i, i + 5000) : part.map(() => false)
+      const result = await sql<
+        Pick<ClaimedEvent, 'seq' | 'id' | 'webhook_id' | 'url' | 'secret_enc' | 'account_id'>
+      >`
+        with ins as (
+          insert into webhook_events (id, webhook_id, network, block_number, event_type, body, status, lease_until)
+          select v.id, v.webhook_id, v.network, v.block_number, v.event_type, v.body,
+            case when l.leased then 'sending' else 'pending' end,
+            case when l.leased then clock_timestamp() + ${`${lease?.leaseMs ?? 0} milliseconds`}::interval end
+          from unnest(
+            ${part.map((e) => e.id)}::text[],
+            ${part.map((e) => e.webhook_id)}::text[],
+            ${part.map((e) => e.network)}::text[],
+            ${part.map((e) => e.block_number)}::bigint[],
+            ${part.map((e) => e.event_type)}::text[],
+            ${part.map((e) => e.body)}::text[],
+            ${flags}::boolean[]
+          ) with ordinality as v(id, webhook_id, network, block_number, event_type, body, lease, n)
+          cross join lateral (
+            select case when v.lease then
+              exists (select 1 from webhooks w where w.id = v.webhook_id and w.status = 'active')
+              and not exists (
+                select 1 from webhook_events e
+                where e.webhook_id = v.webhook_id and e.status in ('pending', 'sending'))
+            else false end as leased
+          ) l
+          order by v.n
+          returning seq, id, webhook_id, status
+        )
+        select ins.seq, ins.id, ins.webhook_id, w.url, w.secret_enc, w.account_id
+        from ins join webhooks w on w.id = ins.webhook_id
+        where ins.status = 'sending'`.execute(db)
+      if (result.rows.length === 0) continue
+      const bodies = new Map(part.map((e) => [e.id, e.body]))
+      for (const r of result.rows) {
+        leased.push({ ...r, body: bodies.get(r.id) as string, attempts: 0, round_attempts: 0 })
+      }
     }
+    return leased.sort((a, b) => (BigInt(a.seq) < BigInt(b.seq) ? -1 : 1))
   }
 
   /**
@@ -242,13 +288,14 @@ export class WebhookStore {
           update webhook_events e
           set status = v.status,
               attempts = e.attempts + 1,
-              round_attempts = e.round_attempts + 1,
+              round_attempts = e.round_attempts + case when v.counts then 1 else 0 end,
               lease_until = null,
               last_error = v.last_error,
               next_attempt_at = coalesce(v.retry_at, e.next_attempt_at),
               delivered_at = case when v.status = 'delivered' then now() else e.delivered_at end
-          from unnest(${seqs}::bigint[], ${statuses}::text[], ${errors}::text[], ${retries}::timestamptz[])
-            as v(seq, status, last_error, retry_at)
+          from unnest(${seqs}::bigint[], ${statuses}::text[], ${errors}::text[], ${retries}::timestamptz[],
+              ${chunk.map((o) => !o.operatorFault)}::boolean[])
+            as v(seq, status, last_error, retry_at, counts)
           where e.seq = any(${seqs}::bigint[]) and e.seq = v.seq and e.status = 'sending'`.execute(trx)
       }
     })

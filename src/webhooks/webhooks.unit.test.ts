@@ -8,6 +8,7 @@ import type { Hex } from '../types.ts'
 import { matchKeys, parseConfig } from './config.ts'
 import { decryptSecret, encryptSecret, generateSigningSecret, sign } from './crypto.ts'
 import { topicsMatch } from './event-drafts.ts'
+import { leaseFlags } from './matcher.ts'
 import { parseDuration, staticHosts, webhookSettings } from './settings.ts'
 import { checkWebhookUrl } from './url-policy.ts'
 import { verifyWebhook } from './verify.ts'
@@ -136,5 +137,22 @@ describe('config', () => {
     const env = { dataDir: '/tmp', HALYARD_WEBHOOK_TIMEOUT: '0ms' } as unknown as Env
     expect(() => webhookSettings(env, false)).toThrow(/HALYARD_WEBHOOK_TIMEOUT/)
     expect(webhookSettings({ ...env, HALYARD_WEBHOOK_TIMEOUT: '1s' }, false).delivery.timeoutMs).toBe(1000)
+  })
+})
+
+describe('leaseFlags', () => {
+  const ev = (webhook_id: string) => ({
+    id: 'evt',
+    webhook_id,
+    network: null,
+    block_number: null,
+    event_type: 'log',
+    body: '{}',
+  })
+  it("leases each webhook's first perLane events, for the first `lanes` webhooks only", () => {
+    const events = ['a', 'b', 'a', 'c', 'a', 'b', 'a'].map(ev)
+    // a: 3 of its 4 leased (perLane 3); b: both; c: no room left (2 lanes).
+    expect(leaseFlags(events, 2, 3)).toEqual([true, true, true, false, true, true, false])
+    expect(leaseFlags(events, 0, 3)).toEqual(events.map(() => false))
   })
 })

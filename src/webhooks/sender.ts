@@ -1,0 +1,98 @@
+import { SafeHttpClient } from '../net/safe-client.ts'
+import { safeFetch } from '../net/safe-fetch.ts'
+import { decryptSecret, sign } from './crypto.ts'
+import type { DeliveryOptions } from './delivery.ts'
+import type { AttemptOutcome, ClaimedEvent } from './store.ts'
+
+export const UNDECRYPTABLE =
+  'the signing secret does not decrypt with this HALYARD_SECRET_KEY (the key changed?); nothing was sent, and delivery resumes once an operator restores the key'
+
+/**
+ * One delivery attempt (spec 6.1 form A): sign `{timestamp}.{body}`, POST it through the
+ * SSRF-guarded safeFetch with the worker's keep-alive pools, and say where the event goes
+ * next — delivered on a 2xx, else the next retry of the schedule, or failed after the last.
+ */
+export class WebhookSender {
+  // Pools sized by the concurrency setting: a lane waiting in a pool's queue for a connection
+  // would burn its timeout without having sent anything.
+  private readonly client: SafeHttpClient
+  /** Decrypted signing secrets by webhook and stored ciphertext (a rotated secret is a new key). */
+  private readonly secrets = new Map<string, string>()
+
+  constructor(
+    private readonly secretKey: Buffer,
+    private readonly opts: DeliveryOptions,
+  ) {
+    this.client = new SafeHttpClient({ connectionsPerOrigin: Math.max(1, opts.concurrency) })
+  }
+
+  close(): Promise<void> {
+    return this.client.close()
+  }
+
+  async deliver(ev: ClaimedEvent): Promise<AttemptOutcome> {
+    const timestamp = Math.floor(Date.now() / 1000)
+    const secret = this.secretFor(ev)
+    if (secret === undefined) {
+      // Backoff along the schedule by all attempts so far, then at its longest delay, until an
+      // operator restores the key; the webhook is not paused for it (see operatorFault).
+      const delays = this.opts.scheduleMs
+      const delay = delays[Math.min(ev.attempts, delays.length - 1)] ?? 60_000
+      return {
+        ev,
+        statusCode: null,
+        error: `secret: ${UNDECRYPTABLE}`,
+        durationMs: 0,
+        next: 'pending',
+        retryAt: new Date(Date.now() + delay),
+        operatorFault: true,
+      }
+    }
+    const signature = sign(secret, timestamp, ev.body)
+    const res = await safeFetch(ev.url, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'user-agent': 'Halyard-Webhooks/1',
+        'x-service-signature': signature,
+        'x-service-timestamp': String(timestamp),
+      },
+      body: ev.body,
+      timeoutMs: this.opts.timeoutMs,
+      maxBytes: this.opts.maxResponseBytes,
+      oversize: 'truncate',
+      allowLoopback: this.opts.allowLoopback,
+      allowlist: this.opts.allowlist,
+      resolve: this.opts.resolve,
+      protocols: this.opts.protocols,
+      ca: this.opts.ca,
+      client: this.client,
+    })
+    const statusCode = res.ok ? res.status : (res.status ?? null)
+    const error = res.ok ? null : `${res.kind}: ${res.message}`
+    const base = { ev, statusCode, error, durationMs: res.durationMs }
+    if (res.ok && res.status >= 200 && res.status < 300) return { ...base, next: 'delivered' }
+    // round_attempts = attempts made before this one since the last (re)queue; the first is not a retry.
+    const retry = ev.round_attempts
+    const delay = this.opts.scheduleMs[retry]
+    if (delay !== undefined) return { ...base, next: 'pending', retryAt: new Date(Date.now() + delay) }
+    // The first attempt and every scheduled retry failed: the event is failed, the webhook paused.
+    return { ...base, next: 'failed' }
+  }
+
+  /** The signing secret, or undefined when it does not decrypt under this process's key. */
+  private secretFor(ev: ClaimedEvent): string | undefined {
+    const key = `${ev.webhook_id}:${ev.secret_enc}`
+    let s = this.secrets.get(key)
+    if (s === undefined) {
+      try {
+        s = decryptSecret(ev.secret_enc, this.secretKey)
+      } catch {
+        return undefined
+      }
+      if (this.secrets.size > 100_000) this.secrets.clear()
+      this.secrets.set(key, s)
+    }
+    return s
+  }
+}
