@@ -343,7 +343,7 @@ async function main() {
         'consumers in the transaction (rest of the match + event insert)',
         stage(stages.indexed, 'consumersMs'),
       ],
-      ['  of which: insert the events (one unnest insert)', stage(stages.matched, 'insertMs')],
+      ['  of which: insert the events (one statement, rows as JSON)', stage(stages.matched, 'insertMs')],
       ['cursor + COMMIT', stage(stages.indexed, 'commitMs')],
     ]
     console.log(

@@ -50,8 +50,9 @@ const TLS_ERROR = /CERT|SSL|TLS|SELF_SIGNED/i
 
 export class SafeHttpClient {
   private readonly pools = new Map<string, Pool>()
-  /** Small ids for CA bundles, so a pool key does not carry the PEM text. */
+  /** Small ids for CA bundles, so a pool key does not carry the PEM text; never reused. */
   private readonly caIds = new Map<unknown, number>()
+  private nextCaId = 1
 
   constructor(private readonly opts: SafeHttpClientOptions) {}
 
@@ -63,17 +64,12 @@ export class SafeHttpClient {
 
   /** Sends to `url` over a connection to `address` (already checked by the caller). */
   send(url: URL, address: string, opts: SendOptions): Promise<SendResult> {
-    return this.attempt(url, address, opts, true)
-  }
-
-  private attempt(url: URL, address: string, opts: SendOptions, mayRetry: boolean): Promise<SendResult> {
     const pool = this.pool(url, address, opts.ca)
     return new Promise<SendResult>((resolve) => {
       let settled = false
       let controller: Dispatcher.DispatchController | undefined
       let cut: 'timeout' | 'aborted' | undefined
       let status = 0
-      let answered = false
       let headers: Record<string, string> = {}
       const chunks: Buffer[] = []
       let size = 0
@@ -92,7 +88,15 @@ export class SafeHttpClient {
         finish({ kind: reason })
         controller?.abort(new Error(reason))
       }
-      const timer = setTimeout(() => stop('timeout'), opts.timeoutMs)
+      // Timers may fire up to a millisecond before the deadline by the performance clock that
+      // measures the attempt; a timeout is only reported once the deadline has passed.
+      const endAt = performance.now() + opts.timeoutMs
+      const onTimer = () => {
+        const rest = endAt - performance.now()
+        if (rest > 0) timer = setTimeout(onTimer, Math.ceil(rest))
+        else stop('timeout')
+      }
+      let timer = setTimeout(onTimer, opts.timeoutMs)
       const onAbort = () => stop('aborted')
       opts.signal?.addEventListener('abort', onAbort, { once: true })
 
@@ -104,7 +108,6 @@ export class SafeHttpClient {
         onResponseStart(c, statusCode, rawHeaders) {
           // 1xx informational answers come first; the final one replaces them.
           if (statusCode < 200 && statusCode >= 100) return
-          answered = true
           status = statusCode
           headers = {}
           for (const [k, v] of Object.entries(rawHeaders)) {
@@ -141,18 +144,10 @@ export class SafeHttpClient {
         onResponseError: (_c, err) => {
           if (settled) return
           const code = (err as NodeJS.ErrnoException).code ?? ''
-          // A kept-alive connection the receiver closed while it sat idle fails before any
-          // answer: send once more on a fresh one (a duplicate is possible, with the same body,
-          // which at-least-once delivery allows).
-          if (mayRetry && !answered && (code === 'UND_ERR_SOCKET' || code === 'ECONNRESET')) {
-            settled = true
-            clearTimeout(timer)
-            opts.signal?.removeEventListener('abort', onAbort)
-            const left = opts.timeoutMs - (performance.now() - began)
-            if (left <= 0) resolve({ kind: 'timeout' })
-            else resolve(this.attempt(url, address, { ...opts, timeoutMs: left }, false))
-            return
-          }
+          // No resend on a dropped connection: the receiver may have processed the request.
+          // (undici retires an idle connection before the receiver's advertised keep-alive
+          // timeout, which is what made node:http's stale-socket resets common.) The caller's
+          // retry schedule covers a real failure.
           const detail = code || err.message
           finish(
             TLS_ERROR.test(detail) || TLS_ERROR.test(err.message)
@@ -161,7 +156,6 @@ export class SafeHttpClient {
           )
         },
       }
-      const began = performance.now()
       pool.dispatch(
         {
           path: `${url.pathname}${url.search}`,
@@ -181,7 +175,7 @@ export class SafeHttpClient {
     let caId = 0
     if (ca !== undefined) {
       if (this.caIds.size > 100) this.caIds.clear()
-      caId = this.caIds.get(ca) ?? this.caIds.size + 1
+      caId = this.caIds.get(ca) ?? this.nextCaId++
       this.caIds.set(ca, caId)
     }
     const key = `${url.origin}|${address}|${caId}`
@@ -194,7 +188,8 @@ export class SafeHttpClient {
     }
     const connector = buildConnector({
       ...(ca === undefined ? {} : { ca: [...rootCertificates, ...(Array.isArray(ca) ? ca : [ca])] }),
-      timeout: 30_000,
+      // Longer than any caller's deadline: the request's own timer is what reports a timeout.
+      timeout: 300_000,
     })
     const hostname = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname
     const servername = isIP(hostname) ? undefined : hostname

@@ -165,25 +165,33 @@ export async function safeFetch(input: string | URL, opts: SafeFetchOptions = {}
   const timedOut = () => fail('timeout', `no response within ${timeoutMs} ms`)
   if (opts.signal?.aborted) return fail('aborted', 'request aborted')
 
-  // The DNS part of the one deadline (the client enforces the rest).
+  // The DNS part of the one deadline (the client enforces the rest), and of the abort signal.
   let dnsTimer: NodeJS.Timeout | undefined
+  let onAbort: (() => void) | undefined
   const check = await Promise.race([
     checkTarget(url, opts),
-    new Promise<undefined>((resolve) => {
-      dnsTimer = setTimeout(() => resolve(undefined), timeoutMs)
+    new Promise<'timeout' | 'aborted'>((resolve) => {
+      dnsTimer = setTimeout(() => resolve('timeout'), timeoutMs)
+      onAbort = () => resolve('aborted')
+      opts.signal?.addEventListener('abort', onAbort, { once: true })
     }),
   ])
   clearTimeout(dnsTimer)
-  if (check === undefined) return timedOut()
+  if (onAbort) opts.signal?.removeEventListener('abort', onAbort)
+  if (check === 'timeout') return timedOut()
+  if (check === 'aborted') return fail('aborted', 'request aborted')
   if (!check.ok) return fail(check.kind ?? 'blocked_address', check.reason ?? 'target refused')
-  if (opts.signal?.aborted) return fail('aborted', 'request aborted')
-  sharedClient ??= new SafeHttpClient({ connectionsPerOrigin: 8 })
+  // As many connections per origin as callers without their own client ask for at once (NFT
+  // metadata: up to a few hundred to one gateway), so a request does not spend its deadline
+  // queued behind others.
+  sharedClient ??= new SafeHttpClient({ connectionsPerOrigin: 256 })
   const client = opts.client ?? sharedClient
   const res = await client.send(url, check.address as string, {
     method: opts.method ?? 'GET',
     headers: opts.headers ?? {},
     body: opts.body,
-    timeoutMs: Math.max(1, deadline - performance.now()),
+    // Rounded up: a timer set for a fraction of a millisecond fires on the whole one below.
+    timeoutMs: Math.max(1, Math.ceil(deadline - performance.now())),
     maxBytes,
     oversize: opts.oversize ?? 'fail',
     ca: opts.ca,

@@ -243,6 +243,10 @@ export class DeliveryWorker {
       this.track(this.store.release(events.map((e) => e.seq)))
       return
     }
+    // Leased at insert, so a long transaction (a catch-up batch) may have used much of the
+    // lease: past the point where dispatch would give a lane back, leave these to expire
+    // instead, since another instance may already have claimed them.
+    if (Date.now() - stamp.at > this.opts.timeoutMs) return
     const lanes = new Map<string, ClaimedEvent[]>()
     for (const ev of events) {
       const lane = lanes.get(ev.webhook_id)

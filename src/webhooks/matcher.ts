@@ -60,6 +60,16 @@ export function leaseFlags(events: readonly NewEvent[], lanes: number, perLane: 
 
 export const newEventId = () => `evt_${randomBytes(12).toString('hex')}`
 
+/** What one network's open indexer transaction has inserted, until it commits. */
+interface PendingCommit {
+  trx: DbTransaction
+  leased: Array<{ events: ClaimedEvent[]; stamp: LeaseStamp }>
+  /** Webhooks (lanes) among `leased`. */
+  lanes: number
+  /** Events went in that nobody leased: the worker is to claim them. */
+  produced: boolean
+}
+
 /** A block's events, and how long finding the webhooks and building the events took. */
 interface Matched {
   events: NewEvent[]
@@ -80,12 +90,12 @@ export class WebhookMatcher implements BlockConsumer {
   onEvents: ((network: string, block: bigint) => void) | undefined
   /** This process's delivery worker, when it runs: events are leased to it as they are inserted. */
   handoff: DeliveryHandoff | undefined
-  /** onBlock inserted events nobody leased in the transaction under way. */
-  private produced = false
-  /** The transaction onBlock last ran in, and what it leased: handed over only once it commits. */
-  private txn: DbTransaction | undefined
-  private leased: Array<{ events: ClaimedEvent[]; stamp: LeaseStamp }> = []
-  private leasedLanes = 0
+  /**
+   * Per network (each network's indexer runs its own transactions, concurrently on
+   * PostgreSQL): the transaction onBlock last ran in, what it leased (handed over only once it
+   * commits) and whether it inserted events nobody leased.
+   */
+  private readonly pending = new Map<string, PendingCommit>()
   /** Matches started by prepare(), by network and block hash, taken by onBlock. */
   private readonly early = new Map<string, Promise<Matched | undefined>>()
   /** Called inside a rollback, before it commits (the delivery worker stops its lanes). */
@@ -123,12 +133,11 @@ export class WebhookMatcher implements BlockConsumer {
   }
 
   async onBlock(trx: DbTransaction, block: IndexedBlock): Promise<void> {
-    if (trx !== this.txn) {
-      // A new transaction: whatever an earlier one leased was rolled back with it.
-      this.txn = trx
-      this.leased = []
-      this.leasedLanes = 0
-      this.produced = false
+    let pending = this.pending.get(block.network)
+    if (pending?.trx !== trx) {
+      // A new transaction: whatever an earlier one of this network leased was rolled back with it.
+      pending = { trx, leased: [], lanes: 0, produced: false }
+      this.pending.set(block.network, pending)
     }
     const key = earlyKey(block)
     const early = this.early.get(key)
@@ -137,7 +146,9 @@ export class WebhookMatcher implements BlockConsumer {
     if (m.events.length === 0) return
     const t0 = performance.now()
     const handoff = this.handoff
-    const room = handoff ? handoff.adoptionRoom() - this.leasedLanes : 0
+    let lanesPending = 0
+    for (const p of this.pending.values()) lanesPending += p.lanes
+    const room = handoff ? handoff.adoptionRoom() - lanesPending : 0
     const flags = handoff && room > 0 ? leaseFlags(m.events, room, handoff.perLane) : undefined
     const stamp = handoff?.leaseStamp()
     const leased = await this.store.insertEvents(
@@ -146,10 +157,10 @@ export class WebhookMatcher implements BlockConsumer {
       handoff && flags ? { flags, leaseMs: handoff.leaseMs() } : undefined,
     )
     if (stamp && leased.length > 0) {
-      this.leased.push({ events: leased, stamp })
-      this.leasedLanes += new Set(leased.map((e) => e.webhook_id)).size
+      pending.leased.push({ events: leased, stamp })
+      pending.lanes += new Set(leased.map((e) => e.webhook_id)).size
     }
-    if (leased.length < m.events.length) this.produced = true
+    if (leased.length < m.events.length) pending.produced = true
     // Stage timings (bench:webhooks prints them from here).
     this.logger.debug(
       {
@@ -220,8 +231,10 @@ export class WebhookMatcher implements BlockConsumer {
       return { events: [], lookupMs: lookedUp - started, buildMs: performance.now() - lookedUp }
     drafts.sort((a, b) => a.order[0] - b.order[0] || a.order[1] - b.order[1])
     const createdAt = new Date().toISOString()
-    const events: NewEvent[] = drafts.map((d) => {
-      const id = newEventId()
+    // One random draw for the block's ids, not one per event.
+    const random = randomBytes(12 * drafts.length).toString('hex')
+    const events: NewEvent[] = drafts.map((d, i) => {
+      const id = `evt_${random.slice(24 * i, 24 * i + 24)}`
       return {
         id,
         webhook_id: d.webhookId,
@@ -241,20 +254,15 @@ export class WebhookMatcher implements BlockConsumer {
   }
 
   afterCommit(network: string, cursor: bigint): void {
-    const leased = this.leased
-    const produced = this.produced
-    this.txn = undefined
-    this.leased = []
-    this.leasedLanes = 0
-    this.produced = false
-    for (const l of leased) this.handoff?.adopt(l.events, l.stamp)
-    if (produced) this.onEvents?.(network, cursor)
+    const pending = this.pending.get(network)
+    if (!pending) return
+    this.pending.delete(network)
+    for (const l of pending.leased) this.handoff?.adopt(l.events, l.stamp)
+    if (pending.produced) this.onEvents?.(network, cursor)
   }
 
   async onRollback(trx: DbTransaction, network: string, ancestor: bigint): Promise<void> {
-    this.txn = trx
-    this.leased = []
-    this.leasedLanes = 0
+    this.pending.set(network, { trx, leased: [], lanes: 0, produced: false })
     await this.store.cancelAbove(trx, network, ancestor)
     this.onRollbackStarted?.()
   }

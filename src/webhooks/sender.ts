@@ -16,8 +16,8 @@ export class WebhookSender {
   // Pools sized by the concurrency setting: a lane waiting in a pool's queue for a connection
   // would burn its timeout without having sent anything.
   private readonly client: SafeHttpClient
-  /** Decrypted signing secrets by webhook and stored ciphertext (a rotated secret is a new key). */
-  private readonly secrets = new Map<string, string>()
+  /** Decrypted signing secrets by webhook, with the ciphertext they came from. */
+  private readonly secrets = new Map<string, { enc: string; secret: string }>()
 
   constructor(
     private readonly secretKey: Buffer,
@@ -82,17 +82,17 @@ export class WebhookSender {
 
   /** The signing secret, or undefined when it does not decrypt under this process's key. */
   private secretFor(ev: ClaimedEvent): string | undefined {
-    const key = `${ev.webhook_id}:${ev.secret_enc}`
-    let s = this.secrets.get(key)
-    if (s === undefined) {
-      try {
-        s = decryptSecret(ev.secret_enc, this.secretKey)
-      } catch {
-        return undefined
-      }
-      if (this.secrets.size > 100_000) this.secrets.clear()
-      this.secrets.set(key, s)
+    // By webhook, checked against the stored ciphertext (a rotated secret is a new one).
+    const cached = this.secrets.get(ev.webhook_id)
+    if (cached !== undefined && cached.enc === ev.secret_enc) return cached.secret
+    let secret: string
+    try {
+      secret = decryptSecret(ev.secret_enc, this.secretKey)
+    } catch {
+      return undefined
     }
-    return s
+    if (this.secrets.size > 100_000) this.secrets.clear()
+    this.secrets.set(ev.webhook_id, { enc: ev.secret_enc, secret })
+    return secret
   }
 }
