@@ -1,4 +1,4 @@
-import { type GatewaySettings, gatewaySchema, type NetworkConfig } from '../config/file.ts'
+import { type GatewaySettings, gatewaySettings, type NetworkConfig } from '../config/file.ts'
 import { methodLabel } from '../limits/compute-units.ts'
 import type { Logger } from '../logger.ts'
 import { RPC_INTERNAL_ERROR, RpcError, type RpcOutcome } from '../rpc/jsonrpc.ts'
@@ -6,7 +6,7 @@ import type { Metrics } from '../server/metrics.ts'
 import { broadcast, FanOutFailure, hedge } from './fan-out.ts'
 import { probeUpstream } from './health-check.ts'
 import { HttpUpstream, UpstreamError } from './http-upstream.ts'
-import { networkSlug } from './registry.ts'
+import { networkSlug } from './slug.ts'
 import type { UpstreamCallOptions, UpstreamPool } from './upstream-pool.ts'
 import {
   LatencyWindow,
@@ -65,7 +65,7 @@ export class ManagedPool implements UpstreamPool {
     private readonly cfg: NetworkConfig,
     private readonly deps: PoolDeps = {},
   ) {
-    this.settings = gatewaySchema.parse(cfg.gateway ?? {})
+    this.settings = gatewaySettings(cfg)
     // Same label as the HTTP and RPC series: the network's slug.
     this.networkLabel = networkSlug(cfg.chain, cfg.network)
     this.states = cfg.upstreams.map(

@@ -1,6 +1,7 @@
 import type { NetworkConfig } from '../config/file.ts'
 import { notFound } from '../errors.ts'
 import { ManagedPool, type PoolDeps } from './managed-pool.ts'
+import { networkSlug } from './slug.ts'
 import type { UpstreamPool } from './upstream-pool.ts'
 
 export interface Network {
@@ -26,9 +27,7 @@ export const managedPoolFactory =
 
 const defaultPoolFactory: PoolFactory = managedPoolFactory()
 
-export function networkSlug(chain: string, network: string): string {
-  return network === 'mainnet' ? chain : `${chain}-${network}`
-}
+export { networkSlug }
 
 export class NetworkRegistry {
   private readonly byPath = new Map<string, Network>()

@@ -50,6 +50,21 @@ export const gatewaySchema = z
 
 export type GatewaySettings = z.infer<typeof gatewaySchema>
 
+const parsedGateway = new WeakMap<object, GatewaySettings>()
+
+/**
+ * A network's gateway settings with their defaults, parsed once per config object: the
+ * upstream pool and the RPC service (getLogs guard) both read them.
+ */
+export function gatewaySettings(cfg: { gateway?: unknown }): GatewaySettings {
+  let settings = parsedGateway.get(cfg)
+  if (!settings) {
+    settings = gatewaySchema.parse(cfg.gateway ?? {})
+    parsedGateway.set(cfg, settings)
+  }
+  return settings
+}
+
 export const networkSchema = z
   .object({
     chain: slugPart,

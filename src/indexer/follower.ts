@@ -170,7 +170,8 @@ export class NetworkFollower {
       else byBlock.set(l.blockNumber, [l])
     }
     // Consumers that need every block with its transactions get them during backfill too.
-    const full = this.opts.consumers.some((c) => c.fullBlocks === true)
+    const asked = await Promise.all(this.opts.consumers.map((c) => c.needsFullBlocks?.(this.slug)))
+    const full = asked.some((a) => a === true)
     const numbers = full ? rangeOf(from, to) : [...new Set<bigint>([from, to, ...byBlock.keys()])]
     const headers = await this.headers(numbers, full)
     const first = headers.get(from)

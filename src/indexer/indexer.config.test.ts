@@ -189,7 +189,9 @@ describe('consumers that ask for full blocks', () => {
     const indexer = new IndexerService({ storage, networks, logger: createLogger('silent'), pollMs: 20 })
     indexer.addConsumer({
       name: 'full',
-      fullBlocks: true,
+      async needsFullBlocks(network) {
+        return network === 'ethereum-devnet'
+      },
       async onBlock(_trx, block) {
         seen.push(block)
       },

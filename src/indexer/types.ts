@@ -72,11 +72,12 @@ export type DbTransaction = Transaction<Database>
 export interface BlockConsumer {
   readonly name: string
   /**
-   * Set when the consumer needs every block with its transactions even while the indexer
-   * catches up (backfill): otherwise a backfill publishes only the blocks that have logs, and
-   * without `transactions` (cheaper: one eth_getLogs per range instead of one full block each).
+   * Whether the consumer needs every block of `network` with its transactions while the
+   * indexer catches up (backfill): otherwise a backfill publishes only the blocks that have
+   * logs, without `transactions` (one eth_getLogs per range instead of one full block each).
+   * Asked once per backfill step.
    */
-  readonly fullBlocks?: boolean
+  needsFullBlocks?(network: string): Promise<boolean>
   /**
    * Optional read-only head start on the newest block, called before the indexer's
    * transaction opens (on another connection, overlapping the index insert); onBlock still

@@ -2,7 +2,7 @@ import type { Redis } from 'ioredis'
 import { scopeForRpcMethod } from '../auth/scopes.ts'
 import type { Caller } from '../auth/service.ts'
 import type { Network } from '../chains/registry.ts'
-import { type GatewaySettings, gatewaySchema } from '../config/file.ts'
+import { type GatewaySettings, gatewaySettings } from '../config/file.ts'
 import { evmMethodCost, methodLabel, solanaMethodCost } from '../limits/compute-units.ts'
 import type { Logger } from '../logger.ts'
 import type { Metrics } from '../server/metrics.ts'
@@ -205,7 +205,7 @@ export class RpcService {
   private runtime(network: Network): NetworkRuntime {
     let rt = this.runtimes.get(network)
     if (!rt) {
-      const settings = gatewaySchema.parse(network.config.gateway ?? {})
+      const settings = gatewaySettings(network.config)
       rt = { settings, logs: new GetLogsGuard(network, settings) }
       this.runtimes.set(network, rt)
     }

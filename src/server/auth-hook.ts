@@ -1,21 +1,27 @@
+import type { IncomingHttpHeaders } from 'node:http'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Scope } from '../auth/scopes.ts'
 import type { AuthService, Caller } from '../auth/service.ts'
 import type { Network } from '../chains/registry.ts'
 import { forbidden } from '../errors.ts'
 
-/** The key from `X-API-Key`, `Authorization: Bearer`, or (WebSocket) `?apiKey=`. */
-export function presentedKey(request: FastifyRequest): string | undefined {
-  const header = request.headers['x-api-key']
+/**
+ * The key a request presents, in one order for HTTP and WebSocket upgrades: `X-API-Key`, then
+ * `Authorization: Bearer`, then `?apiKey=` (browsers cannot set headers on a WebSocket).
+ */
+export function keyFrom(headers: IncomingHttpHeaders, queryKey: unknown): string | undefined {
+  const header = headers['x-api-key']
   if (typeof header === 'string' && header !== '') return header.trim()
-  const auth = request.headers.authorization
+  const auth = headers.authorization
   if (typeof auth === 'string') {
     const m = /^Bearer\s+(\S+)\s*$/i.exec(auth)
     if (m) return m[1]
   }
-  const query = request.query as Record<string, unknown> | undefined
-  const fromQuery = query?.apiKey
-  return typeof fromQuery === 'string' && fromQuery !== '' ? fromQuery : undefined
+  return typeof queryKey === 'string' && queryKey !== '' ? queryKey : undefined
+}
+
+export function presentedKey(request: FastifyRequest): string | undefined {
+  return keyFrom(request.headers, (request.query as Record<string, unknown> | undefined)?.apiKey)
 }
 
 export function makeAuthHook(auth: AuthService) {

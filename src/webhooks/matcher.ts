@@ -80,10 +80,13 @@ interface Matched {
 export class WebhookMatcher implements BlockConsumer {
   readonly name = 'webhooks'
   /**
-   * address_activity (native value) and mined_transaction read the block's transactions, so a
-   * backfill after downtime must publish every block with them, not only blocks with logs.
+   * address_activity (native value) and mined_transaction read the block's transactions, so
+   * while a webhook of those types is active a backfill must publish every block with them;
+   * otherwise blocks with logs are enough (a backfill with no such webhook skips the rest).
    */
-  readonly fullBlocks = true
+  needsFullBlocks(network: string): Promise<boolean> {
+    return this.store.watchesTransactions(network)
+  }
   /** Parsed configs by webhook id, with the row version they came from (a PATCH changes it). */
   private readonly parsed = new Map<string, Candidate>()
   /** Called once a commit with unleased new events is done (the delivery worker claims at once). */

@@ -164,4 +164,27 @@ describe.each(storageBackends())('webhook claims on $name', (backend) => {
     )
     expect(claimed.map((e) => e.id)).toEqual(['evt_busy0', 'evt_busy1'])
   })
+
+  it('says whether an active webhook of a network reads block transactions', async () => {
+    // Only `log` webhooks so far (and paused ones): blocks with logs are enough.
+    expect(await store.watchesTransactions('ethereum-devnet')).toBe(false)
+    await store.insertWebhook(
+      {
+        id: 'wh_tx',
+        account_id: 'acct',
+        notify_email: null,
+        url: 'https://example.com/',
+        chain: 'ethereum-devnet',
+        event_type: 'mined_transaction',
+        config: '{}',
+        secret_enc: 'x',
+        status: 'paused',
+      },
+      [],
+    )
+    expect(await store.watchesTransactions('ethereum-devnet')).toBe(false)
+    await store.update('wh_tx', { status: 'active' })
+    expect(await store.watchesTransactions('ethereum-devnet')).toBe(true)
+    expect(await store.watchesTransactions('base-devnet')).toBe(false)
+  })
 })

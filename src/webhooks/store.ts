@@ -368,6 +368,19 @@ export class WebhookStore {
     return result.rows
   }
 
+  /** Whether an active webhook on `network` reads block transactions (see matcher). */
+  async watchesTransactions(network: string): Promise<boolean> {
+    const row = await this.db
+      .selectFrom('webhooks')
+      .select('id')
+      .where('chain', '=', network)
+      .where('status', '=', 'active')
+      .where('event_type', 'in', ['address_activity', 'mined_transaction'])
+      .limit(1)
+      .executeTakeFirst()
+    return row !== undefined
+  }
+
   /** Configs (with the same row version as `candidates`) of the given webhooks. */
   async configs(db: Db, ids: readonly string[]) {
     if (ids.length === 0) return []

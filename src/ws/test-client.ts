@@ -12,9 +12,10 @@ export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 /** The answer to a refused upgrade: HTTP status and JSON body. */
 export function refusedUpgrade(
   url: string,
+  headers?: Record<string, string>,
 ): Promise<{ status: number; body: Json; headers: Record<string, unknown> }> {
   return new Promise((resolve, reject) => {
-    const ws = new WebSocket(url)
+    const ws = new WebSocket(url, headers ? { headers } : undefined)
     ws.on('open', () => {
       ws.close()
       reject(new Error('the upgrade was accepted'))

@@ -5,23 +5,13 @@ import type { AuthService, Caller } from '../auth/service.ts'
 import type { Network, NetworkRegistry } from '../chains/registry.ts'
 import { errorBody, forbidden, HalyardError, notFound } from '../errors.ts'
 import type { LimitDecision } from '../limits/limiter.ts'
-import { requireNetworkAccess } from '../server/auth-hook.ts'
+import { keyFrom, requireNetworkAccess } from '../server/auth-hook.ts'
 import { rateLimitHeaders } from '../server/charge.ts'
 import { parseWsPath } from './routes.ts'
 
 export interface UpgradeDeps {
   readonly auth: AuthService
   readonly networks: NetworkRegistry
-}
-
-/** The key from `?apiKey=` (spec 5), or the HTTP headers a non-browser client may send. */
-function presentedKey(req: IncomingMessage, url: URL): string | undefined {
-  const fromQuery = url.searchParams.get('apiKey')
-  if (fromQuery) return fromQuery
-  const header = req.headers['x-api-key']
-  if (typeof header === 'string' && header !== '') return header.trim()
-  const m = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? '')
-  return m?.[1]
 }
 
 /**
@@ -36,7 +26,7 @@ export async function authorizeUpgrade(
   const path = parseWsPath(url.pathname)
   if (!path)
     throw notFound(`no route GET ${url.pathname} for a WebSocket upgrade; use /v1/ws/{chain}/{network}`)
-  const caller = await deps.auth.authenticate(presentedKey(req, url))
+  const caller = await deps.auth.authenticate(keyFrom(req.headers, url.searchParams.get('apiKey')))
   const network = deps.networks.get(path.chain, path.network)
   if (network.kind !== 'evm') {
     throw notFound(`WebSocket subscriptions are not available on ${network.chain}/${network.network}`)

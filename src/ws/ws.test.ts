@@ -83,6 +83,16 @@ describe.each(storageBackends())('websocket endpoint on $name', (backend) => {
     expect(unknown.status).toBe(404)
     expect(unknown.body).toMatchObject({ error: { code: 'not_found', status: 404 } })
 
+    // A key in a header wins over one in the query, as on HTTP: one key-reading order.
+    const both = await refusedUpgrade(`${wsBase}/ethereum/devnet?apiKey=${key}`, { 'x-api-key': dataOnly })
+    expect(both.status).toBe(403)
+    const httpBoth = await fetch(`${h.baseUrl}/rpc/ethereum/devnet?apiKey=${key}`, {
+      method: 'POST',
+      headers: { 'x-api-key': dataOnly, 'content-type': 'application/json' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_chainId' }),
+    })
+    expect(httpBoth.status).toBe(403)
+
     // A plain GET without the upgrade is told what the path is for.
     const plain = await fetch(`${h.baseUrl}/ws/ethereum/devnet?apiKey=${key}`)
     expect(plain.status).toBe(400)
