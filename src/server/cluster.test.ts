@@ -37,10 +37,44 @@ function postOnNewConnection(url: string, key: string, body: unknown) {
   )
 }
 
+/** One GET on a connection of its own (so successive scrapes land on different workers). */
+function getOnNewConnection(url: string) {
+  return new Promise<{ status: number; worker: string | undefined; type: string; body: string }>(
+    (resolve, reject) => {
+      const req = request(url, { agent: false, headers: { connection: 'close' } }, (res) => {
+        let body = ''
+        res.setEncoding('utf8')
+        res.on('data', (d: string) => {
+          body += d
+        })
+        res.on('end', () =>
+          resolve({
+            status: res.statusCode ?? 0,
+            worker: res.headers['x-halyard-worker'] as string | undefined,
+            type: String(res.headers['content-type']),
+            body,
+          }),
+        )
+      })
+      req.on('error', reject)
+      req.end()
+    },
+  )
+}
+
+/** Sum of a metric's samples whose label set contains `label` (Prometheus text format). */
+function sumSamples(text: string, metric: string, label: string): number {
+  let sum = 0
+  for (const line of text.split('\n')) {
+    if (line.startsWith(`${metric}{`) && line.includes(label)) sum += Number(line.slice(line.lastIndexOf(' ') + 1))
+  }
+  return sum
+}
+
 const dbUrl = process.env.DATABASE_URL
 const redisUrl = process.env.REDIS_URL
 describe.runIf(dbUrl && redisUrl)('halyard serve with HALYARD_WORKERS=2', () => {
-  it('runs the background jobs in one worker and enforces one limit across both', async () => {
+  it('runs the background jobs in one worker, enforces one limit across both, and scrapes both', async () => {
     const anvil = await startAnvil()
     const storage = await storageBackends()[1]!.open() // a fresh PostgreSQL schema
     const auth = new AuthService(new AuthStore(storage.db))
@@ -67,11 +101,13 @@ describe.runIf(dbUrl && redisUrl)('halyard serve with HALYARD_WORKERS=2', () => 
 
       // The free plan allows 10 requests per second; 14 sent inside one window, over both workers.
       let out: Awaited<ReturnType<typeof postOnNewConnection>>[] = []
+      let sent = 0 // every RPC call of every attempt, for the metrics check below
       for (let attempt = 0; attempt < 5; attempt++) {
         const ms = Date.now() % 1000
         if (ms > 50) await new Promise((r) => setTimeout(r, 1000 - ms + 5))
         out = []
         for (let i = 0; i < 14; i++) out.push(await postOnNewConnection(url, key, body))
+        sent += out.length
         if (new Set(out.map((r) => r.reset)).size === 1) break
         await new Promise((r) => setTimeout(r, 1100))
       }
@@ -85,6 +121,22 @@ describe.runIf(dbUrl && redisUrl)('halyard serve with HALYARD_WORKERS=2', () => 
       // Exactly one worker started the singleton jobs (indexer, webhook delivery, mail).
       const leaders = child.output().match(/this worker runs the background jobs/g) ?? []
       expect(leaders).toHaveLength(1)
+
+      // GET /metrics answers the whole cluster, whichever worker takes the scrape: the RPC calls
+      // above were served by both workers, and every scrape counts all of them.
+      const metricsUrl = new URL('/metrics', base).toString()
+      const scrapedBy = new Set<string | undefined>()
+      for (let i = 0; i < 6; i++) {
+        const scrape = await getOnNewConnection(metricsUrl)
+        expect(scrape.status).toBe(200)
+        expect(scrape.type).toMatch(/^text\/plain; version=0\.0\.4/)
+        scrapedBy.add(scrape.worker)
+        const rpcCalls = sumSamples(scrape.body, 'halyard_http_requests_total', 'network="ethereum/devnet"')
+        expect(rpcCalls).toBe(sent)
+        expect(scrape.body).toMatch(/^halyard_cluster_metrics_workers_missing 0$/m)
+        expect(scrape.body).not.toContain('# halyard:')
+      }
+      expect(scrapedBy).toEqual(new Set(['0', '1']))
     } finally {
       expect(await child.stop()).toBe(0)
       await storage.close()

@@ -1,5 +1,6 @@
 import cluster, { type Worker } from 'node:cluster'
 import type { Logger } from '../logger.ts'
+import { metricsCollector } from './cluster-metrics.ts'
 
 /**
  * Several Halyard workers on one port (node:cluster), so the gateway uses every core. Only
@@ -64,6 +65,9 @@ export function superviseWorkers(
 ): Supervisor {
   const workers = new Map<number, Worker>()
   const listening = new Set<number>()
+  // Workers that reported ready and have not exited: the ones a /metrics round asks.
+  const serving = new Set<Worker>()
+  const metrics = metricsCollector({ serving: () => serving, expected: count })
   let stopping = false
   let resolveReady!: (url: string) => void
   let rejectReady!: (err: Error) => void
@@ -85,12 +89,15 @@ export function superviseWorkers(
     })
     workers.set(index, w)
     w.on('message', (m: unknown) => {
-      if (!isReady(m)) return
+      if (metrics.handle(w, m) || !isReady(m)) return
+      serving.add(w)
       listening.add(index)
       if (listening.size === count) resolveReady(m.baseUrl)
     })
     w.on('exit', (code, signal) => {
       if (workers.get(index) === w) workers.delete(index)
+      serving.delete(w)
+      metrics.workerGone(w)
       if (stopping) {
         if (workers.size === 0) resolveStopped()
         return

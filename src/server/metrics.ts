@@ -88,6 +88,8 @@ export class Metrics {
     name: 'halyard_upstream_healthy',
     help: '1 when an upstream is eligible for traffic (right chain, caught up, breaker closed)',
     labelNames: ['network', 'upstream'] as const,
+    // Each cluster worker judges upstreams itself; the cluster's /metrics says 1 only if all do.
+    aggregator: 'min',
     registers: [this.registry],
   })
 
@@ -95,6 +97,8 @@ export class Metrics {
     name: 'halyard_upstream_head_lag_blocks',
     help: 'Blocks (slots) an upstream is behind the best upstream of its network',
     labelNames: ['network', 'upstream'] as const,
+    // A lag, not a count: summing it over cluster workers would multiply it; the worst one shows.
+    aggregator: 'max',
     registers: [this.registry],
   })
 

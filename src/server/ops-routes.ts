@@ -2,6 +2,8 @@ import type { FastifyInstance } from 'fastify'
 import { sql } from 'kysely'
 import type { NetworkRegistry } from '../chains/registry.ts'
 import type { DB } from '../storage/database.ts'
+import { clusterWorker } from './cluster.ts'
+import { workerMetrics } from './cluster-metrics.ts'
 import type { Metrics } from './metrics.ts'
 
 export interface ReadinessCheck {
@@ -47,9 +49,13 @@ export function registerOpsRoutes(app: FastifyInstance, deps: Deps) {
     return reply.status(ready ? 200 : 503).send({ status: ready ? 'ready' : 'not_ready', checks: results })
   })
 
+  // In a cluster worker a scrape must see every worker's counters, not this one's share
+  // (cluster-metrics.ts); a single process answers from its own registry, without IPC.
+  const clusterMetrics = clusterWorker() ? workerMetrics(deps.metrics.registry) : undefined
+  if (clusterMetrics) app.addHook('onClose', async () => clusterMetrics.close())
   app.get('/metrics', { config: { public: true } }, async (_request, reply) => {
     reply.header('content-type', deps.metrics.registry.contentType)
-    return deps.metrics.registry.metrics()
+    return clusterMetrics ? clusterMetrics.scrape() : deps.metrics.registry.metrics()
   })
 }
 

@@ -58,6 +58,17 @@ export interface LeaseStamp {
   rollbacks: number
 }
 
+/** Events (in seq order) grouped into one lane per webhook, each still in seq order. */
+function lanesOf(events: readonly ClaimedEvent[]): Map<string, ClaimedEvent[]> {
+  const lanes = new Map<string, ClaimedEvent[]>()
+  for (const ev of events) {
+    const lane = lanes.get(ev.webhook_id)
+    if (lane) lane.push(ev)
+    else lanes.set(ev.webhook_id, [ev])
+  }
+  return lanes
+}
+
 /** A claimed lane: one webhook's events in block order, with when they were leased. */
 interface Lane {
   events: ClaimedEvent[]
@@ -170,12 +181,7 @@ export class DeliveryWorker {
             const ms = Math.round(performance.now() - t0)
             this.logger.debug({ ms, events: events.length, room }, 'webhook claim')
           }
-          const lanes = new Map<string, ClaimedEvent[]>()
-          for (const ev of events) {
-            const lane = lanes.get(ev.webhook_id)
-            if (lane) lane.push(ev)
-            else lanes.set(ev.webhook_id, [ev])
-          }
+          const lanes = lanesOf(events)
           claimed = lanes.size
           this.idleClaims = claimed > 0 ? 0 : this.idleClaims + 1
           const claimedAt = Date.now()
@@ -247,13 +253,7 @@ export class DeliveryWorker {
     // lease: past the point where dispatch would give a lane back, leave these to expire
     // instead, since another instance may already have claimed them.
     if (Date.now() - stamp.at > this.opts.timeoutMs) return
-    const lanes = new Map<string, ClaimedEvent[]>()
-    for (const ev of events) {
-      const lane = lanes.get(ev.webhook_id)
-      if (lane) lane.push(ev)
-      else lanes.set(ev.webhook_id, [ev])
-    }
-    for (const lane of lanes.values()) this.queue(lane, stamp.at, stamp.rollbacks)
+    for (const lane of lanesOf(events).values()) this.queue(lane, stamp.at, stamp.rollbacks)
     this.dispatch()
   }
 

@@ -1,0 +1,222 @@
+import type { Worker } from 'node:cluster'
+import { AggregatorRegistry, Gauge, type Registry } from 'prom-client'
+import { z } from 'zod'
+
+/**
+ * GET /metrics for a whole cluster (HALYARD_WORKERS > 1). Each worker has its own registry and
+ * node:cluster hands a scrape to any one of them, so the worker that gets it asks the primary,
+ * the primary collects every serving worker's `getMetricsAsJSON()` and aggregates them with
+ * prom-client (counters and histograms summed, gauges by their `aggregator`), and the asking
+ * worker answers with that text. prom-client's own `AggregatorRegistry.clusterMetrics` is not
+ * used: it fails the whole scrape when one worker is slow, and it listens on the global cluster
+ * object; here a round is bounded and answers with the workers that did reply.
+ *
+ * Messages (all tagged `halyardMetrics`):
+ *   worker → primary  ask        {id}           a scrape arrived; ids are per asking worker
+ *   primary → worker  collect    {round}        send your registry
+ *   worker → primary  collected  {round, metrics | error}
+ *   primary → worker  answer     {id, text}     the aggregated exposition text
+ */
+
+/** How long the primary waits for the workers; below ASK_TIMEOUT_MS so a partial answer arrives. */
+export const COLLECT_TIMEOUT_MS = 1_500
+/** How long a worker waits for the primary before it answers with its own metrics only. */
+export const ASK_TIMEOUT_MS = 3_000
+
+const MISSING_METRIC = 'halyard_cluster_metrics_workers_missing'
+
+// The shape `Registry.getMetricsAsJSON()` produces. Checked at the IPC boundary because
+// `AggregatorRegistry.aggregate` throws on an unknown aggregator and would fail the scrape.
+// Loose objects: histogram values carry more fields (metricName, exemplar) that must pass through.
+const metricJson = z.looseObject({
+  name: z.string(),
+  help: z.string(),
+  type: z.string(),
+  aggregator: z.enum(['omit', 'sum', 'first', 'min', 'max', 'average']),
+  // A NaN gauge arrives as null through JSON.
+  values: z.array(z.looseObject({ value: z.number().nullable(), labels: z.record(z.string(), z.unknown()) })),
+})
+type MetricJson = z.infer<typeof metricJson>
+
+const message = z.discriminatedUnion('halyardMetrics', [
+  z.object({ halyardMetrics: z.literal('ask'), id: z.number().int() }),
+  z.object({ halyardMetrics: z.literal('collect'), round: z.number().int() }),
+  z.object({
+    halyardMetrics: z.literal('collected'),
+    round: z.number().int(),
+    metrics: z.array(metricJson).optional(),
+    error: z.string().optional(),
+  }),
+  z.object({ halyardMetrics: z.literal('answer'), id: z.number().int(), text: z.string() }),
+])
+type Message = z.infer<typeof message>
+
+/** Parses an IPC message of this protocol; undefined for other traffic (ready reports, ...). */
+function parse(m: unknown): Message | undefined {
+  if (typeof m !== 'object' || m === null || !('halyardMetrics' in m)) return undefined
+  const out = message.safeParse(m)
+  return out.success ? out.data : undefined
+}
+
+function send(target: { send(m: Message): unknown }, m: Message): void {
+  target.send(m)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Worker side
+
+export interface WorkerMetrics {
+  /** The cluster's metrics as Prometheus text (this worker's alone if the primary is silent). */
+  scrape(): Promise<string>
+  /** Stops answering the primary; the IPC listener would otherwise keep the worker alive. */
+  close(): void
+}
+
+/**
+ * In a cluster worker: answers the primary's `collect` with `registry`, and turns a scrape into
+ * an `ask`. Outside a cluster there is no IPC channel and /metrics stays the local registry.
+ */
+export function workerMetrics(registry: Registry): WorkerMetrics {
+  let nextId = 0
+  const waiting = new Map<number, (text: string) => void>()
+
+  const onMessage = (raw: unknown) => {
+    const m = parse(raw)
+    if (m?.halyardMetrics === 'collect') {
+      registry.getMetricsAsJSON().then(
+        // prom-client's typings declare `type` as an enum; at run time it is 'counter' etc.
+        (metrics) =>
+          sendToPrimary({
+            halyardMetrics: 'collected',
+            round: m.round,
+            metrics: metrics as unknown as MetricJson[],
+          }),
+        (err: Error) => sendToPrimary({ halyardMetrics: 'collected', round: m.round, error: err.message }),
+      )
+    } else if (m?.halyardMetrics === 'answer') {
+      waiting.get(m.id)?.(m.text)
+    }
+  }
+  process.on('message', onMessage)
+
+  return {
+    scrape() {
+      const id = nextId++
+      return new Promise<string>((resolve) => {
+        const local = async (why: string) => {
+          finish()
+          // Still a valid exposition: a comment line says the numbers are one worker's share.
+          resolve(`# halyard: ${why}; these are this worker's metrics only\n${await registry.metrics()}`)
+        }
+        const timer = setTimeout(
+          () => void local(`the cluster primary did not answer within ${ASK_TIMEOUT_MS} ms`),
+          ASK_TIMEOUT_MS,
+        )
+        const finish = () => {
+          clearTimeout(timer)
+          waiting.delete(id)
+        }
+        waiting.set(id, (text) => {
+          finish()
+          resolve(text)
+        })
+        if (!process.send || !process.connected) return void local('no IPC channel to the cluster primary')
+        process.send({ halyardMetrics: 'ask', id } satisfies Message, undefined, {}, (err) => {
+          if (err) void local(`asking the cluster primary failed (${err.message})`)
+        })
+      })
+    },
+    close() {
+      process.off('message', onMessage)
+    },
+  }
+}
+
+function sendToPrimary(m: Message): void {
+  // The primary may be gone during shutdown; a lost reply only makes that round partial.
+  if (process.connected) process.send?.(m, undefined, {}, () => {})
+}
+
+// ---------------------------------------------------------------------------------------------
+// Primary side
+
+interface Round {
+  readonly asker: Worker
+  readonly askId: number
+  readonly pending: Set<Worker>
+  readonly responses: MetricJson[][]
+  readonly timer: NodeJS.Timeout
+}
+
+export interface MetricsCollector {
+  /** Handles a worker's IPC message; true when it was part of this protocol. */
+  handle(from: Worker, raw: unknown): boolean
+  /** A worker exited: rounds stop waiting for it. */
+  workerGone(w: Worker): void
+}
+
+/**
+ * In the primary. `serving` lists the workers that report ready (a replacement still starting
+ * is not asked, so a restart costs no wait, only a missing count); `expected` is the configured
+ * worker count, so `halyard_cluster_metrics_workers_missing` counts those too.
+ */
+export function metricsCollector(opts: { serving: () => Iterable<Worker>; expected: number }): MetricsCollector {
+  let nextRound = 0
+  const rounds = new Map<number, Round>()
+
+  const finish = (roundId: number) => {
+    const round = rounds.get(roundId)
+    if (!round) return
+    rounds.delete(roundId)
+    clearTimeout(round.timer)
+    void aggregate(round.responses, opts.expected).then((text) => {
+      if (round.asker.isConnected()) send(round.asker, { halyardMetrics: 'answer', id: round.askId, text })
+    })
+  }
+
+  const start = (asker: Worker, askId: number) => {
+    const roundId = nextRound++
+    const targets = new Set([...opts.serving()].filter((w) => w.isConnected()))
+    // The asker serves HTTP, so it is alive even if its ready report is still on the way.
+    targets.add(asker)
+    const timer = setTimeout(() => finish(roundId), COLLECT_TIMEOUT_MS)
+    rounds.set(roundId, { asker, askId, pending: new Set(targets), responses: [], timer })
+    for (const w of targets) send(w, { halyardMetrics: 'collect', round: roundId })
+  }
+
+  const answered = (from: Worker, roundId: number, metrics: MetricJson[] | undefined) => {
+    const round = rounds.get(roundId)
+    if (!round?.pending.delete(from)) return
+    if (metrics) round.responses.push(metrics)
+    if (round.pending.size === 0) finish(roundId)
+  }
+
+  return {
+    handle(from, raw) {
+      const m = parse(raw)
+      if (!m) return false
+      if (m.halyardMetrics === 'ask') start(from, m.id)
+      else if (m.halyardMetrics === 'collected') answered(from, m.round, m.metrics)
+      return true
+    },
+    workerGone(w) {
+      for (const [id, round] of rounds) {
+        if (round.pending.delete(w) && round.pending.size === 0) finish(id)
+      }
+    },
+  }
+}
+
+async function aggregate(responses: MetricJson[][], expected: number): Promise<string> {
+  const registry = AggregatorRegistry.aggregate(responses)
+  const missing = Math.max(0, expected - responses.length)
+  // Always exported (0 when complete), so an alert can tell a partial scrape from a full one.
+  new Gauge({
+    name: MISSING_METRIC,
+    help: 'Cluster workers whose metrics are missing from this scrape (no answer in time, or restarting)',
+    registers: [registry],
+  }).set(missing)
+  const text = await registry.metrics()
+  if (missing === 0) return text
+  return `# halyard: ${missing} of ${expected} workers did not answer within ${COLLECT_TIMEOUT_MS} ms; their series are missing\n${text}`
+}
