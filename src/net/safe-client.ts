@@ -156,18 +156,23 @@ export class SafeHttpClient {
           )
         },
       }
-      pool.dispatch(
-        {
-          path: `${url.pathname}${url.search}`,
-          method: opts.method,
-          headers: opts.headers,
-          body: opts.body ?? null,
-          // The timer above is the deadline; undici's own timers would only duplicate it.
-          headersTimeout: 0,
-          bodyTimeout: 0,
-        },
-        handler,
-      )
+      try {
+        pool.dispatch(
+          {
+            path: `${url.pathname}${url.search}`,
+            method: opts.method,
+            headers: opts.headers,
+            body: opts.body ?? null,
+            // The timer above is the deadline; undici's own timers would only duplicate it.
+            headersTimeout: 0,
+            bodyTimeout: 0,
+          },
+          handler,
+        )
+      } catch (err) {
+        // A request undici refuses outright (a closed pool, an invalid header) still settles.
+        finish({ kind: 'connect', detail: (err as Error).message })
+      }
     })
   }
 
@@ -196,6 +201,11 @@ export class SafeHttpClient {
     const pool = new Pool(url.origin, {
       connections: this.opts.connectionsPerOrigin,
       pipelining: 1,
+      // Idle connections are kept 30 s, not undici's 4 s, when the receiver advertises no
+      // shorter Keep-Alive timeout: on a 12 s chain a webhook receiver would otherwise get a new
+      // connection (and TLS handshake) for every block. A receiver that closes sooner sends a
+      // FIN, and undici drops that connection before reusing it.
+      keepAliveTimeout: 30_000,
       // Dial the checked address; SNI and the certificate check keep the URL's hostname.
       connect: (options, callback) => connector({ ...options, hostname: address, servername }, callback),
     })

@@ -160,7 +160,10 @@ export interface MetricsCollector {
  * is not asked, so a restart costs no wait, only a missing count); `expected` is the configured
  * worker count, so `halyard_cluster_metrics_workers_missing` counts those too.
  */
-export function metricsCollector(opts: { serving: () => Iterable<Worker>; expected: number }): MetricsCollector {
+export function metricsCollector(opts: {
+  serving: () => Iterable<Worker>
+  expected: number
+}): MetricsCollector {
   let nextRound = 0
   const rounds = new Map<number, Round>()
 

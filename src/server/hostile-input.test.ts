@@ -138,7 +138,10 @@ const CASES: Case[] = [
     build: (_, g) => withQuery({ ...g, headers: {} }, `apiKey=${BAD_KEY}&apiKey=x`),
     mention: authMention,
   },
-  { name: 'hostile X-Request-Id', build: (_, g) => ({ ...g, headers: { ...g.headers, 'x-request-id': '../\u00ff' } }) },
+  {
+    name: 'hostile X-Request-Id',
+    build: (_, g) => ({ ...g, headers: { ...g.headers, 'x-request-id': '../\u00ff' } }),
+  },
 
   // --- body -------------------------------------------------------------------------------------
   { name: 'malformed JSON', build: (_, g) => json(g, '{"jsonrpc":"2.0",'), mention: jsonMention },
@@ -156,10 +159,31 @@ const CASES: Case[] = [
   },
   { name: 'unknown extra fields', build: (_, g) => json(g, '{"zz_unknown":1,"another":{"deep":[1]}}') },
   { name: '__proto__ key', build: (_, g) => json(g, '{"__proto__":{"polluted":true}}') },
-  { name: 'constructor.prototype key', build: (_, g) => json(g, '{"constructor":{"prototype":{"polluted":1}}}') },
+  {
+    name: 'constructor.prototype key',
+    build: (_, g) => json(g, '{"constructor":{"prototype":{"polluted":1}}}'),
+  },
   { name: 'deeply nested (50k)', build: (_, g) => json(g, '['.repeat(50_000) + ']'.repeat(50_000)) },
-  { name: 'invalid UTF-8 bytes', build: (_, g) => json(g, Buffer.from([0x7b, 0x22, 0xff, 0xfe, 0x22, 0x7d])) },
+  {
+    name: 'invalid UTF-8 bytes',
+    build: (_, g) => json(g, Buffer.from([0x7b, 0x22, 0xff, 0xfe, 0x22, 0x7d])),
+  },
   { name: 'fields of the wrong type', build: (_, g) => json(g, JSON.stringify(wrongTypes)) },
+  { name: 'NUL in every string field', build: (_, g) => json(g, JSON.stringify(nulFields)) },
+  {
+    name: 'webhook body well-formed but NUL in config',
+    when: (r) => r.url === '/v1/webhooks' && r.method === 'POST',
+    build: (_, g) =>
+      json(
+        g,
+        JSON.stringify({
+          url: 'https://receiver.test/wh',
+          chain: 'ethereum-devnet',
+          event_type: 'address_activity',
+          config: { addresses: [ADDR], 'k\u0000': 'v\u0000' },
+        }),
+      ),
+  },
   // --- content type -----------------------------------------------------------------------------
   { name: 'text/plain JSON', build: (_, g) => json(g, '{"a":1}', { 'content-type': 'text/plain' }) },
   {
@@ -195,8 +219,15 @@ const CASES: Case[] = [
   },
   { name: 'filters of wrong value', build: (_, g) => withQuery(g, 'chain=&status=disabled2&refresh=yes') },
   { name: 'admin ?account duplicated', build: (_, g) => withQuery(g, 'account=a@b.c&account=x') },
+  {
+    name: 'NUL in query values',
+    build: (_, g) => withQuery(g, 'account=a%00b&chain=%00&status=%00&refresh=%00'),
+  },
   { name: 'query bad escapes', build: (_, g) => withQuery(g, '%zz=%&page=%ff&limit=%00') },
-  { name: '__proto__ in query', build: (_, g) => withQuery(g, '__proto__[x]=1&constructor=1&hasOwnProperty=1') },
+  {
+    name: '__proto__ in query',
+    build: (_, g) => withQuery(g, '__proto__[x]=1&constructor=1&hasOwnProperty=1'),
+  },
   { name: '10k-char query', build: (_, g) => withQuery(g, `page=${'9'.repeat(10_000)}`) },
 
   // --- method -------------------------------------------------------------------------------------
@@ -244,7 +275,12 @@ const CASES: Case[] = [
     build: (_, g) =>
       json(
         g,
-        JSON.stringify({ jsonrpc: '2.0', id: { a: 1 }, method: 'eth_chainId', params: Array(100_000).fill(0) }),
+        JSON.stringify({
+          jsonrpc: '2.0',
+          id: { a: 1 },
+          method: 'eth_chainId',
+          params: Array(100_000).fill(0),
+        }),
       ),
   },
   {
@@ -255,7 +291,8 @@ const CASES: Case[] = [
   {
     name: 'batch of 101 (over the limit)',
     when: isRpc,
-    build: (_, g) => json(g, JSON.stringify(Array(101).fill({ jsonrpc: '2.0', id: 1, method: 'eth_chainId' }))),
+    build: (_, g) =>
+      json(g, JSON.stringify(Array(101).fill({ jsonrpc: '2.0', id: 1, method: 'eth_chainId' }))),
   },
 ]
 
@@ -278,6 +315,20 @@ const wrongTypes = {
   id: { x: 1 },
   method: ['eth_chainId'],
   params: 'x',
+}
+
+/** Every string field any route reads, well-formed where it matters, with a NUL inside. */
+const nulFields = {
+  email: 'n\u0000@x.test',
+  plan: 'free',
+  account: 'n\u0000@x.test',
+  env: 'live',
+  name: 'n\u0000',
+  owner: ADDR,
+  chain: 'ethereum-devnet',
+  salt: '0',
+  status: 'active\u0000',
+  url: 'https://receiver.test/\u0000',
 }
 
 const ALL_METHODS = ['PUT', 'PATCH', 'DELETE', 'POST', 'GET', 'OPTIONS']
@@ -473,8 +524,15 @@ describe('hostile input on every route (PGlite)', () => {
   it('enumerates the routes from the app, and every route belongs to a group below', () => {
     expect(routes.length).toBeGreaterThan(20)
     const orphans = routes.filter((r) => GROUPS.filter(([, m]) => m(r.url)).length !== 1)
-    expect(orphans.map((r) => `${r.method} ${r.url}`), 'routes in no (or several) group(s)').toEqual([])
-    for (const [name, match] of GROUPS) expect(routes.some((r) => match(r.url)), name).toBe(true)
+    expect(
+      orphans.map((r) => `${r.method} ${r.url}`),
+      'routes in no (or several) group(s)',
+    ).toEqual([])
+    for (const [name, match] of GROUPS)
+      expect(
+        routes.some((r) => match(r.url)),
+        name,
+      ).toBe(true)
     // Spot-check the enumeration against routes we know exist in src/*/routes.ts.
     const have = new Set(routes.map((r) => `${r.method} ${r.url}`))
     for (const r of [
@@ -550,8 +608,14 @@ describe('hostile input on every route (PGlite)', () => {
         'Content-Length and chunked',
         `POST /v1/webhooks HTTP/1.1\r\n${host}content-length: 2\r\ntransfer-encoding: chunked\r\n\r\n0\r\n\r\n`,
       ],
-      ['bad chunk size', `POST /v1/webhooks HTTP/1.1\r\n${host}transfer-encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n`],
-      ['raw latin-1 byte in the path', `GET /v1/webhooks/\u00ff HTTP/1.1\r\n${host}x-api-key: ${key}\r\n\r\n`],
+      [
+        'bad chunk size',
+        `POST /v1/webhooks HTTP/1.1\r\n${host}transfer-encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n`,
+      ],
+      [
+        'raw latin-1 byte in the path',
+        `GET /v1/webhooks/\u00ff HTTP/1.1\r\n${host}x-api-key: ${key}\r\n\r\n`,
+      ],
       ['absolute-form garbage target', `GET http://%zz/ HTTP/1.1\r\n${host}\r\n\r\n`],
     ]
     const failures: string[] = []
