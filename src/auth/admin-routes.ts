@@ -29,15 +29,22 @@ export function registerAdminRoutes(app: FastifyInstance, auth: AuthService, adm
     return r.data
   }
   const opts = { config: { public: true }, onRequest: guard }
+  // PostgreSQL text cannot hold NUL: refused here with a 400 naming the field, not by the
+  // database with a 500.
+  const text = z
+    .string()
+    .min(1)
+    .max(320)
+    .refine((v) => !v.includes('\u0000'), { message: 'must not contain a NUL character' })
 
   app.post('/admin/accounts', opts, async (request, reply) => {
-    const b = parse(z.object({ email: z.string(), plan: z.string().optional() }), request.body)
+    const b = parse(z.object({ email: text, plan: text.optional() }), request.body)
     const account = await auth.createAccount(b.email, b.plan)
     return reply.status(201).send({ id: account.id, email: account.email, plan: account.plan })
   })
 
   app.post('/admin/accounts/plan', opts, async (request) => {
-    const b = parse(z.object({ email: z.string(), plan: z.string() }), request.body)
+    const b = parse(z.object({ email: text, plan: text }), request.body)
     const account = await auth.setPlan(b.email, b.plan)
     return { id: account.id, email: account.email, plan: account.plan }
   })
@@ -45,10 +52,10 @@ export function registerAdminRoutes(app: FastifyInstance, auth: AuthService, adm
   app.post('/admin/keys', opts, async (request, reply) => {
     const b = parse(
       z.object({
-        account: z.string(),
-        env: z.string(),
-        scopes: z.array(z.string()).optional(),
-        name: z.string().optional(),
+        account: text,
+        env: text,
+        scopes: z.array(text).optional(),
+        name: text.optional(),
       }),
       request.body,
     )
@@ -62,11 +69,12 @@ export function registerAdminRoutes(app: FastifyInstance, auth: AuthService, adm
   })
 
   app.get('/admin/keys', opts, async (request) => {
-    const q = parse(z.object({ account: z.string() }), request.query)
+    const q = parse(z.object({ account: text }), request.query)
     return { keys: await auth.listKeys(q.account) }
   })
 
-  app.post<{ Params: { id: string } }>('/admin/keys/:id/revoke', opts, async (request) =>
-    auth.revokeKey(request.params.id),
-  )
+  app.post<{ Params: { id: string } }>('/admin/keys/:id/revoke', opts, async (request) => {
+    const p = parse(z.object({ id: text }), request.params)
+    return auth.revokeKey(p.id)
+  })
 }

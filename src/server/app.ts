@@ -3,16 +3,18 @@ import type { IncomingMessage } from 'node:http'
 import Fastify, {
   type FastifyBaseLogger,
   type FastifyInstance,
+  type FastifyReply,
   type FastifyRequest,
   LogController,
 } from 'fastify'
 import { scopeForRoute } from '../auth/scopes.ts'
 import type { AuthService } from '../auth/service.ts'
+import { errorBody } from '../errors.ts'
 import { routeCost } from '../limits/compute-units.ts'
 import type { Logger } from '../logger.ts'
 import { makeAuthHook, requireScope } from './auth-hook.ts'
 import type { Charger } from './charge.ts'
-import { installErrorHandling } from './error-handler.ts'
+import { answerClientError, installErrorHandling, MAX_PARAM_LENGTH, toHalyardError } from './error-handler.ts'
 import { LazyRequestLogger } from './lazy-logger.ts'
 import type { Metrics } from './metrics.ts'
 import './context.ts'
@@ -49,7 +51,13 @@ export function buildApp(deps: AppDeps): FastifyInstance {
       const given = req.headers['x-request-id']
       return typeof given === 'string' && SAFE_REQUEST_ID.test(given) ? given : randomUUID()
     },
-    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_PARAM_LENGTH },
+    // Refusals the router makes before any route runs get the same error body as the rest.
+    frameworkErrors: (err, _request, reply) => {
+      const mapped = toHalyardError(err, bodyLimit)
+      ;(reply as FastifyReply).status(mapped.status).send(errorBody(mapped))
+    },
+    clientErrorHandler: answerClientError,
   })
 
   // JSON-RPC clients often omit or mislabel Content-Type; every body is parsed as JSON.

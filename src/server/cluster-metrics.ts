@@ -221,5 +221,6 @@ async function aggregate(responses: MetricJson[][], expected: number): Promise<s
   }).set(missing)
   const text = await registry.metrics()
   if (missing === 0) return text
-  return `# halyard: ${missing} of ${expected} workers did not answer within ${COLLECT_TIMEOUT_MS} ms; their series are missing\n${text}`
+  const why = `not serving, or no answer within ${COLLECT_TIMEOUT_MS} ms`
+  return `# halyard: metrics of ${missing} of ${expected} workers are missing (${why})\n${text}`
 }

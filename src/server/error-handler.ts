@@ -1,6 +1,10 @@
+import type { Socket } from 'node:net'
 import type { FastifyError, FastifyInstance } from 'fastify'
 import { errorBody, HalyardError } from '../errors.ts'
 import type { Charger } from './charge.ts'
+
+/** Longest path parameter the router accepts (a key id, an address, a token id…). */
+export const MAX_PARAM_LENGTH = 200
 
 /**
  * The one place errors become HTTP responses. HalyardErrors carry their code; framework
@@ -35,6 +39,11 @@ export function toHalyardError(error: unknown, bodyLimit: number): HalyardError 
       return new HalyardError('invalid_request', 'Content-Length does not match the body')
     case 'FST_ERR_VALIDATION':
       return new HalyardError('invalid_request', e.message)
+    // The router's own refusals (through `frameworkErrors`): the path is not repeated back.
+    case 'FST_ERR_BAD_URL':
+      return new HalyardError('invalid_request', 'the URL path is not valid percent-encoding')
+    case 'FST_ERR_MAX_PARAM_LENGTH':
+      return new HalyardError('invalid_request', `a path segment exceeds ${MAX_PARAM_LENGTH} characters`)
   }
   if (e instanceof SyntaxError || (e.statusCode === 400 && /JSON/i.test(e.message))) {
     return new HalyardError('invalid_request', `malformed JSON body: ${e.message}`)
@@ -43,4 +52,29 @@ export function toHalyardError(error: unknown, bodyLimit: number): HalyardError 
     return new HalyardError(e.statusCode === 404 ? 'not_found' : 'invalid_request', e.message)
   }
   return new HalyardError('internal_error', 'internal error; retry with exponential backoff')
+}
+
+/**
+ * Requests too broken to reach the router (a bad method or header, a bad Content-Length or
+ * chunk size, headers over the size limit) still get the error body, on a connection that is
+ * then closed: the stream cannot be trusted past the error.
+ */
+export function answerClientError(err: NodeJS.ErrnoException, socket: Socket): void {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return
+  if (!socket.writable) {
+    socket.destroy()
+    return
+  }
+  const message =
+    err.code === 'HPE_HEADER_OVERFLOW'
+      ? 'request headers exceed the size limit'
+      : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? 'the request did not arrive in time'
+        : err.code === 'HPE_INVALID_METHOD'
+          ? 'unknown HTTP method'
+          : `malformed HTTP request (${err.code ?? 'parse error'})`
+  const body = JSON.stringify(errorBody(new HalyardError('invalid_request', message)))
+  socket.end(
+    `HTTP/1.1 400 Bad Request\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  )
 }
