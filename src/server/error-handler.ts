@@ -74,7 +74,9 @@ export function answerClientError(err: NodeJS.ErrnoException, socket: Socket): v
           ? 'unknown HTTP method'
           : `malformed HTTP request (${err.code ?? 'parse error'})`
   const body = JSON.stringify(errorBody(new HalyardError('invalid_request', message)))
+  // Destroyed once written: a client that never closes its side must not keep the socket.
   socket.end(
     `HTTP/1.1 400 Bad Request\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    () => socket.destroy(),
   )
 }

@@ -3,7 +3,7 @@ import type { Duplex } from 'node:stream'
 import { type WebSocket, WebSocketServer } from 'ws'
 import type { AuthService, Caller } from '../auth/service.ts'
 import type { Network, NetworkRegistry } from '../chains/registry.ts'
-import { HalyardError } from '../errors.ts'
+import { HalyardError, invalidRequest } from '../errors.ts'
 import { PUSH_BYTES_PER_CU } from '../limits/compute-units.ts'
 import type { LimitDecision } from '../limits/limiter.ts'
 import { wsLimitsFor } from '../limits/plans.ts'
@@ -90,6 +90,9 @@ export class WsService {
       clientTracking: false,
       maxPayload: this.opts.maxPayloadBytes,
     })
+    // Anything the ws library still refuses during the handshake gets the error body too
+    // (with this listener it writes no answer of its own).
+    this.wss.on('wsClientError', (err, socket) => refuseUpgrade(socket, invalidRequest(err.message)))
     this.wss.on('headers', (headers, req) => {
       const d = this.decisions.get(req)
       if (d) for (const [k, v] of Object.entries(rateLimitHeaders(d))) headers.push(`${k}: ${v}`)

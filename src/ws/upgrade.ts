@@ -3,7 +3,7 @@ import { type IncomingMessage, STATUS_CODES } from 'node:http'
 import type { Duplex } from 'node:stream'
 import type { AuthService, Caller } from '../auth/service.ts'
 import type { Network, NetworkRegistry } from '../chains/registry.ts'
-import { errorBody, forbidden, HalyardError, notFound } from '../errors.ts'
+import { errorBody, forbidden, HalyardError, invalidRequest, notFound } from '../errors.ts'
 import type { LimitDecision } from '../limits/limiter.ts'
 import { keyFrom, requireNetworkAccess } from '../server/auth-hook.ts'
 import { rateLimitHeaders } from '../server/charge.ts'
@@ -14,6 +14,26 @@ export interface UpgradeDeps {
   readonly networks: NetworkRegistry
 }
 
+const WS_KEY = /^[+/0-9A-Za-z]{22}==$/
+
+/**
+ * The handshake itself (RFC 6455 4.2.1), checked before the key is charged for a connection:
+ * otherwise the ws library would refuse it later with its own HTML answer.
+ */
+function checkHandshake(req: IncomingMessage): void {
+  if (req.method !== 'GET') throw invalidRequest(`a WebSocket upgrade must be a GET, not ${req.method}`)
+  if ((req.headers.upgrade ?? '').toLowerCase() !== 'websocket')
+    throw invalidRequest('the Upgrade header must be "websocket"')
+  const key = req.headers['sec-websocket-key']
+  if (typeof key !== 'string' || !WS_KEY.test(key.trim()))
+    throw invalidRequest('missing or invalid Sec-WebSocket-Key header')
+  const version = req.headers['sec-websocket-version']
+  if (version !== '13' && version !== '8')
+    throw new HalyardError('invalid_request', 'unsupported Sec-WebSocket-Version; use 13', {
+      'sec-websocket-version': '13',
+    })
+}
+
 /**
  * Decides an upgrade request before any WebSocket exists, in the HTTP order: unknown path 404,
  * key 401, network 404, test key on mainnet 403, scope 403. Throws the HalyardError to answer.
@@ -22,6 +42,7 @@ export async function authorizeUpgrade(
   req: IncomingMessage,
   deps: UpgradeDeps,
 ): Promise<{ caller: Caller; network: Network }> {
+  checkHandshake(req)
   const url = new URL(req.url ?? '/', 'http://halyard.invalid')
   const path = parseWsPath(url.pathname)
   if (!path)
@@ -56,6 +77,10 @@ export function refuseUpgrade(socket: Duplex, err: unknown, decision?: LimitDeci
   const head = Object.entries(headers)
     .map(([k, v]) => `${k}: ${v}`)
     .join('\r\n')
-  if (socket.writable) socket.end(`HTTP/1.1 ${e.status} ${STATUS_CODES[e.status]}\r\n${head}\r\n\r\n${body}`)
+  // Destroyed once written: a client that never closes its side must not keep the socket.
+  if (socket.writable)
+    socket.end(`HTTP/1.1 ${e.status} ${STATUS_CODES[e.status]}\r\n${head}\r\n\r\n${body}`, () =>
+      socket.destroy(),
+    )
   else socket.destroy()
 }
