@@ -53,9 +53,12 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     },
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_PARAM_LENGTH },
     // Refusals the router makes before any route runs get the same error body as the rest.
-    frameworkErrors: (err, _request, reply) => {
+    frameworkErrors: (err, request, reply) => {
       const mapped = toHalyardError(err, bodyLimit)
-      ;(reply as FastifyReply).status(mapped.status).send(errorBody(mapped))
+      ;(reply as FastifyReply)
+        .status(mapped.status)
+        .header('x-request-id', request.id)
+        .send(errorBody(mapped))
     },
     clientErrorHandler: answerClientError,
   })

@@ -58,8 +58,12 @@ function parse(m: unknown): Message | undefined {
   return out.success ? out.data : undefined
 }
 
-function send(target: { send(m: Message): unknown }, m: Message): void {
-  target.send(m)
+/**
+ * A send whose failure is ignored: a worker that died a moment ago still looks connected, and
+ * an unhandled EPIPE on its channel would crash the primary (the round just misses its answer).
+ */
+function send(target: Worker, m: Message): void {
+  target.send(m, undefined, {}, () => {})
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -117,6 +121,8 @@ export function workerMetrics(registry: Registry): WorkerMetrics {
           waiting.delete(id)
         }
         waiting.set(id, (text) => {
+          // An empty answer: no worker replied in time; this worker's own numbers beat none.
+          if (text === '') return void local('no cluster worker answered in time')
           finish()
           resolve(text)
         })
@@ -141,8 +147,8 @@ function sendToPrimary(m: Message): void {
 // Primary side
 
 interface Round {
-  readonly asker: Worker
-  readonly askId: number
+  /** Scrapes waiting for this round: the one that started it and any that came meanwhile. */
+  readonly askers: Array<{ worker: Worker; askId: number }>
   readonly pending: Set<Worker>
   readonly responses: MetricJson[][]
   readonly timer: NodeJS.Timeout
@@ -165,30 +171,42 @@ export function metricsCollector(opts: {
   expected: number
 }): MetricsCollector {
   let nextRound = 0
-  const rounds = new Map<number, Round>()
+  // At most one round in flight (/metrics needs no key): scrapes that arrive meanwhile share it.
+  let current: { id: number; round: Round } | undefined
 
   const finish = (roundId: number) => {
-    const round = rounds.get(roundId)
-    if (!round) return
-    rounds.delete(roundId)
+    if (current?.id !== roundId) return
+    const { round } = current
+    current = undefined
     clearTimeout(round.timer)
-    void aggregate(round.responses, opts.expected).then((text) => {
-      if (round.asker.isConnected()) send(round.asker, { halyardMetrics: 'answer', id: round.askId, text })
-    })
+    const answer = (text: string) => {
+      for (const a of round.askers) {
+        if (a.worker.isConnected()) send(a.worker, { halyardMetrics: 'answer', id: a.askId, text })
+      }
+    }
+    if (round.responses.length === 0) return answer('')
+    aggregate(round.responses, opts.expected).then(answer, () => answer(''))
   }
 
   const start = (asker: Worker, askId: number) => {
+    if (current) {
+      current.round.askers.push({ worker: asker, askId })
+      return
+    }
     const roundId = nextRound++
     const targets = new Set([...opts.serving()].filter((w) => w.isConnected()))
     // The asker serves HTTP, so it is alive even if its ready report is still on the way.
     targets.add(asker)
     const timer = setTimeout(() => finish(roundId), COLLECT_TIMEOUT_MS)
-    rounds.set(roundId, { asker, askId, pending: new Set(targets), responses: [], timer })
+    current = {
+      id: roundId,
+      round: { askers: [{ worker: asker, askId }], pending: new Set(targets), responses: [], timer },
+    }
     for (const w of targets) send(w, { halyardMetrics: 'collect', round: roundId })
   }
 
   const answered = (from: Worker, roundId: number, metrics: MetricJson[] | undefined) => {
-    const round = rounds.get(roundId)
+    const round = current?.id === roundId ? current.round : undefined
     if (!round?.pending.delete(from)) return
     if (metrics) round.responses.push(metrics)
     if (round.pending.size === 0) finish(roundId)
@@ -203,9 +221,7 @@ export function metricsCollector(opts: {
       return true
     },
     workerGone(w) {
-      for (const [id, round] of rounds) {
-        if (round.pending.delete(w) && round.pending.size === 0) finish(id)
-      }
+      if (current?.round.pending.delete(w) && current.round.pending.size === 0) finish(current.id)
     },
   }
 }

@@ -88,6 +88,8 @@ export function superviseWorkers(
       ...(opts.adminToken ? { [ADMIN_TOKEN_ENV]: opts.adminToken } : {}),
     })
     workers.set(index, w)
+    // IPC to a worker that just died fails with EPIPE; unhandled, it would crash the primary.
+    w.on('error', (err) => opts.logger.warn({ err: err.message, worker: index }, 'worker IPC error'))
     w.on('message', (m: unknown) => {
       if (metrics.handle(w, m) || !isReady(m)) return
       serving.add(w)

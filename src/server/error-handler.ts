@@ -43,7 +43,7 @@ export function toHalyardError(error: unknown, bodyLimit: number): HalyardError 
     case 'FST_ERR_BAD_URL':
       return new HalyardError('invalid_request', 'the URL path is not valid percent-encoding')
     case 'FST_ERR_MAX_PARAM_LENGTH':
-      return new HalyardError('invalid_request', `a path segment exceeds ${MAX_PARAM_LENGTH} characters`)
+      return new HalyardError('invalid_request', `a path parameter exceeds ${MAX_PARAM_LENGTH} characters`)
   }
   if (e instanceof SyntaxError || (e.statusCode === 400 && /JSON/i.test(e.message))) {
     return new HalyardError('invalid_request', `malformed JSON body: ${e.message}`)
@@ -61,7 +61,10 @@ export function toHalyardError(error: unknown, bodyLimit: number): HalyardError 
  */
 export function answerClientError(err: NodeJS.ErrnoException, socket: Socket): void {
   if (err.code === 'ECONNRESET' || socket.destroyed) return
-  if (!socket.writable) {
+  // Mid-response (a pipelined request after one being answered): an error written now would
+  // land inside that answer's body; the connection is cut instead.
+  const inFlight = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage
+  if (!socket.writable || inFlight?.headersSent) {
     socket.destroy()
     return
   }

@@ -30,7 +30,7 @@ function checkHandshake(req: IncomingMessage): void {
   const version = req.headers['sec-websocket-version']
   if (version !== '13' && version !== '8')
     throw new HalyardError('invalid_request', 'unsupported Sec-WebSocket-Version; use 13', {
-      'sec-websocket-version': '13',
+      'sec-websocket-version': '13, 8',
     })
 }
 
