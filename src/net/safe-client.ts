@@ -48,6 +48,11 @@ export interface SafeHttpClientOptions {
 
 const TLS_ERROR = /CERT|SSL|TLS|SELF_SIGNED/i
 
+/** The URL's host without IPv6 brackets, as DNS, isIP and TLS want it. */
+export function bareHost(url: URL): string {
+  return url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname
+}
+
 export class SafeHttpClient {
   private readonly pools = new Map<string, Pool>()
   /** Small ids for CA bundles, so a pool key does not carry the PEM text; never reused. */
@@ -156,23 +161,19 @@ export class SafeHttpClient {
           )
         },
       }
-      try {
-        pool.dispatch(
-          {
-            path: `${url.pathname}${url.search}`,
-            method: opts.method,
-            headers: opts.headers,
-            body: opts.body ?? null,
-            // The timer above is the deadline; undici's own timers would only duplicate it.
-            headersTimeout: 0,
-            bodyTimeout: 0,
-          },
-          handler,
-        )
-      } catch (err) {
-        // A request undici refuses outright (a closed pool, an invalid header) still settles.
-        finish({ kind: 'connect', detail: (err as Error).message })
-      }
+      // undici reports a request it refuses (a closed pool, a bad header) to onResponseError.
+      pool.dispatch(
+        {
+          path: `${url.pathname}${url.search}`,
+          method: opts.method,
+          headers: opts.headers,
+          body: opts.body ?? null,
+          // The timer above is the deadline; undici's own timers would only duplicate it.
+          headersTimeout: 0,
+          bodyTimeout: 0,
+        },
+        handler,
+      )
     })
   }
 
@@ -196,7 +197,7 @@ export class SafeHttpClient {
       // Longer than any caller's deadline: the request's own timer is what reports a timeout.
       timeout: 300_000,
     })
-    const hostname = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname
+    const hostname = bareHost(url)
     const servername = isIP(hostname) ? undefined : hostname
     const pool = new Pool(url.origin, {
       connections: this.opts.connectionsPerOrigin,

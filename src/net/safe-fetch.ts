@@ -1,7 +1,7 @@
 import { lookup as dnsLookup } from 'node:dns/promises'
 import { isIP } from 'node:net'
 import { type AddressPolicy, blockedReason, type CidrAllowlist } from './address-policy.ts'
-import { SafeHttpClient } from './safe-client.ts'
+import { bareHost, SafeHttpClient } from './safe-client.ts'
 
 /**
  * The one way Halyard makes HTTP requests to user-supplied URLs (webhook receivers, NFT
@@ -110,7 +110,7 @@ export async function checkTarget(
   if (url.username || url.password) {
     return { ok: false, kind: 'invalid_url', reason: 'credentials in the URL are not allowed' }
   }
-  const host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname
+  const host = bareHost(url)
   if (!host) return { ok: false, kind: 'invalid_url', reason: 'URL has no host' }
   let addresses: Array<{ address: string; family: number }>
   if (isIP(host)) {
@@ -144,6 +144,31 @@ export async function checkTarget(
 
 let sharedClient: SafeHttpClient | undefined
 
+/**
+ * checkTarget under the DNS part of the one deadline and the abort signal. An IP literal needs
+ * no lookup, so it skips the race (a timer, a promise and a listener per webhook attempt).
+ */
+async function checkWithin(
+  url: URL,
+  opts: SafeFetchOptions,
+  timeoutMs: number,
+): Promise<TargetCheck | 'timeout' | 'aborted'> {
+  if (isIP(bareHost(url))) return checkTarget(url, opts)
+  let dnsTimer: NodeJS.Timeout | undefined
+  let onAbort: (() => void) | undefined
+  const check = await Promise.race([
+    checkTarget(url, opts),
+    new Promise<'timeout' | 'aborted'>((resolve) => {
+      dnsTimer = setTimeout(() => resolve('timeout'), timeoutMs)
+      onAbort = () => resolve('aborted')
+      opts.signal?.addEventListener('abort', onAbort, { once: true })
+    }),
+  ])
+  clearTimeout(dnsTimer)
+  if (onAbort) opts.signal?.removeEventListener('abort', onAbort)
+  return check
+}
+
 export async function safeFetch(input: string | URL, opts: SafeFetchOptions = {}): Promise<SafeFetchResult> {
   const started = performance.now()
   const elapsed = () => Math.round(performance.now() - started)
@@ -165,19 +190,7 @@ export async function safeFetch(input: string | URL, opts: SafeFetchOptions = {}
   const timedOut = () => fail('timeout', `no response within ${timeoutMs} ms`)
   if (opts.signal?.aborted) return fail('aborted', 'request aborted')
 
-  // The DNS part of the one deadline (the client enforces the rest), and of the abort signal.
-  let dnsTimer: NodeJS.Timeout | undefined
-  let onAbort: (() => void) | undefined
-  const check = await Promise.race([
-    checkTarget(url, opts),
-    new Promise<'timeout' | 'aborted'>((resolve) => {
-      dnsTimer = setTimeout(() => resolve('timeout'), timeoutMs)
-      onAbort = () => resolve('aborted')
-      opts.signal?.addEventListener('abort', onAbort, { once: true })
-    }),
-  ])
-  clearTimeout(dnsTimer)
-  if (onAbort) opts.signal?.removeEventListener('abort', onAbort)
+  const check = await checkWithin(url, opts, timeoutMs)
   if (check === 'timeout') return timedOut()
   if (check === 'aborted') return fail('aborted', 'request aborted')
   if (!check.ok) return fail(check.kind ?? 'blocked_address', check.reason ?? 'target refused')
@@ -190,8 +203,7 @@ export async function safeFetch(input: string | URL, opts: SafeFetchOptions = {}
     method: opts.method ?? 'GET',
     headers: opts.headers ?? {},
     body: opts.body,
-    // Rounded up: a timer set for a fraction of a millisecond fires on the whole one below.
-    timeoutMs: Math.max(1, Math.ceil(deadline - performance.now())),
+    timeoutMs: Math.max(1, deadline - performance.now()),
     maxBytes,
     oversize: opts.oversize ?? 'fail',
     ca: opts.ca,

@@ -1,4 +1,6 @@
+import { STATUS_CODES } from 'node:http'
 import type { Socket } from 'node:net'
+import type { Duplex } from 'node:stream'
 import type { FastifyError, FastifyInstance } from 'fastify'
 import { errorBody, HalyardError } from '../errors.ts'
 import type { Charger } from './charge.ts'
@@ -64,22 +66,41 @@ export function answerClientError(err: NodeJS.ErrnoException, socket: Socket): v
   // Mid-response (a pipelined request after one being answered): an error written now would
   // land inside that answer's body; the connection is cut instead.
   const inFlight = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage
-  if (!socket.writable || inFlight?.headersSent) {
+  if (inFlight?.headersSent) {
     socket.destroy()
     return
   }
-  const message =
-    err.code === 'HPE_HEADER_OVERFLOW'
-      ? 'request headers exceed the size limit'
-      : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
-        ? 'the request did not arrive in time'
-        : err.code === 'HPE_INVALID_METHOD'
-          ? 'unknown HTTP method'
-          : `malformed HTTP request (${err.code ?? 'parse error'})`
-  const body = JSON.stringify(errorBody(new HalyardError('invalid_request', message)))
-  // Destroyed once written: a client that never closes its side must not keep the socket.
-  socket.end(
-    `HTTP/1.1 400 Bad Request\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
-    () => socket.destroy(),
+  const message = CLIENT_ERRORS[err.code ?? ''] ?? `malformed HTTP request (${err.code ?? 'parse error'})`
+  endWithError(socket, new HalyardError('invalid_request', message))
+}
+
+const CLIENT_ERRORS: Record<string, string> = {
+  HPE_HEADER_OVERFLOW: 'request headers exceed the size limit',
+  ERR_HTTP_REQUEST_TIMEOUT: 'the request did not arrive in time',
+  HPE_INVALID_METHOD: 'unknown HTTP method',
+}
+
+/**
+ * Answers on a raw socket (no Fastify reply: a protocol error, a refused WebSocket upgrade)
+ * with the error body, then closes it. Destroyed once written: a client that never closes its
+ * side must not keep the socket.
+ */
+export function endWithError(socket: Duplex, e: HalyardError, headers: Record<string, string> = {}): void {
+  if (!socket.writable) {
+    socket.destroy()
+    return
+  }
+  const body = JSON.stringify(errorBody(e))
+  const head = Object.entries({
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': String(Buffer.byteLength(body)),
+    connection: 'close',
+    ...headers,
+    ...e.headers,
+  })
+    .map(([k, v]) => `${k}: ${v}`)
+    .join('\r\n')
+  socket.end(`HTTP/1.1 ${e.status} ${STATUS_CODES[e.status]}\r\n${head}\r\n\r\n${body}`, () =>
+    socket.destroy(),
   )
 }

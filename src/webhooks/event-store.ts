@@ -1,17 +1,14 @@
 import { type Kysely, sql } from 'kysely'
 import type { Database } from '../storage/schema.ts'
+import type { WebhookEventsTable } from './tables.ts'
 
 type Db = Kysely<Database>
 
 /** Events inserted by the matcher or the test endpoint. */
-export interface NewEvent {
-  id: string
-  webhook_id: string
-  network: string | null
-  block_number: string | null
-  event_type: string
-  body: string
-}
+export type NewEvent = Pick<
+  WebhookEventsTable,
+  'id' | 'webhook_id' | 'network' | 'block_number' | 'event_type' | 'body'
+>
 
 /** What one delivery attempt came to, and where its event goes next. */
 export interface AttemptOutcome {

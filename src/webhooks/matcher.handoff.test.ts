@@ -6,13 +6,14 @@ import { storageBackends, type TestStorage } from '../../test/helpers/storage.ts
 import { until } from '../../test/helpers/until.ts'
 import { NetworkRegistry } from '../chains/registry.ts'
 import { createLogger } from '../logger.ts'
-import type { Address, Hash } from '../types.ts'
+import type { Address } from '../types.ts'
 import { matchKeys } from './config.ts'
 import { encryptSecret } from './crypto.ts'
 import { DeliveryWorker } from './delivery.ts'
 import { WebhookMatcher } from './matcher.ts'
 import { ReceiptReader } from './receipts.ts'
 import { WebhookStore } from './store.ts'
+import { nativeTransfersBlock } from './test-blocks.ts'
 import { TokenMetadata } from './token-metadata.ts'
 
 /**
@@ -23,19 +24,7 @@ import { TokenMetadata } from './token-metadata.ts'
  * still open, or that rolls back.
  */
 const TO = '0x00000000000000000000000000000000000000a1' as Address
-const FROM = '0x00000000000000000000000000000000000000f0' as Address
-const hash = (n: number) => `0x${n.toString(16).padStart(64, '0')}` as Hash
-const block = (network: string, n: number) => ({
-  network,
-  chainId: 31337,
-  number: BigInt(n),
-  hash: hash(1000 + n),
-  parentHash: hash(999 + n),
-  timestamp: n,
-  logs: [],
-  transfers: [],
-  transactions: [{ hash: hash(n * 100), from: FROM, to: TO, value: 1n, index: 0, input: '0x' as const }],
-})
+const block = (network: string, n: number) => nativeTransfersBlock(network, n, [TO])
 
 describe.each(storageBackends().filter((b) => b.name === 'postgres'))(
   'matcher hand-off across networks on $name',

@@ -2,11 +2,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { storageBackends, type TestStorage } from '../../test/helpers/storage.ts'
 import { NetworkRegistry } from '../chains/registry.ts'
 import { createLogger } from '../logger.ts'
-import type { Address, Hash } from '../types.ts'
+import type { Address } from '../types.ts'
 import { matchKeys } from './config.ts'
 import { WebhookMatcher } from './matcher.ts'
 import { ReceiptReader } from './receipts.ts'
 import { WebhookStore } from './store.ts'
+import { nativeTransfersBlock } from './test-blocks.ts'
 import { TokenMetadata } from './token-metadata.ts'
 
 /**
@@ -17,28 +18,7 @@ import { TokenMetadata } from './token-metadata.ts'
 const NET = 'ethereum-devnet'
 const A = '0x00000000000000000000000000000000000000a1' as Address
 const B = '0x00000000000000000000000000000000000000b2' as Address
-const FROM = '0x00000000000000000000000000000000000000f0' as Address
-const hash = (n: number) => `0x${n.toString(16).padStart(64, '0')}` as Hash
-
-/** A block with one native transfer to each of `to`. */
-const block = (n: number, to: Address[]) => ({
-  network: NET,
-  chainId: 31337,
-  number: BigInt(n),
-  hash: hash(1000 + n),
-  parentHash: hash(999 + n),
-  timestamp: n,
-  logs: [],
-  transfers: [],
-  transactions: to.map((t, i) => ({
-    hash: hash(n * 100 + i),
-    from: FROM,
-    to: t,
-    value: 1n,
-    index: i,
-    input: '0x' as const,
-  })),
-})
+const block = (n: number, to: Address[]) => nativeTransfersBlock(NET, n, to)
 
 describe.each(storageBackends())('webhook matcher on $name', (backend) => {
   let storage: TestStorage

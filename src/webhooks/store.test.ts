@@ -7,6 +7,20 @@ import { type ClaimedEvent, WebhookStore } from './store.ts'
  * database never hand out the same event, only a webhook's oldest undelivered events are
  * handed out (block order), and nothing behind an event in flight is claimable.
  */
+/** A webhook row as the store inserts it; tests override what they are about. */
+const webhook = (id: string, over: Partial<Parameters<WebhookStore['insertWebhook']>[0]> = {}) => ({
+  id,
+  account_id: 'acct',
+  notify_email: null,
+  url: 'https://example.com/',
+  chain: 'ethereum-devnet',
+  event_type: 'log',
+  config: '{}',
+  secret_enc: 'x',
+  status: 'active',
+  ...over,
+})
+
 describe.each(storageBackends())('webhook claims on $name', (backend) => {
   let storage: TestStorage
   let store: WebhookStore
@@ -15,20 +29,7 @@ describe.each(storageBackends())('webhook claims on $name', (backend) => {
     storage = await backend.open()
     store = new WebhookStore(storage.db)
     for (let w = 0; w < 20; w++) {
-      await store.insertWebhook(
-        {
-          id: `wh_${w}`,
-          account_id: 'acct',
-          notify_email: null,
-          url: 'https://example.com/',
-          chain: 'ethereum-devnet',
-          event_type: 'log',
-          config: '{}',
-          secret_enc: 'x',
-          status: 'active',
-        },
-        [],
-      )
+      await store.insertWebhook(webhook(`wh_${w}`), [])
     }
     const events = Array.from({ length: 400 }, (_, i) => ({
       id: `evt_${String(i).padStart(4, '0')}`,
@@ -83,20 +84,7 @@ describe.each(storageBackends())('webhook claims on $name', (backend) => {
   })
 
   it('a redelivery request leaves an event in flight with its worker (no second claim)', async () => {
-    await store.insertWebhook(
-      {
-        id: 'wh_r',
-        account_id: 'acct',
-        notify_email: null,
-        url: 'https://example.com/',
-        chain: 'ethereum-devnet',
-        event_type: 'log',
-        config: '{}',
-        secret_enc: 'x',
-        status: 'active',
-      },
-      [],
-    )
+    await store.insertWebhook(webhook('wh_r'), [])
     await store.insertEvents(storage.db, [
       { id: 'evt_r', webhook_id: 'wh_r', network: null, block_number: null, event_type: 'log', body: '{}' },
     ])
@@ -111,17 +99,7 @@ describe.each(storageBackends())('webhook claims on $name', (backend) => {
   it('leases events at insert only to active webhooks with nothing undelivered, in order', async () => {
     const hook = (id: string, status: string) =>
       store.insertWebhook(
-        {
-          id,
-          account_id: 'acct',
-          notify_email: null,
-          url: `https://example.com/${id}`,
-          chain: 'ethereum-devnet',
-          event_type: 'log',
-          config: '{}',
-          secret_enc: `enc_${id}`,
-          status,
-        },
+        webhook(id, { url: `https://example.com/${id}`, secret_enc: `enc_${id}`, status }),
         [],
       )
     await hook('wh_idle', 'active')
@@ -168,20 +146,7 @@ describe.each(storageBackends())('webhook claims on $name', (backend) => {
   it('says whether an active webhook of a network reads block transactions', async () => {
     // Only `log` webhooks so far (and paused ones): blocks with logs are enough.
     expect(await store.watchesTransactions('ethereum-devnet')).toBe(false)
-    await store.insertWebhook(
-      {
-        id: 'wh_tx',
-        account_id: 'acct',
-        notify_email: null,
-        url: 'https://example.com/',
-        chain: 'ethereum-devnet',
-        event_type: 'mined_transaction',
-        config: '{}',
-        secret_enc: 'x',
-        status: 'paused',
-      },
-      [],
-    )
+    await store.insertWebhook(webhook('wh_tx', { event_type: 'mined_transaction', status: 'paused' }), [])
     expect(await store.watchesTransactions('ethereum-devnet')).toBe(false)
     await store.update('wh_tx', { status: 'active' })
     expect(await store.watchesTransactions('ethereum-devnet')).toBe(true)

@@ -1,12 +1,13 @@
 import { randomUUID } from 'node:crypto'
-import { type IncomingMessage, STATUS_CODES } from 'node:http'
+import type { IncomingMessage } from 'node:http'
 import type { Duplex } from 'node:stream'
 import type { AuthService, Caller } from '../auth/service.ts'
 import type { Network, NetworkRegistry } from '../chains/registry.ts'
-import { errorBody, forbidden, HalyardError, invalidRequest, notFound } from '../errors.ts'
+import { forbidden, HalyardError, invalidRequest, notFound } from '../errors.ts'
 import type { LimitDecision } from '../limits/limiter.ts'
 import { keyFrom, requireNetworkAccess } from '../server/auth-hook.ts'
 import { rateLimitHeaders } from '../server/charge.ts'
+import { endWithError } from '../server/error-handler.ts'
 import { parseWsPath } from './routes.ts'
 
 export interface UpgradeDeps {
@@ -65,22 +66,5 @@ export function refuseUpgrade(socket: Duplex, err: unknown, decision?: LimitDeci
     err instanceof HalyardError
       ? err
       : new HalyardError('internal_error', 'internal error; retry with exponential backoff')
-  const body = JSON.stringify(errorBody(e))
-  const headers: Record<string, string> = {
-    'content-type': 'application/json; charset=utf-8',
-    'content-length': String(Buffer.byteLength(body)),
-    'x-request-id': randomUUID(),
-    connection: 'close',
-    ...(decision ? rateLimitHeaders(decision) : {}),
-    ...e.headers,
-  }
-  const head = Object.entries(headers)
-    .map(([k, v]) => `${k}: ${v}`)
-    .join('\r\n')
-  // Destroyed once written: a client that never closes its side must not keep the socket.
-  if (socket.writable)
-    socket.end(`HTTP/1.1 ${e.status} ${STATUS_CODES[e.status]}\r\n${head}\r\n\r\n${body}`, () =>
-      socket.destroy(),
-    )
-  else socket.destroy()
+  endWithError(socket, e, { 'x-request-id': randomUUID(), ...(decision ? rateLimitHeaders(decision) : {}) })
 }
