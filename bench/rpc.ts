@@ -5,31 +5,38 @@
  * else autocannon (Node, which takes about a core itself); BENCH_LOADGEN=autocannon forces it.
  * Every row of one run uses the same generator, so ratios compare like with like.
  *
- * Rows (50 connections, a fixed duration each, after a short warm-up):
- *   direct anvil        eth_blockNumber, eth_chainId, finalized eth_getBlockByNumber, batch of 10
- *   nginx → anvil       eth_blockNumber through `proxy_pass` (skipped with a note without nginx)
- *   Halyard → anvil     the same calls through /v1/rpc/ethereum/devnet with an enterprise key
- *   Halyard × N workers eth_blockNumber and eth_chainId through a cluster (HALYARD_WORKERS) on
- *                       PostgreSQL + Redis, when DATABASE_URL and REDIS_URL are set, compared
- *                       with nginx running N workers (the single process with nginx's one)
- *                       (BENCH_WORKERS, default 2; 0 skips), with the enterprise key (no
- *                       limiter call) and with a limited key (one Redis check per call)
- * Prints req/s, p50, p99, and the ratios the issue targets: uncached Halyard ≥ 0.8 × nginx,
- * cached Halyard ≥ 1.5 × direct anvil, added p50 ≤ 1 ms.
+ * Rows (50 connections, BENCH_SECONDS each, default 5, after a 1 s warm-up), first for one
+ * process, then for BENCH_WORKERS (default 2; 0 skips) processes behind one port:
+ *   anvil direct         eth_blockNumber, eth_chainId, batch of 10 (once: anvil is the same)
+ *   nginx → anvil        `proxy_pass` with as many nginx workers (skipped without nginx)
+ *   bare node:http       a constant answer (bench/lib/floor-http.ts; node:cluster for N): the
+ *                        runtime's floor, what no Node gateway can beat
+ *   Halyard              /v1/rpc/ethereum/devnet: uncached eth_blockNumber, cached eth_chainId,
+ *                        a batch of 10, and the same two calls with a key on a limited plan
+ *                        (counted by the limiter on every call) next to the enterprise key
+ * One process runs on PGlite, with the Redis limiter when REDIS_URL is set (else in-process);
+ * the workers run `HALYARD_WORKERS`-style (src/server/cluster.ts) on PostgreSQL and Redis and
+ * need DATABASE_URL and REDIS_URL. Prints req/s, p50, p99 and the ratios issue 13 targets:
+ * uncached ≥ 0.8 × nginx, cached ≥ 0.7 × bare node:http, limited ≥ 0.8 × unlimited.
  *
- * Halyard runs in a child process (this file with `--server`), so the load generator and the
- * gateway do not share an event loop; nginx runs on a free loopback port with a
- * temporary config and is killed afterwards, as are anvil and Halyard.
+ * BENCH_PROFILE=1 runs Halyard under `--cpu-prof` and prints, per Halyard row, the top
+ * functions by self time and the totals per package (bench/lib/cpu-top.ts; BENCH_PROFILE_TOP
+ * lines, default 25). The profiler costs some throughput: compare profiled runs with each other.
+ *
+ * Every server runs in its own child process, so the load generator and the server under test
+ * never share an event loop; only one server is loaded at a time, and all are stopped at the end.
  */
 import { execFileSync, spawn } from 'node:child_process'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:net'
-import { tmpdir } from 'node:os'
+import { loadavg, tmpdir } from 'node:os'
 import path from 'node:path'
 import autocannon from 'autocannon'
 import { startAnvil, waitForRpc } from '../src/devnet/anvil.ts'
-
+import { cpuTop, formatCpuTop, profileFiles } from './lib/cpu-top.ts'
+import { startFloor } from './lib/floor-http.ts'
 import { type HalyardChild, serveHalyardChild, startHalyardChild } from './lib/halyard-child.ts'
+import { treeCpuUs } from './lib/proc-cpu.ts'
 import { findWrk, runWrk } from './lib/wrk.ts'
 
 const CONNECTIONS = 50
@@ -37,6 +44,8 @@ const DURATION_S = Number(process.env.BENCH_SECONDS ?? 5)
 const WARMUP_S = 1
 const WORKERS = Number(process.env.BENCH_WORKERS ?? 2)
 const WRK = process.env.BENCH_LOADGEN === 'autocannon' ? undefined : findWrk()
+const PROFILE = process.env.BENCH_PROFILE === '1'
+const PROFILE_TOP = Number(process.env.BENCH_PROFILE_TOP ?? 25)
 
 const call = (method: string, params: unknown[] = [], id = 1) => ({ jsonrpc: '2.0', id, method, params })
 
@@ -46,31 +55,46 @@ interface Row {
   p50: number
   p99: number
   errors: number
+  /** CPU the server under test (its process tree) spent per answered request, µs. */
+  cpuUsPerReq: number | undefined
+  /** The measured part of the row on the monotonic clock, µs (for slicing a profile). */
+  window: { from: number; to: number }
+}
+
+const monotonicUs = () => Number(process.hrtime.bigint() / 1000n)
+
+/** A server under test: its URL and, where known, the process whose tree's CPU is counted. */
+interface Target {
+  url: string
+  pid?: number | undefined
 }
 
 async function load(
   name: string,
-  url: string,
+  target: Target,
   body: unknown,
   headers: Record<string, string> = {},
 ): Promise<Row> {
+  const { url, pid } = target
+  const perReq = (cpu0: number | undefined, reqPerSec: number) => {
+    const cpu1 = treeCpuUs(pid)
+    return cpu0 === undefined || cpu1 === undefined || reqPerSec === 0
+      ? undefined
+      : (cpu1 - cpu0) / (reqPerSec * DURATION_S)
+  }
   if (WRK) {
-    const h = { 'content-type': 'application/json', ...headers }
-    await runWrk(WRK, {
+    const opts = {
       url,
       body: JSON.stringify(body),
-      headers: h,
+      headers: { 'content-type': 'application/json', ...headers },
       connections: CONNECTIONS,
-      seconds: WARMUP_S,
-    })
-    const r = await runWrk(WRK, {
-      url,
-      body: JSON.stringify(body),
-      headers: h,
-      connections: CONNECTIONS,
-      seconds: DURATION_S,
-    })
-    return { name, ...r }
+    }
+    await runWrk(WRK, { ...opts, seconds: WARMUP_S })
+    const from = monotonicUs()
+    const cpu0 = treeCpuUs(pid)
+    const r = await runWrk(WRK, { ...opts, seconds: DURATION_S })
+    const cpuUsPerReq = perReq(cpu0, r.reqPerSec)
+    return { name, ...r, cpuUsPerReq, window: { from, to: monotonicUs() } }
   }
   const opts = {
     url,
@@ -80,6 +104,8 @@ async function load(
     body: JSON.stringify(body),
   }
   await autocannon({ ...opts, duration: WARMUP_S })
+  const from = monotonicUs()
+  const cpu0 = treeCpuUs(pid)
   const r = await autocannon({ ...opts, duration: DURATION_S })
   return {
     name,
@@ -87,6 +113,8 @@ async function load(
     p50: r.latency.p50,
     p99: r.latency.p99,
     errors: r.errors + r.timeouts + r.non2xx,
+    cpuUsPerReq: perReq(cpu0, r.requests.average),
+    window: { from, to: monotonicUs() },
   }
 }
 
@@ -115,7 +143,7 @@ async function startNginx(
   bin: string,
   anvilPort: number,
   workers = 1,
-): Promise<{ url: string; stop(): Promise<void> }> {
+): Promise<{ url: string; pid: number | undefined; stop(): Promise<void> }> {
   const dir = mkdtempSync(path.join(tmpdir(), 'halyard-bench-nginx-'))
   const port = await freePort()
   const conf = path.join(dir, 'nginx.conf')
@@ -150,6 +178,7 @@ http {
   await waitForRpc(url, 10_000)
   return {
     url,
+    pid: child.pid,
     async stop() {
       const exited = new Promise((r) => child.once('exit', r))
       child.kill('SIGTERM')
@@ -161,140 +190,214 @@ http {
 }
 
 const fmt = (n: number, d = 0) => n.toFixed(d)
+const cpu = (r: Row) => (r.cpuUsPerReq === undefined ? '–' : fmt(r.cpuUsPerReq, 1))
+
+type Run = (name: string, target: Target, body: unknown, headers?: Record<string, string>) => Promise<Row>
+
+interface Direct {
+  blockNumber: Row
+  chainId: Row
+  batch: Row
+}
+
+/** One configuration's rows: nginx, the floor and Halyard, all with `workers` processes. */
+interface Config {
+  title: string
+  nginx: Row | undefined
+  floor: Row
+  uncached: Row
+  cached: Row
+  batch: Row
+  limitedUncached: Row
+  limitedCached: Row
+  /** Per Halyard row: the profile top, with BENCH_PROFILE=1. */
+  profiles: { row: Row; report: string }[]
+}
+
+async function measure(
+  workers: number,
+  anvil: { url: string; port: number },
+  nginxBin: string | undefined,
+  run: Run,
+  extra: (halyard: HalyardChild, tag: string) => Promise<void>,
+): Promise<Config> {
+  const cluster = workers > 1
+  const tag = cluster ? `× ${workers}` : '× 1'
+  const limiter = cluster || process.env.REDIS_URL ? 'Redis' : 'in-process'
+  const title = cluster
+    ? `${workers} workers (node:cluster; Halyard on PostgreSQL, ${limiter} limiter)`
+    : `1 process (Halyard on PGlite, ${limiter} limiter)`
+  console.log(`\n${title}`)
+  const batch = Array.from({ length: 10 }, (_, i) => call('eth_blockNumber', [], i + 1))
+
+  let nginxRow: Row | undefined
+  if (nginxBin) {
+    const nginx = await startNginx(nginxBin, anvil.port, workers)
+    try {
+      nginxRow = await run(`nginx ${tag} → anvil · eth_blockNumber`, nginx, call('eth_blockNumber'))
+    } finally {
+      await nginx.stop()
+    }
+  }
+  const floor = await startFloor(workers)
+  let floorRow: Row
+  try {
+    floorRow = await run(`bare node:http ${tag} · constant answer`, floor, call('eth_chainId'))
+  } finally {
+    await floor.stop()
+  }
+
+  const profileDir = PROFILE ? mkdtempSync(path.join(tmpdir(), 'halyard-bench-prof-')) : undefined
+  const halyard = await startHalyardChild(import.meta.filename, anvil.url, {
+    workers: cluster ? workers : 0,
+    ...(profileDir ? { profileDir } : {}),
+  })
+  try {
+    const hk = { 'x-api-key': halyard.key }
+    const lk = { 'x-api-key': halyard.limitedKey }
+    const h = `Halyard ${tag}`
+    const target = { url: halyard.url, pid: halyard.child.pid }
+    const config: Config = {
+      title,
+      nginx: nginxRow,
+      floor: floorRow,
+      uncached: await run(`${h} · eth_blockNumber (uncached)`, target, call('eth_blockNumber'), hk),
+      cached: await run(`${h} · eth_chainId (cached)`, target, call('eth_chainId'), hk),
+      batch: await run(`${h} · batch of 10 eth_blockNumber`, target, batch, hk),
+      limitedUncached: await run(`${h} · eth_blockNumber, limited key`, target, call('eth_blockNumber'), lk),
+      limitedCached: await run(`${h} · eth_chainId (cached), limited key`, target, call('eth_chainId'), lk),
+      profiles: [],
+    }
+    await extra(halyard, h)
+    await stopChild(halyard)
+    if (profileDir) {
+      const files = profileFiles(profileDir)
+      for (const row of [
+        config.uncached,
+        config.cached,
+        config.batch,
+        config.limitedUncached,
+        config.limitedCached,
+      ]) {
+        config.profiles.push({ row, report: formatCpuTop(cpuTop(files, row.window), PROFILE_TOP) })
+      }
+      rmSync(profileDir, { recursive: true, force: true })
+    }
+    return config
+  } finally {
+    await stopChild(halyard)
+  }
+}
+
+function printRatios(c: Config, direct: Direct) {
+  const ratio = (a: Row, b: Row) => a.reqPerSec / b.reqPerSec
+  const target = (r: number, floor: number) => `${fmt(r, 2)}×  [≥ ${floor}] ${r >= floor ? 'met' : 'NOT MET'}`
+  console.log(`\nratios, ${c.title}:`)
+  console.log(
+    c.nginx
+      ? `  uncached Halyard / nginx:               ${target(ratio(c.uncached, c.nginx), 0.8)}`
+      : '  uncached Halyard / nginx:               n/a (nginx not installed)',
+  )
+  console.log(`  cached eth_chainId / bare node:http:    ${target(ratio(c.cached, c.floor), 0.7)}`)
+  console.log(
+    `  limited / unlimited key, uncached:      ${target(ratio(c.limitedUncached, c.uncached), 0.8)}`,
+  )
+  console.log(`  limited / unlimited key, cached:        ${target(ratio(c.limitedCached, c.cached), 0.8)}`)
+  console.log(`  batch of 10 Halyard / direct anvil:     ${fmt(ratio(c.batch, direct.batch), 2)}×`)
+  console.log(`  cached eth_chainId / direct anvil:      ${fmt(ratio(c.cached, direct.chainId), 2)}×`)
+  console.log(
+    `  added p50, uncached − direct anvil:     ${fmt(c.uncached.p50 - direct.blockNumber.p50, 2)} ms`,
+  )
+  // The same comparisons by CPU spent per request: steadier than req/s when neighbours load the machine.
+  const cpuRatio = (label: string, a: Row, b: Row | undefined) => {
+    if (!b || a.cpuUsPerReq === undefined || b.cpuUsPerReq === undefined) return
+    console.log(
+      `  CPU/req, ${label.padEnd(33)}${fmt(a.cpuUsPerReq, 1)} vs ${fmt(b.cpuUsPerReq, 1)} µs (${fmt(a.cpuUsPerReq / b.cpuUsPerReq, 2)}×)`,
+    )
+  }
+  cpuRatio('uncached Halyard vs nginx:', c.uncached, c.nginx)
+  cpuRatio('cached Halyard vs bare node:', c.cached, c.floor)
+  cpuRatio('limited vs unlimited, uncached:', c.limitedUncached, c.uncached)
+  cpuRatio('limited vs unlimited, cached:', c.limitedCached, c.cached)
+}
 
 async function main() {
   const anvil = await startAnvil()
-  let nginx: Awaited<ReturnType<typeof startNginx>> | undefined
-  let halyard: HalyardChild | undefined
   try {
     // Blocks to read: block 1 is far below the finality depth once 10 more exist.
     await fetch(anvil.url, { method: 'POST', body: JSON.stringify(call('anvil_mine', ['0xc'])) })
-    const finalizedBlock = call('eth_getBlockByNumber', ['0x1', false])
-    const batch = Array.from({ length: 10 }, (_, i) => call('eth_blockNumber', [], i + 1))
-    halyard = await startHalyardChild(import.meta.filename, anvil.url)
-    const hk = { 'x-api-key': halyard.key }
     const nginxBin = findNginx()
-    if (nginxBin) nginx = await startNginx(nginxBin, anvil.port)
-
     const rows: Row[] = []
-    const run = async (name: string, url: string, body: unknown, headers?: Record<string, string>) => {
-      const row = await load(name, url, body, headers)
+    const run: Run = async (name, target, body, headers) => {
+      const row = await load(name, target, body, headers)
       rows.push(row)
-      console.log(`  ${name}: ${fmt(row.reqPerSec)} req/s, p50 ${row.p50} ms, p99 ${row.p99} ms`)
+      console.log(
+        `  ${name}: ${fmt(row.reqPerSec)} req/s, p50 ${row.p50} ms, p99 ${row.p99} ms, ${cpu(row)} µs CPU/req`,
+      )
       return row
     }
+    const load0 = loadavg()[0]!
     console.log(
-      `bench:rpc — ${WRK ? 'wrk (1 thread)' : 'autocannon'}, ${CONNECTIONS} connections, ${DURATION_S} s per row`,
+      `bench:rpc — ${WRK ? 'wrk (1 thread)' : 'autocannon'}, ${CONNECTIONS} connections, ${DURATION_S} s per row${PROFILE ? ', Halyard under --cpu-prof' : ''}; load average ${fmt(load0, 2)}`,
     )
-    const direct = await run('anvil direct · eth_blockNumber', anvil.url, call('eth_blockNumber'))
-    const viaNginx = nginx
-      ? await run('nginx → anvil · eth_blockNumber', nginx.url, call('eth_blockNumber'))
-      : undefined
-    const uncached = await run(
-      'Halyard · eth_blockNumber (uncached)',
-      halyard.url,
-      call('eth_blockNumber'),
-      hk,
-    )
-    const directChain = await run('anvil direct · eth_chainId', anvil.url, call('eth_chainId'))
-    const cachedChain = await run('Halyard · eth_chainId (cached)', halyard.url, call('eth_chainId'), hk)
-    const directBlock = await run('anvil direct · eth_getBlockByNumber(finalized)', anvil.url, finalizedBlock)
-    const cachedBlock = await run(
-      'Halyard · eth_getBlockByNumber(finalized, cached)',
-      halyard.url,
-      finalizedBlock,
-      hk,
-    )
-    const directBatch = await run('anvil direct · batch of 10 eth_blockNumber', anvil.url, batch)
-    const halyardBatch = await run('Halyard · batch of 10 eth_blockNumber', halyard.url, batch, hk)
-
-    // The cluster rows: a second child, started after the first stops, so they never compete.
-    let clusterNote: string | undefined
-    let clustered: { uncached: Row; cached: Row; nginx: Row | undefined } | undefined
-    if (WORKERS > 0 && process.env.DATABASE_URL && process.env.REDIS_URL) {
-      await stopChild(halyard)
-      halyard = await startHalyardChild(import.meta.filename, anvil.url, { workers: WORKERS })
-      const ck = { 'x-api-key': halyard.key }
-      const label = `Halyard × ${WORKERS} workers (PostgreSQL, Redis limits)`
-      // Like with like: the cluster's uncached row is compared with nginx running as many workers.
-      let nginxN: Row | undefined
-      if (nginxBin) {
-        await nginx?.stop()
-        nginx = await startNginx(nginxBin, anvil.port, WORKERS)
-        nginxN = await run(
-          `nginx × ${WORKERS} workers → anvil · eth_blockNumber`,
-          nginx.url,
-          call('eth_blockNumber'),
+    const batch = Array.from({ length: 10 }, (_, i) => call('eth_blockNumber', [], i + 1))
+    const direct: Direct = {
+      blockNumber: await run('anvil direct · eth_blockNumber', anvil, call('eth_blockNumber')),
+      chainId: await run('anvil direct · eth_chainId', anvil, call('eth_chainId')),
+      batch: await run('anvil direct · batch of 10 eth_blockNumber', anvil, batch),
+    }
+    const finalized = call('eth_getBlockByNumber', ['0x1', false])
+    const configs = [
+      await measure(1, anvil, nginxBin, run, async (h, tag) => {
+        await run(
+          `${tag} · eth_getBlockByNumber(finalized, cached)`,
+          { url: h.url, pid: h.child.pid },
+          finalized,
+          {
+            'x-api-key': h.key,
+          },
         )
-      }
-      clustered = {
-        uncached: await run(`${label} · eth_blockNumber`, halyard.url, call('eth_blockNumber'), ck),
-        cached: await run(`${label} · eth_chainId (cached)`, halyard.url, call('eth_chainId'), ck),
-        nginx: nginxN,
-      }
-      if (halyard.limitedKey) {
-        // Enterprise keys skip the limiter; this one is counted in Redis on every call.
-        const lk = { 'x-api-key': halyard.limitedKey }
-        await run(`${label} · eth_blockNumber, limited key`, halyard.url, call('eth_blockNumber'), lk)
-        await run(`${label} · eth_chainId (cached), limited key`, halyard.url, call('eth_chainId'), lk)
-      }
-    } else if (WORKERS > 0) {
-      clusterNote = 'cluster rows skipped: they need DATABASE_URL and REDIS_URL'
+      }),
+    ]
+    let clusterNote: string | undefined
+    if (WORKERS > 1 && process.env.DATABASE_URL && process.env.REDIS_URL) {
+      configs.push(await measure(WORKERS, anvil, nginxBin, run, async () => {}))
+    } else if (WORKERS > 1) {
+      clusterNote = `${WORKERS} workers: skipped, they need DATABASE_URL and REDIS_URL`
     }
 
-    console.log('\n| row | req/s | p50 ms | p99 ms | errors |\n|---|---:|---:|---:|---:|')
+    console.log(
+      '\n| row | req/s | p50 ms | p99 ms | server CPU µs/req | errors |\n|---|---:|---:|---:|---:|---:|',
+    )
     for (const r of rows)
-      console.log(`| ${r.name} | ${fmt(r.reqPerSec)} | ${r.p50} | ${r.p99} | ${r.errors} |`)
-    if (!nginx)
+      console.log(`| ${r.name} | ${fmt(r.reqPerSec)} | ${r.p50} | ${r.p99} | ${cpu(r)} | ${r.errors} |`)
+    if (!nginxBin)
       console.log('| nginx → anvil | skipped: nginx is not installed (apt-get install nginx-light) | | | |')
-    if (clusterNote) console.log(`| Halyard × ${WORKERS} workers | ${clusterNote} | | | |`)
+    if (clusterNote) console.log(`| ${clusterNote} | | | | |`)
     if (!WRK)
       console.log(
         '\nnote: autocannon (wrk not installed, or BENCH_LOADGEN=autocannon) shares the 2 cores with the servers',
       )
-
-    const ratio = (a: Row, b: Row) => a.reqPerSec / b.reqPerSec
-    console.log('\nratios (target in brackets):')
-    if (viaNginx)
-      console.log(
-        `  uncached Halyard / nginx:                 ${fmt(ratio(uncached, viaNginx), 2)}×  [≥ 0.8]`,
-      )
-    else console.log('  uncached Halyard / nginx:                 n/a (nginx not installed)')
-    console.log(`  uncached Halyard / direct anvil:          ${fmt(ratio(uncached, direct), 2)}×`)
+    for (const c of configs) printRatios(c, direct)
     console.log(
-      `  cached eth_chainId Halyard / direct:      ${fmt(ratio(cachedChain, directChain), 2)}×  [≥ 1.5]`,
+      `\nload average: ${fmt(load0, 2)} before, ${fmt(loadavg()[0]!, 2)} after (the bench included)`,
     )
-    console.log(
-      `  cached finalized block Halyard / direct:  ${fmt(ratio(cachedBlock, directBlock), 2)}×  [≥ 1.5]`,
-    )
-    console.log(`  batch of 10 Halyard / direct:             ${fmt(ratio(halyardBatch, directBatch), 2)}×`)
-    console.log(`  added p50 (uncached − direct):            ${fmt(uncached.p50 - direct.p50, 2)} ms  [≤ 1]`)
-    if (clustered) {
-      if (clustered.nginx)
-        console.log(
-          `  ${WORKERS} workers uncached / nginx × ${WORKERS}:          ${fmt(ratio(clustered.uncached, clustered.nginx), 2)}×  [≥ 0.8]`,
-        )
-      console.log(
-        `  ${WORKERS} workers cached eth_chainId / direct:   ${fmt(ratio(clustered.cached, directChain), 2)}×  [≥ 1.5]`,
-      )
-      console.log(
-        `  ${WORKERS} workers added p50 (uncached − direct): ${fmt(clustered.uncached.p50 - direct.p50, 2)} ms  [≤ 1]`,
-      )
-    }
     const errors = rows.reduce((n, r) => n + r.errors, 0)
-    if (errors > 0) console.log(`  WARNING: ${errors} failed responses during the run`)
+    if (errors > 0) console.log(`WARNING: ${errors} failed responses during the run`)
+    for (const c of configs)
+      for (const p of c.profiles)
+        console.log(`\nprofile · ${p.row.name} (${fmt(p.row.reqPerSec)} req/s)\n${p.report}`)
   } finally {
-    await nginx?.stop()
-    if (halyard) await stopChild(halyard)
     await anvil.stop()
   }
 }
 
+/** Disconnecting makes the child stop cleanly (and write its profiles, under --cpu-prof). */
 async function stopChild(h: HalyardChild) {
   if (h.child.exitCode !== null || !h.child.connected) return
   const exited = new Promise((r) => h.child.once('exit', r))
   h.child.disconnect()
-  await Promise.race([exited, new Promise((r) => setTimeout(r, 5_000))])
+  await Promise.race([exited, new Promise((r) => setTimeout(r, PROFILE ? 30_000 : 5_000))])
   if (h.child.exitCode === null) h.child.kill('SIGKILL')
 }
 

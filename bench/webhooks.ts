@@ -177,7 +177,7 @@ async function main() {
               config: { addresses },
             }),
           })
-          if (res.status !== 200) throw new Error(`create webhook: ${res.status} ${await res.text()}`)
+          if (res.status !== 201) throw new Error(`create webhook: ${res.status} ${await res.text()}`)
         }
       }),
     )

@@ -1,6 +1,6 @@
 /**
  * Errors are values with stable codes. Services throw `HalyardError`; the HTTP layer
- * (src/server/error-handler.ts) and the JSON-RPC layer (src/rpc/jsonrpc.ts) map them to the
+ * (src/http/errors.ts) and the JSON-RPC layer (src/jsonrpc.ts) map them to the
  * wire in one place each.
  */
 export const ERROR_STATUS = {

@@ -10,10 +10,11 @@ import { randomBytes } from 'node:crypto'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
+import type { AuthService } from '../../src/auth/service.ts'
 import { loadEnv } from '../../src/config/env.ts'
 import { type NetworkConfigInput, networkSchema } from '../../src/config/file.ts'
 import { startHalyard } from '../../src/server/runtime.ts'
-import { openStorage } from '../../src/storage/database.ts'
+import { openStorage, type Storage } from '../../src/storage/database.ts'
 import { serveClusterPrimary, serveClusterWorker } from './halyard-cluster.ts'
 
 /** Set by `startHalyardChild` for a cluster child: how many workers. */
@@ -25,8 +26,33 @@ export interface HalyardChild {
   url: string
   /** An enterprise (unthrottled) key. */
   key: string
-  /** Cluster children only: a key with (unreachably high) limits, so the Redis limiter runs. */
-  limitedKey?: string
+  /** A key with (unreachably high) limits, so the limiter (Redis with REDIS_URL) runs on every call. */
+  limitedKey: string
+  /** With `profileDir`: where the child (and its workers) write .cpuprofile files on exit. */
+  profileDir?: string
+}
+
+/**
+ * The bench's two accounts: an enterprise key (no limiter call) and a key on a limited plan
+ * whose limits a bench never reaches, so every call goes through the limiter.
+ */
+export async function createBenchKeys(
+  auth: AuthService,
+  db: Storage['db'],
+): Promise<{ key: string; limitedKey: string }> {
+  await auth.createAccount('bench@halyard.local', 'enterprise')
+  const { key } = await auth.createKey({ accountEmail: 'bench@halyard.local', env: 'test' })
+  const limited = await auth.createAccount('bench-limited@halyard.local', 'growth')
+  await db
+    .updateTable('accounts')
+    .set({ limit_rps: 1_000_000_000, limit_rpd: '2000000000', limit_cups: 1_000_000_000 })
+    .where('id', '=', limited.id)
+    .execute()
+  const { key: limitedKey } = await auth.createKey({
+    accountEmail: 'bench-limited@halyard.local',
+    env: 'test',
+  })
+  return { key, limitedKey }
 }
 
 /** Child side: serves `path` under the base URL, reports {url, key} to the parent, stops on disconnect. */
@@ -42,19 +68,20 @@ export async function serveHalyardChild(
     return serveClusterPrimary(workers, urlPath)
   }
   const dataDir = mkdtempSync(path.join(tmpdir(), 'halyard-bench-'))
-  const env = loadEnv({ HALYARD_LOG_LEVEL: 'warn', HALYARD_DATA_DIR: dataDir })
+  // With REDIS_URL the limited key is counted in Redis, as it would be in a cluster.
+  const redis = process.env.REDIS_URL ? { REDIS_URL: process.env.REDIS_URL } : {}
+  const env = loadEnv({ HALYARD_LOG_LEVEL: 'warn', HALYARD_DATA_DIR: dataDir, ...redis })
   const storage = await openStorage({ dataDir })
   const config = benchNetwork(anvilUrl, network)
   const h = await startHalyard({ env, networks: [config], storage, secretKey: randomBytes(32), port: 0 })
-  await h.ctx.auth.createAccount('bench@halyard.local', 'enterprise')
-  const { key } = await h.ctx.auth.createKey({ accountEmail: 'bench@halyard.local', env: 'test' })
+  const { key, limitedKey } = await createBenchKeys(h.ctx.auth, storage.db)
   const stop = async () => {
     await h.close()
     await storage.close()
     rmSync(dataDir, { recursive: true, force: true })
     process.exit(0)
   }
-  const hello = { url: `${h.baseUrl}${urlPath}`, key }
+  const hello = { url: `${h.baseUrl}${urlPath}`, key, limitedKey }
   // Run by hand (profiling: node --cpu-prof --import tsx bench/X.ts --server URL): print, stop on SIGINT.
   if (process.send) process.send(hello)
   else console.log(JSON.stringify(hello))
@@ -78,21 +105,25 @@ function benchNetwork(anvilUrl: string, network: Partial<NetworkConfigInput>) {
 
 /**
  * Parent side: forks `script --server anvilUrl` and waits until its Halyard listens. With
- * `workers`, the child is a cluster of that many workers on DATABASE_URL and REDIS_URL.
+ * `workers`, the child is a cluster of that many workers on DATABASE_URL and REDIS_URL. With
+ * `profileDir`, the child runs under `--cpu-prof` (cluster workers inherit the flags) and each
+ * process writes its profile there when it exits.
  */
 export async function startHalyardChild(
   script: string,
   anvilUrl: string,
-  opts: { workers?: number } = {},
+  opts: { workers?: number; profileDir?: string } = {},
 ): Promise<HalyardChild> {
+  const profile = opts.profileDir ? ['--cpu-prof', '--cpu-prof-dir', opts.profileDir] : []
   const child = fork(script, ['--server', anvilUrl], {
-    execArgv: ['--import', 'tsx'],
+    execArgv: ['--import', 'tsx', ...profile],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     env: { ...process.env, [WORKERS_ENV]: String(opts.workers ?? 0) },
   })
-  const msg = await new Promise<{ url: string; key: string; limitedKey?: string }>((resolve, reject) => {
-    child.once('message', (m) => resolve(m as { url: string; key: string; limitedKey?: string }))
+  type Hello = { url: string; key: string; limitedKey: string }
+  const msg = await new Promise<Hello>((resolve, reject) => {
+    child.once('message', (m) => resolve(m as Hello))
     child.once('exit', (code) => reject(new Error(`Halyard exited with code ${code} before listening`)))
   })
-  return { child, ...msg }
+  return { child, ...msg, ...(opts.profileDir ? { profileDir: opts.profileDir } : {}) }
 }

@@ -17,6 +17,7 @@ import { clusterWorker, reportReady, superviseWorkers } from '../../src/server/c
 import { type Halyard, startHalyard } from '../../src/server/runtime.ts'
 import { openStorage } from '../../src/storage/database.ts'
 import { migrate } from '../../src/storage/migrate.ts'
+import { createBenchKeys } from './halyard-child.ts'
 
 const SECRET_ENV = 'HALYARD_BENCH_SECRET'
 
@@ -44,20 +45,7 @@ export async function startClusterPrimary(workers: number): Promise<ClusterPrima
   const schema = `bench_${randomBytes(6).toString('hex')}`
   const storage = await openStorage({ databaseUrl: dbUrl, schema, poolSize: 2 })
   await migrate(storage.db)
-  const auth = new AuthService(new AuthStore(storage.db))
-  await auth.createAccount('bench@halyard.local', 'enterprise')
-  const { key } = await auth.createKey({ accountEmail: 'bench@halyard.local', env: 'test' })
-  // A limited account whose limits a bench never reaches: every call goes through the Redis limiter.
-  const limited = await auth.createAccount('bench-limited@halyard.local', 'growth')
-  await storage.db
-    .updateTable('accounts')
-    .set({ limit_rps: 1_000_000_000, limit_rpd: '2000000000', limit_cups: 1_000_000_000 })
-    .where('id', '=', limited.id)
-    .execute()
-  const { key: limitedKey } = await auth.createKey({
-    accountEmail: 'bench-limited@halyard.local',
-    env: 'test',
-  })
+  const { key, limitedKey } = await createBenchKeys(new AuthService(new AuthStore(storage.db)), storage.db)
   await storage.close()
 
   const logger = createLogger('warn')

@@ -1,8 +1,8 @@
 import { timingSafeEqual } from 'node:crypto'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { z } from 'zod'
-import { describeZodError } from '../config/validation.ts'
-import { forbidden, invalidRequest, unauthorized } from '../errors.ts'
+import { forbidden, unauthorized } from '../errors.ts'
+import { definePublicRoute } from '../http/route.ts'
 import type { AuthService } from './service.ts'
 
 /**
@@ -12,7 +12,7 @@ import type { AuthService } from './service.ts'
  */
 export function registerAdminRoutes(app: FastifyInstance, auth: AuthService, adminToken: string) {
   const expected = Buffer.from(adminToken)
-  const guard = async (request: FastifyRequest) => {
+  const guard = async (request: FastifyRequest): Promise<void> => {
     const ip = request.socket.remoteAddress ?? ''
     if (!(ip === '127.0.0.1' || ip === '::1' || ip === '::ffff:127.0.0.1')) {
       throw forbidden('the admin API is only reachable from loopback')
@@ -23,12 +23,6 @@ export function registerAdminRoutes(app: FastifyInstance, auth: AuthService, adm
       throw unauthorized('missing or invalid admin token')
     }
   }
-  const parse = <T>(schema: z.ZodType<T>, body: unknown): T => {
-    const r = schema.safeParse(body ?? {})
-    if (!r.success) throw invalidRequest(describeZodError(r.error))
-    return r.data
-  }
-  const opts = { config: { public: true }, onRequest: guard }
   // PostgreSQL text cannot hold NUL: refused here with a 400 naming the field, not by the
   // database with a 500.
   const text = z
@@ -37,44 +31,71 @@ export function registerAdminRoutes(app: FastifyInstance, auth: AuthService, adm
     .max(320)
     .refine((v) => !v.includes('\u0000'), { message: 'must not contain a NUL character' })
 
-  app.post('/admin/accounts', opts, async (request, reply) => {
-    const b = parse(z.object({ email: text, plan: text.optional() }), request.body)
-    const account = await auth.createAccount(b.email, b.plan)
-    return reply.status(201).send({ id: account.id, email: account.email, plan: account.plan })
+  const email = text.meta({ example: 'ops@example.com' })
+  const plan = text.meta({ example: 'growth' })
+  const admin = { guard } as const
+  const account = (a: { id: string; email: string; plan: string }) => ({
+    id: a.id,
+    email: a.email,
+    plan: a.plan,
   })
 
-  app.post('/admin/accounts/plan', opts, async (request) => {
-    const b = parse(z.object({ email: text, plan: text }), request.body)
-    const account = await auth.setPlan(b.email, b.plan)
-    return { id: account.id, email: account.email, plan: account.plan }
+  definePublicRoute(app, {
+    ...admin,
+    method: 'POST',
+    url: '/admin/accounts',
+    schema: { body: z.object({ email, plan: plan.optional() }) },
+    handler: async ({ body, reply }) =>
+      reply.status(201).send(account(await auth.createAccount(body.email, body.plan))),
   })
 
-  app.post('/admin/keys', opts, async (request, reply) => {
-    const b = parse(
-      z.object({
-        account: text,
-        env: text,
-        scopes: z.array(text).optional(),
-        name: text.optional(),
+  definePublicRoute(app, {
+    ...admin,
+    method: 'POST',
+    url: '/admin/accounts/plan',
+    schema: { body: z.object({ email, plan }) },
+    handler: async ({ body }) => account(await auth.setPlan(body.email, body.plan)),
+  })
+
+  definePublicRoute(app, {
+    ...admin,
+    method: 'POST',
+    url: '/admin/keys',
+    schema: {
+      body: z.object({
+        account: email,
+        env: text.meta({ example: 'live' }),
+        scopes: z
+          .array(text)
+          .meta({ example: ['rpc:read'] })
+          .optional(),
+        name: text.meta({ example: 'ci' }).optional(),
       }),
-      request.body,
-    )
-    const created = await auth.createKey({
-      accountEmail: b.account,
-      env: b.env,
-      scopes: b.scopes,
-      name: b.name,
-    })
-    return reply.status(201).send(created)
+    },
+    handler: async ({ body, reply }) => {
+      const created = await auth.createKey({
+        accountEmail: body.account,
+        env: body.env,
+        scopes: body.scopes,
+        name: body.name,
+      })
+      return reply.status(201).send(created)
+    },
   })
 
-  app.get('/admin/keys', opts, async (request) => {
-    const q = parse(z.object({ account: text }), request.query)
-    return { keys: await auth.listKeys(q.account) }
+  definePublicRoute(app, {
+    ...admin,
+    method: 'GET',
+    url: '/admin/keys',
+    schema: { query: z.object({ account: email }) },
+    handler: async ({ query }) => ({ keys: await auth.listKeys(query.account) }),
   })
 
-  app.post<{ Params: { id: string } }>('/admin/keys/:id/revoke', opts, async (request) => {
-    const p = parse(z.object({ id: text }), request.params)
-    return auth.revokeKey(p.id)
+  definePublicRoute(app, {
+    ...admin,
+    method: 'POST',
+    url: '/admin/keys/:id/revoke',
+    schema: { params: z.object({ id: text.meta({ example: 'key_does_not_exist' }) }) },
+    handler: ({ params }) => auth.revokeKey(params.id),
   })
 }

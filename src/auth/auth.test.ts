@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, expect, it } from 'vitest'
 import {
   anvilNetwork,
   call,
@@ -6,14 +6,14 @@ import {
   startTestHalyard,
   type TestHalyard,
 } from '../../test/helpers/halyard.ts'
-import { storageBackends } from '../../test/helpers/storage.ts'
+import { describeEachStorage } from '../../test/helpers/storage.ts'
 import { type AnvilProcess, startAnvil } from '../devnet/anvil.ts'
 import type { Storage } from '../storage/database.ts'
 
 // A signed transaction's bytes never reach anvil: scope checks run before forwarding.
 const RAW_TX = '0x02f86b827a6980843b9aca00847735940082520894000000000000000000000000000000000000000080c0'
 
-describe.each(storageBackends())('authentication and scopes on $name', (backend) => {
+describeEachStorage('authentication and scopes on $name', (backend) => {
   let devnet: AnvilProcess
   let mainnet: AnvilProcess
   let storage: Storage

@@ -1,4 +1,6 @@
+import { LRUCache } from 'lru-cache'
 import { HalyardError, invalidRequest, notFound, unauthorized } from '../errors.ts'
+import { isUnlimited } from '../limits/limiter.ts'
 import { effectiveLimits, isPlanName, PLAN_NAMES, type PlanLimits, type PlanName } from '../limits/plans.ts'
 import {
   displayPrefix,
@@ -9,7 +11,7 @@ import {
   newId,
 } from './key-format.ts'
 import { isScope, SCOPES, type Scope } from './scopes.ts'
-import type { AccountRow, AuthStore, KeyRow } from './store.ts'
+import type { AccountRow, AuthStore, KeyRow, KeyWithAccount } from './store.ts'
 
 /** Who is calling: everything the request path needs, resolved once per key and cached. */
 export interface Caller {
@@ -20,6 +22,8 @@ export interface Caller {
   readonly email: string
   readonly plan: string
   readonly limits: PlanLimits
+  /** No limit to count against (enterprise): the charger decides without the limiter. */
+  readonly unlimited: boolean
 }
 
 export interface KeyView {
@@ -43,16 +47,65 @@ export interface CreatedKey extends KeyView {
  * second on every instance without a database round trip per request.
  */
 const CACHE_TTL_MS = 1_000
-const CACHE_MAX = 50_000
+/**
+ * Resolved keys and refused ones live in separate LRUs: anyone can present a stream of random
+ * well-formed keys, and those may only ever evict each other, never a real caller's entry.
+ * Both are keyed by the key as presented, not by its hash: a hot key is then one map lookup
+ * per request, with no SHA-256 and no format check (only well-formed keys ever get an entry).
+ */
+const KNOWN_MAX = 50_000
+const UNKNOWN_MAX = 10_000
 /** Entries this old are refreshed in the background while still being served. */
 const REFRESH_AFTER_MS = 750
 
+/** Cold lookups per store query, and queries in flight at once (see `lookup`). */
+const LOOKUP_BATCH = 256
+const LOOKUP_CONCURRENCY = 2
+
+interface CacheEntry {
+  caller: Caller | null
+  at: number
+}
+
+interface QueuedLookup {
+  /** The store's key: the SHA-256 of the presented key. */
+  hash: string
+  resolve: (caller: Caller | null) => void
+  reject: (err: unknown) => void
+}
+
+export interface AuthServiceOptions {
+  /** Milliseconds clock for the cache's freshness (tests hold time still); default Date.now. */
+  now?: () => number
+}
+
 export class AuthService {
-  private readonly cache = new Map<string, { caller: Caller | null; at: number }>()
+  private readonly known = new LRUCache<string, CacheEntry>({ max: KNOWN_MAX })
+  private readonly unknown = new LRUCache<string, CacheEntry>({ max: UNKNOWN_MAX })
   private readonly inflight = new Map<string, Promise<Caller | null>>()
   private generation = 0
+  private readonly now: () => number
+  private readonly queued: QueuedLookup[] = []
+  private running = 0
+  private lookups = 0
+  private queries = 0
 
-  constructor(private readonly store: AuthStore) {}
+  constructor(
+    private readonly store: AuthStore,
+    opts: AuthServiceOptions = {},
+  ) {
+    this.now = opts.now ?? Date.now
+  }
+
+  /** Cache occupancy, keys looked up in the store and the queries that took (tests, diagnostics). */
+  cacheStats(): { known: number; unknown: number; storeLookups: number; storeQueries: number } {
+    return {
+      known: this.known.size,
+      unknown: this.unknown.size,
+      storeLookups: this.lookups,
+      storeQueries: this.queries,
+    }
+  }
 
   async createAccount(email: string, plan: string = 'free'): Promise<AccountRow> {
     const normalized = email.trim().toLowerCase()
@@ -142,8 +195,7 @@ export class AuthService {
    * path); undefined when the key must go through `authenticate` (unknown, stale, invalid).
    */
   cachedCaller(presented: string): Caller | undefined {
-    if (!isWellFormedKey(presented)) return undefined
-    return this.fresh(hashApiKey(presented))?.caller ?? undefined
+    return this.fresh(presented)?.caller ?? undefined
   }
 
   /** Resolves a presented key to its caller, or throws 401. */
@@ -152,28 +204,28 @@ export class AuthService {
       throw unauthorized('missing API key: send it in the X-API-Key header or as Authorization: Bearer <key>')
     }
     if (!isWellFormedKey(presented)) throw unauthorized('invalid API key')
-    const hash = hashApiKey(presented)
-    const hit = this.fresh(hash)
-    const caller = hit ? hit.caller : await this.refresh(hash)
+    const hit = this.fresh(presented)
+    const caller = hit ? hit.caller : await this.refresh(presented)
     if (!caller) throw unauthorized('invalid or revoked API key')
     return caller
   }
 
-  /** The cached resolution of a key while it is younger than CACHE_TTL_MS. */
-  private fresh(hash: string): { caller: Caller | null } | undefined {
-    const hit = this.cache.get(hash)
+  /** The cached resolution of a presented key while it is younger than CACHE_TTL_MS. */
+  private fresh(presented: string): { caller: Caller | null } | undefined {
+    const hit = this.known.get(presented) ?? this.unknown.get(presented)
     if (!hit) return undefined
-    const age = Date.now() - hit.at
+    const age = this.now() - hit.at
     if (age >= CACHE_TTL_MS) return undefined
     // Hot keys are re-read before they expire, so no request waits on the database for them.
-    if (age >= REFRESH_AFTER_MS) this.refresh(hash).catch(() => {})
+    if (age >= REFRESH_AFTER_MS) this.refresh(presented).catch(() => {})
     return hit
   }
 
   /** Forgets every resolved key on this instance (revocation, plan change). */
   private invalidate(): void {
     this.generation++
-    this.cache.clear()
+    this.known.clear()
+    this.unknown.clear()
     this.inflight.clear()
   }
 
@@ -182,46 +234,93 @@ export class AuthService {
    * each). The entry's age counts from when the lookup began, so a read that raced a
    * revocation is still served for less than CACHE_TTL_MS after it.
    */
-  private refresh(hash: string): Promise<Caller | null> {
-    const existing = this.inflight.get(hash)
+  private refresh(presented: string): Promise<Caller | null> {
+    const existing = this.inflight.get(presented)
     if (existing) return existing
-    const started = Date.now()
+    const started = this.now()
     const generation = this.generation
-    const pending: Promise<Caller | null> = this.lookup(hash)
+    const pending: Promise<Caller | null> = this.lookup(hashApiKey(presented))
       .then((caller) => {
-        if (this.cache.size >= CACHE_MAX) this.cache.clear()
         // A revocation or plan change since the read began: the read may predate it.
-        if (generation === this.generation) this.cache.set(hash, { caller, at: started })
+        if (generation === this.generation) this.remember(presented, { caller, at: started })
         return caller
       })
       .finally(() => {
-        if (this.inflight.get(hash) === pending) this.inflight.delete(hash)
+        if (this.inflight.get(presented) === pending) this.inflight.delete(presented)
       })
-    this.inflight.set(hash, pending)
+    this.inflight.set(presented, pending)
     return pending
   }
 
-  private async lookup(hash: string): Promise<Caller | null> {
-    let row: Awaited<ReturnType<AuthStore['keyWithAccountByHash']>>
+  /** A key that stops (or starts) resolving moves between the two LRUs. */
+  private remember(presented: string, entry: CacheEntry): void {
+    if (entry.caller) {
+      this.unknown.delete(presented)
+      this.known.set(presented, entry)
+    } else {
+      this.known.delete(presented)
+      this.unknown.set(presented, entry)
+    }
+  }
+
+  /**
+   * Queues a store read for `hash`. With nothing in flight it goes out at once, alone; while
+   * LOOKUP_CONCURRENCY reads are out, arrivals wait and leave together as one query, so a flood
+   * of unknown keys costs the database a query per batch rather than one per request.
+   */
+  private lookup(hash: string): Promise<Caller | null> {
+    this.lookups++
+    return new Promise((resolve, reject) => {
+      this.queued.push({ hash, resolve, reject })
+      this.drain()
+    })
+  }
+
+  private drain(): void {
+    while (this.running < LOOKUP_CONCURRENCY && this.queued.length > 0) {
+      const batch = this.queued.splice(0, LOOKUP_BATCH)
+      this.running++
+      this.lookupBatch(batch).finally(() => {
+        this.running--
+        this.drain()
+      })
+    }
+  }
+
+  private async lookupBatch(batch: readonly QueuedLookup[]): Promise<void> {
+    this.queries++
     try {
-      row = await this.store.keyWithAccountByHash(hash)
+      const rows = await this.store.keysWithAccountByHashes(batch.map((q) => q.hash))
+      const byHash = new Map(rows.map((r) => [r.key_hash, r]))
+      for (const q of batch) q.resolve(callerOf(byHash.get(q.hash)))
     } catch {
-      throw new HalyardError('internal_error', 'temporarily unable to verify the API key; retry shortly')
+      // Every waiter hears, whatever failed (a rejected query or a row that would not map):
+      // the ones already resolved ignore this, the rest must not wait forever.
+      for (const q of batch) {
+        q.reject(
+          new HalyardError('internal_error', 'temporarily unable to verify the API key; retry shortly'),
+        )
+      }
     }
-    if (!row || row.revoked_at !== null) return null
-    return {
-      keyId: row.key_id,
-      env: row.env,
-      scopes: new Set(row.scopes.filter(isScope)),
-      accountId: row.account_id,
-      email: row.email,
-      plan: row.plan,
-      limits: effectiveLimits(row.plan, {
-        rps: row.limit_rps,
-        rpd: row.limit_rpd === null ? null : Number(row.limit_rpd),
-        cups: row.limit_cups,
-      }),
-    }
+  }
+}
+
+function callerOf(row: KeyWithAccount | undefined): Caller | null {
+  if (!row || row.revoked_at !== null) return null
+  const limits = effectiveLimits(row.plan, {
+    rps: row.limit_rps,
+    rpd: row.limit_rpd === null ? null : Number(row.limit_rpd),
+    cups: row.limit_cups,
+  })
+  return {
+    keyId: row.key_id,
+    env: row.env,
+    scopes: new Set(row.scopes.filter(isScope)),
+    accountId: row.account_id,
+    email: row.email,
+    plan: row.plan,
+    limits,
+    unlimited: isUnlimited(limits),
   }
 }
 

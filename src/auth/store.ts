@@ -32,6 +32,21 @@ export interface AuthTables {
 export type AccountRow = Selectable<AccountsTable>
 export type KeyRow = Selectable<ApiKeysTable>
 
+/** What authentication needs of a key and its account. */
+export interface KeyWithAccount {
+  key_hash: string
+  key_id: string
+  env: KeyEnv
+  scopes: string[]
+  revoked_at: Date | null
+  account_id: string
+  email: string
+  plan: string
+  limit_rps: number | null
+  limit_rpd: string | null
+  limit_cups: number | null
+}
+
 export class AuthStore {
   constructor(private readonly db: DB) {}
 
@@ -68,12 +83,26 @@ export class AuthStore {
     return this.db.selectFrom('api_keys').selectAll().where('id', '=', id).executeTakeFirst()
   }
 
-  /** The key and its account in one round trip: the authentication path. */
-  keyWithAccountByHash(hash: string) {
+  /** The key and its account in one round trip. */
+  keyWithAccountByHash(hash: string): Promise<KeyWithAccount | undefined> {
+    return this.keyWithAccount().where('k.key_hash', '=', hash).executeTakeFirst()
+  }
+
+  /**
+   * Several keys and their accounts in one round trip: the authentication path, where cold
+   * lookups arriving together (a burst after expiry, a flood of unknown keys) share a query.
+   */
+  keysWithAccountByHashes(hashes: readonly string[]): Promise<KeyWithAccount[]> {
+    if (hashes.length === 0) return Promise.resolve([])
+    return this.keyWithAccount().where('k.key_hash', 'in', hashes).execute()
+  }
+
+  private keyWithAccount() {
     return this.db
       .selectFrom('api_keys as k')
       .innerJoin('accounts as a', 'a.id', 'k.account_id')
       .select([
+        'k.key_hash',
         'k.id as key_id',
         'k.env',
         'k.scopes',
@@ -85,8 +114,6 @@ export class AuthStore {
         'a.limit_rpd',
         'a.limit_cups',
       ])
-      .where('k.key_hash', '=', hash)
-      .executeTakeFirst()
   }
 
   async revokeKey(id: string): Promise<boolean> {

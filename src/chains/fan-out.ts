@@ -1,4 +1,4 @@
-import type { RpcOutcome } from '../rpc/jsonrpc.ts'
+import type { RpcOutcome } from '../jsonrpc.ts'
 import { UpstreamError } from './http-upstream.ts'
 
 /** One call to one upstream within a budget; rejects with UpstreamError on transport failure. */
@@ -7,7 +7,7 @@ export type Attempt<T> = (target: T, budgetMs: number) => Promise<RpcOutcome>
 /** Every upstream tried by a fan-out failed at the transport level. */
 export class FanOutFailure extends Error {
   constructor(readonly errors: UpstreamError[]) {
-    super(errors.map((e) => e.message).join('; '))
+    super(errors.map((e) => e.message).join('; '), { cause: new AggregateError(errors) })
     this.name = 'FanOutFailure'
   }
 }

@@ -1,37 +1,49 @@
 import { type GatewaySettings, gatewaySettings, type NetworkConfig } from '../config/file.ts'
-import { methodLabel } from '../limits/compute-units.ts'
+import type { RpcOutcome } from '../jsonrpc.ts'
 import type { Logger } from '../logger.ts'
-import { RPC_INTERNAL_ERROR, RpcError, type RpcOutcome } from '../rpc/jsonrpc.ts'
-import type { Metrics } from '../server/metrics.ts'
+import type { Metrics } from '../metrics.ts'
+import { orderCandidates } from './candidates.ts'
 import { broadcast, FanOutFailure, hedge } from './fan-out.ts'
 import { probeUpstream } from './health-check.ts'
 import { HttpUpstream, UpstreamError } from './http-upstream.ts'
 import { networkSlug } from './slug.ts'
-import type { UpstreamCallOptions, UpstreamPool } from './upstream-pool.ts'
+import type {
+  DescribeMethod,
+  MethodDescription,
+  UpstreamCallOptions,
+  UpstreamPolicy,
+  UpstreamPool,
+} from './upstream-pool.ts'
+import { UpstreamSeries } from './upstream-series.ts'
 import {
   LatencyWindow,
   type UpstreamState as State,
   UpstreamState,
   type UpstreamStatus,
 } from './upstream-state.ts'
+import {
+  type LastProblem,
+  lastProblem,
+  noUpstreamError,
+  type UpstreamUnavailableError,
+} from './upstream-unavailable.ts'
 
 export interface PoolDeps {
   metrics?: Metrics
   logger?: Logger
+  /** Clock for the circuit breakers (cooldowns, when a probe is due); default Date.now. */
+  now?: () => number
+  /**
+   * Each method's upstream policy and metric label, from the JSON-RPC method registry (wired in
+   * server/runtime.ts). Without it every method is a plain forward labelled "other".
+   */
+  describe?: DescribeMethod
 }
 
-/** Methods whose state lives on one node (filters): always the same upstream, never hedged. */
-const STICKY = new Set([
-  'eth_newFilter',
-  'eth_newBlockFilter',
-  'eth_newPendingTransactionFilter',
-  'eth_getFilterChanges',
-  'eth_getFilterLogs',
-  'eth_uninstallFilter',
-])
-/** Methods that change state: never hedged, never retried on a timeout (it may have landed). */
-const WRITES = new Set(['eth_sendRawTransaction', 'eth_sendRawTransactionSync', 'sendTransaction'])
-const BROADCAST = new Set(['eth_sendRawTransaction', 'sendTransaction'])
+const PLAIN: MethodDescription = {
+  upstream: { sticky: false, write: false, broadcast: false },
+  label: 'other',
+}
 
 /** Chain ids / genesis hashes are re-verified on every probe: a restarted URL may be another node. */
 function defaultHealthInterval(cfg: NetworkConfig): number {
@@ -60,14 +72,25 @@ export class ManagedPool implements UpstreamPool {
   private timer: NodeJS.Timeout | undefined
   private closed = false
   private verifying: Promise<void> | undefined
+  private readonly now: () => number
+  /** Why each upstream last failed (cleared by a good probe): what a refused call reports. */
+  private readonly problems = new WeakMap<State, LastProblem>()
+  private readonly series: UpstreamSeries | undefined
+  private readonly describe: (method: string) => MethodDescription
+  private readonly isEligible = (s: State) => this.eligible(s)
 
   constructor(
     private readonly cfg: NetworkConfig,
     private readonly deps: PoolDeps = {},
   ) {
     this.settings = gatewaySettings(cfg)
+    this.now = deps.now ?? Date.now
     // Same label as the HTTP and RPC series: the network's slug.
     this.networkLabel = networkSlug(cfg.chain, cfg.network)
+    const describe = deps.describe
+    this.describe = describe ? (method) => describe(cfg.kind, method) : () => PLAIN
+    this.series =
+      deps.metrics && new UpstreamSeries(deps.metrics, this.networkLabel, (m) => this.describe(m).label)
     this.states = cfg.upstreams.map(
       (u, i) =>
         new UpstreamState(
@@ -123,29 +146,31 @@ export class ManagedPool implements UpstreamPool {
     const timeoutMs = opts.timeoutMs ?? this.cfg.requestTimeoutMs
     const deadline = Date.now() + timeoutMs
     if (!this.checkedOnce) await Promise.race([this.firstRound, delay(timeoutMs)])
-    let candidates = this.candidates(method)
+    const policy = this.describe(method).upstream
+    let candidates = this.candidates(policy)
     if (candidates.length === 0) {
       // Nothing verified (start-up under load, or every node just came back): verify now,
       // within this call's deadline, rather than refuse until the next scheduled round.
       const left = deadline - Date.now()
       if (left > 0) await Promise.race([this.verifyNow(), delay(left)])
-      candidates = this.candidates(method)
+      candidates = this.candidates(policy)
     }
     if (candidates.length === 0) throw this.noUpstream([])
-    if (BROADCAST.has(method) && this.settings.broadcastTransactions && candidates.length > 1) {
+    if (policy.broadcast && this.settings.broadcastTransactions && candidates.length > 1) {
       return this.broadcast(candidates, method, params, deadline)
     }
-    return this.failover(candidates, method, params, deadline)
+    return this.failover(candidates, method, policy, params, deadline)
   }
 
   private async failover(
     candidates: State[],
     method: string,
+    policy: UpstreamPolicy,
     params: readonly unknown[],
     deadline: number,
   ): Promise<RpcOutcome> {
     const failures: UpstreamError[] = []
-    const hedgeable = this.settings.hedge && !WRITES.has(method) && !STICKY.has(method)
+    const hedgeable = this.settings.hedge && !policy.write && !policy.sticky
     let i = 0
     while (i < candidates.length) {
       const left = deadline - Date.now()
@@ -171,7 +196,7 @@ export class ManagedPool implements UpstreamPool {
         if (!(err instanceof UpstreamError)) throw err
         failures.push(err)
         // A write that timed out may have been applied: do not send it again elsewhere.
-        if (WRITES.has(method) && err.kind === 'timeout') break
+        if (policy.write && err.kind === 'timeout') break
       }
     }
     throw this.noUpstream(failures)
@@ -212,23 +237,24 @@ export class ManagedPool implements UpstreamPool {
     params: readonly unknown[],
     timeoutMs: number,
   ): Promise<RpcOutcome> {
-    const label = methodLabel(this.cfg.kind, method)
     const m = this.deps.metrics
-    m?.upstreamRequests.inc({ network: this.networkLabel, upstream: s.id, method: label })
+    const series = this.series?.of(s.id, method)
+    series?.inc()
     const started = performance.now()
     try {
       const out = await s.upstream.call(method, params, timeoutMs)
       const ms = performance.now() - started
       s.recordSuccess(ms)
       this.methodWindow(method).add(ms)
-      m?.upstreamDuration.observe({ network: this.networkLabel, upstream: s.id, method: label }, ms / 1000)
+      series?.observe(ms / 1000)
       // Live head updates keep lag and finality current between probes.
       if (method === 'eth_blockNumber' && typeof out.result === 'string') this.noteHead(s, Number(out.result))
       return out
     } catch (err) {
       if (err instanceof UpstreamError) {
+        this.problems.set(s, lastProblem(err))
         m?.upstreamErrors.inc({ network: this.networkLabel, upstream: s.id, kind: err.kind })
-        if (s.recordFailure(err.message, Date.now())) {
+        if (s.recordFailure(err.message, this.now())) {
           this.deps.logger?.warn(
             { network: this.networkLabel, upstream: s.id, error: err.message },
             'upstream circuit breaker opened',
@@ -249,36 +275,9 @@ export class ManagedPool implements UpstreamPool {
     return w
   }
 
-  /**
-   * Eligible upstreams first (the first picked at random, weighted by weight / latency², so
-   * load spreads as configured and slow nodes get little), then verified-but-excluded ones as
-   * a last resort. Unverified and wrong-chain upstreams are never candidates. Filter methods
-   * keep configured order so they land on the node holding the filter.
-   */
-  private candidates(method: string): State[] {
-    const eligible: State[] = []
-    const fallback: State[] = []
-    for (const s of this.states) {
-      if (s.chainOk !== true) continue
-      if (this.eligible(s)) eligible.push(s)
-      else fallback.push(s)
-    }
-    if (STICKY.has(method) || eligible.length < 2) return eligible.concat(fallback)
-    const score = (s: State) => s.weight / (s.latencyMs + 0.5) ** 2
-    eligible.sort((x, y) => score(y) - score(x))
-    let total = 0
-    for (const s of eligible) total += score(s)
-    let r = Math.random() * total
-    let pick = 0
-    for (; pick < eligible.length - 1; pick++) {
-      r -= score(eligible[pick]!)
-      if (r <= 0) break
-    }
-    if (pick > 0) {
-      const [chosen] = eligible.splice(pick, 1)
-      eligible.unshift(chosen!)
-    }
-    return eligible.concat(fallback)
+  /** The upstreams to try, in order (candidates.ts). */
+  private candidates(policy: UpstreamPolicy): State[] {
+    return orderCandidates(this.states, this.isEligible, policy.sticky)
   }
 
   private eligible(s: State): boolean {
@@ -300,19 +299,16 @@ export class ManagedPool implements UpstreamPool {
     if (s.chainOk && (this.best === undefined || head > this.best)) this.best = head
   }
 
-  private noUpstream(failures: UpstreamError[]): RpcError {
-    if (failures.length > 0) {
-      return new RpcError(
-        RPC_INTERNAL_ERROR,
-        `no upstream could answer: ${failures.map((f) => f.message).join('; ')}`,
-      )
-    }
-    const why = this.states
-      .map((s) => `${s.id}: ${s.chainOk === false ? 'wrong chain' : (s.lastError ?? 'not verified yet')}`)
-      .join('; ')
-    return new RpcError(
-      RPC_INTERNAL_ERROR,
-      `no healthy upstream for ${this.cfg.chain}/${this.cfg.network} before the deadline (${why})`,
+  private noUpstream(failures: UpstreamError[]): UpstreamUnavailableError {
+    return noUpstreamError(
+      `${this.cfg.chain}/${this.cfg.network}`,
+      failures,
+      this.states.map((s) => ({
+        id: s.id,
+        chainOk: s.chainOk,
+        lastError: s.lastError,
+        ...this.problems.get(s),
+      })),
     )
   }
 
@@ -331,10 +327,14 @@ export class ManagedPool implements UpstreamPool {
     this.timer.unref()
   }
 
-  /** One health round over every upstream; a failed probe needs a new verification to return. */
+  /**
+   * One health round over every upstream; a failed probe needs a new verification to return.
+   * An upstream whose breaker is open is left alone until its cooldown has run (upstream-state.ts).
+   */
   private async checkAll(): Promise<void> {
     await Promise.all(
       this.states.map(async (s) => {
+        if (!s.probeDue(this.now())) return
         const started = performance.now()
         try {
           const p = await probeUpstream(s.upstream, this.cfg, this.probeTimeout)
@@ -349,14 +349,16 @@ export class ManagedPool implements UpstreamPool {
           s.head = p.head
           s.finalized = p.finalized
           s.lastError = p.chainOk ? null : `wrong chain (${p.identity})`
-          if (s.probeSucceeded(Date.now())) {
+          this.problems.delete(s)
+          if (s.probeSucceeded(this.now())) {
             this.deps.logger?.info({ network: this.networkLabel, upstream: s.id }, 'upstream back in service')
           }
         } catch (err) {
           // Unreachable: whatever answers at that address next must prove its chain again (a
           // restarted URL may be another node). Merely slow or erroring: identity still holds.
           if (err instanceof UpstreamError && err.kind === 'connect' && s.chainOk === true) s.chainOk = null
-          s.recordFailure(err instanceof Error ? err.message : String(err), Date.now())
+          this.problems.set(s, lastProblem(err))
+          s.recordFailure(err instanceof Error ? err.message : String(err), this.now())
         }
       }),
     )

@@ -115,11 +115,15 @@ describe('upstream pool with real anvil upstreams', () => {
       maxFeePerGas: 10_000_000_000n,
       maxPriorityFeePerGas: 1n,
     })
+    await waitFor('A and B both candidates', () => status(0).healthy && status(1).healthy)
     const sent = await rpc('eth_sendRawTransaction', [raw])
     expect(sent.error).toBeUndefined()
     const hash = sent.result as string
-    expect(await direct(a, 'eth_getTransactionByHash', [hash])).not.toBeNull()
-    expect(await direct(b, 'eth_getTransactionByHash', [hash])).not.toBeNull()
+    // The answer is the first node's acceptance; the other node's copy may land a moment later.
+    const known = async (node: AnvilProcess) =>
+      (await direct(node, 'eth_getTransactionByHash', [hash])) !== null
+    await waitFor('A knows the transaction', () => known(a), 5_000)
+    await waitFor('B knows the transaction', () => known(b), 5_000)
     // Sent again, every node says it knows it already: that error is passed through.
     expect((await rpc('eth_sendRawTransaction', [raw])).error).toBeDefined()
   })

@@ -1,7 +1,29 @@
-import type { RpcOutcome } from '../rpc/jsonrpc.ts'
-import { RPC_INTERNAL_ERROR, RpcError } from '../rpc/jsonrpc.ts'
+import type { RpcOutcome } from '../jsonrpc.ts'
+import { RPC_INTERNAL_ERROR, RpcError } from '../jsonrpc.ts'
 import { HttpUpstream, UpstreamError } from './http-upstream.ts'
 import type { UpstreamStatus } from './upstream-state.ts'
+
+/**
+ * How a method must be sent upstream (chains owns what it means; the JSON-RPC method registry,
+ * src/rpc/methods/, says which methods need what).
+ */
+export interface UpstreamPolicy {
+  /** State lives on one node (filters): always the same upstream, never hedged. */
+  readonly sticky: boolean
+  /** Changes state: never hedged, never retried elsewhere after a timeout (it may have landed). */
+  readonly write: boolean
+  /** Sent to every eligible upstream at once (raw transactions), when the network enables it. */
+  readonly broadcast: boolean
+}
+
+/** What a pool needs to know about a method: its policy and its metric label. */
+export interface MethodDescription {
+  readonly upstream: UpstreamPolicy
+  /** The method's name, or "other" for names outside the registry's rows (bounded series). */
+  readonly label: string
+}
+
+export type DescribeMethod = (kind: 'evm' | 'solana', method: string) => MethodDescription
 
 export interface UpstreamCallOptions {
   /** Overall deadline for the call, across failovers. */

@@ -255,7 +255,8 @@ export class UpstreamSocket {
       if (!p) return
       this.pending.delete(m.id)
       clearTimeout(p.timer)
-      if (m.error) p.reject(new UpstreamRpcError(String(m.error.message ?? 'upstream error')))
+      if (m.error)
+        p.reject(new UpstreamRpcError(String(m.error.message ?? 'upstream error'), { cause: m.error }))
       else p.resolve(m.result)
       return
     }

@@ -21,13 +21,21 @@ export interface UpstreamStatus {
 const INITIAL_LATENCY_MS = 5
 /** Weight of a new sample in the moving average (about the last 10 calls). */
 const EWMA_ALPHA = 0.1
-const MAX_COOLDOWN_MS = 30_000
+/** The longest a breaker stays open (unless the configured base cooldown is longer still). */
+export const MAX_COOLDOWN_MS = 30_000
 
 /**
  * One upstream's health: chain identity, head, latency moving average and circuit breaker.
- * The breaker opens after `breakerFailures` consecutive failures and stays open for a cooldown
- * that doubles on every re-opening; only a successful health probe after the cooldown closes it,
- * so live traffic never pays for probing a dead node.
+ *
+ * The breaker opens after `breakerFailures` consecutive failures. While open, the upstream is
+ * not probed at all; once the cooldown has run, one probe is its trial: success closes the
+ * breaker, failure re-opens it for twice as long, up to the maximum. So a node that fails every
+ * probe is tried after base, 2×, 4×… the base cooldown, then every maximum cooldown.
+ *
+ * The doubled cooldown outlives the closing: a flapping node (back for a moment, failing
+ * again) resumes where it left off instead of being let in after the base cooldown each time.
+ * It resets to the base only when the node opens its breaker after staying closed for a whole
+ * maximum cooldown — healthy for as long as the longest it could have been kept out.
  */
 export class UpstreamState {
   chainOk: boolean | null = null
@@ -38,8 +46,12 @@ export class UpstreamState {
   failures = 0
   openUntil = 0
   breakerOpen = false
+  /** The cooldown the next opening will use. */
   cooldownMs: number
   lastError: string | null = null
+  readonly maxCooldownMs: number
+  /** When the breaker last closed; -Infinity until it first has (so the first opening is fresh). */
+  private closedAt = Number.NEGATIVE_INFINITY
 
   constructor(
     readonly upstream: HttpUpstream,
@@ -48,6 +60,7 @@ export class UpstreamState {
     private readonly baseCooldownMs: number,
   ) {
     this.cooldownMs = baseCooldownMs
+    this.maxCooldownMs = Math.max(MAX_COOLDOWN_MS, baseCooldownMs)
   }
 
   get id(): string {
@@ -63,17 +76,33 @@ export class UpstreamState {
     this.failures = 0
   }
 
-  /** A transport failure on live traffic or a probe. Returns true when it opened the breaker. */
+  /** Whether a health probe is due: always while closed; while open, once the cooldown has run. */
+  probeDue(now: number): boolean {
+    return !this.breakerOpen || now >= this.openUntil
+  }
+
+  /**
+   * A transport failure on live traffic or a probe. Returns true when it opened the breaker,
+   * or re-opened it because this was the trial after the cooldown.
+   */
   recordFailure(message: string, now: number): boolean {
     this.lastError = message
     this.failures++
-    if (!this.breakerOpen && this.failures >= this.breakerFailures) {
-      this.breakerOpen = true
-      this.openUntil = now + this.cooldownMs
-      this.cooldownMs = Math.min(this.cooldownMs * 2, MAX_COOLDOWN_MS)
+    if (this.breakerOpen) {
+      if (now < this.openUntil) return false
+      this.open(now)
       return true
     }
-    return false
+    if (this.failures < this.breakerFailures) return false
+    if (now - this.closedAt >= this.maxCooldownMs) this.cooldownMs = this.baseCooldownMs
+    this.open(now)
+    return true
+  }
+
+  private open(now: number): void {
+    this.breakerOpen = true
+    this.openUntil = now + this.cooldownMs
+    this.cooldownMs = Math.min(this.cooldownMs * 2, this.maxCooldownMs)
   }
 
   /** A successful health probe: closes the breaker once its cooldown has passed. */
@@ -81,7 +110,7 @@ export class UpstreamState {
     this.failures = 0
     if (this.breakerOpen && now >= this.openUntil) {
       this.breakerOpen = false
-      this.cooldownMs = this.baseCooldownMs
+      this.closedAt = now
       return true
     }
     return false

@@ -1,6 +1,6 @@
 import path from 'node:path'
 import { z } from 'zod'
-import { ConfigError, describeZodError } from './validation.ts'
+import { ConfigError, describeZodError, parseDuration } from './validation.ts'
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
 
@@ -28,6 +28,12 @@ const envSchema = z.object({
   HALYARD_LOG_LEVEL: z.enum(LOG_LEVELS).default('info'),
   // `halyard serve` processes on one port (src/server/cluster.ts); above 1 needs DATABASE_URL and REDIS_URL.
   HALYARD_WORKERS: z.coerce.number().int().min(1).max(64).default(1),
+  // Deadline for a request's headers and body to arrive (src/server/app.ts), in milliseconds.
+  HALYARD_REQUEST_TIMEOUT: z
+    .string()
+    .regex(/^[1-9]\d*(ms|s|m)$/, 'must be a duration such as 30s or 1500ms')
+    .transform(parseDuration)
+    .default(30_000),
   // Webhook delivery (src/webhooks/settings.ts): durations like 500ms, 10s, 1m, 6h.
   HALYARD_WEBHOOK_RETRY_SCHEDULE: z
     .string()

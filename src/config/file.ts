@@ -2,7 +2,9 @@ import { readFileSync } from 'node:fs'
 import YAML from 'yaml'
 import { z } from 'zod'
 import { accountAbstractionSchema } from '../aa/config.ts'
+import { bundlerConfigSchema } from '../bundler/config.ts'
 import { gasConfigSchema } from '../gas/price-config.ts'
+import { sponsorshipConfigSchema } from '../gas/sponsor-config.ts'
 import { dataApiSchema } from '../prices/config.ts'
 import { ConfigError, describeZodError } from './validation.ts'
 
@@ -81,6 +83,15 @@ export const networkSchema = z
       .default({ symbol: 'ETH', decimals: 18 }),
     /** Debug/trace methods are refused unless the operator enables them per network. */
     debugMethods: z.boolean().default(false),
+    /**
+     * Devnet methods (anvil_*, hardhat_*, evm_*) on a devnet: writes need rpc:write; those that
+     * wipe or replace the devnet (anvil_reset, anvil_loadState, anvil_rollback, anvil_reorg, …,
+     * src/rpc/methods/evm.ts) are refused unless `destructive` is true.
+     */
+    devMethods: z
+      .object({ destructive: z.boolean().default(false) })
+      .strict()
+      .optional(),
     requestTimeoutMs: z.number().int().min(100).max(120_000).default(10_000),
     upstreams: z.array(upstreamSchema).min(1, 'needs at least one upstream'),
     /** Chain indexer (src/indexer): on for every EVM network unless `enabled: false`. */
@@ -91,6 +102,11 @@ export const networkSchema = z
         startBlock: z.number().int().min(0).optional(),
         /** Largest eth_getLogs block range during backfill (shrinks on errors, grows on success). */
         maxBlockRange: z.number().int().min(1).max(100_000).default(2000),
+        /**
+         * `GET /ready` fails for this network while the indexer is more blocks than this behind
+         * head minus confirmations; default about two minutes of blocks (at least 10).
+         */
+        maxLagBlocks: z.number().int().min(1).max(100_000_000).optional(),
       })
       .strict()
       .optional(),
@@ -102,6 +118,10 @@ export const networkSchema = z
     accountAbstraction: accountAbstractionSchema.optional(),
     /** Gas price estimates: per-network minimum tip (src/gas/price-config.ts). */
     gas: gasConfigSchema.optional(),
+    /** Gas sponsorship: the v0.6 VerifyingPaymaster and the deposit floor (src/gas/sponsor-config.ts). */
+    sponsorship: sponsorshipConfigSchema.optional(),
+    /** ERC-4337 bundler: mode, executor keys, debug methods (src/bundler/config.ts). */
+    bundler: bundlerConfigSchema.optional(),
   })
   .strict()
   .superRefine((n, ctx) => {

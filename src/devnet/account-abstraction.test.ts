@@ -1,14 +1,21 @@
 import { mkdtempSync, readFileSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
-import { decodeFunctionResult, encodeFunctionData, getContractAddress, keccak256 } from 'viem'
+import {
+  createPublicClient,
+  decodeFunctionResult,
+  encodeFunctionData,
+  getContractAddress,
+  http,
+  keccak256,
+} from 'viem'
 import { privateKeyToAccount } from 'viem/accounts'
 import { describe, expect, it } from 'vitest'
 import { spawnHalyard } from '../../test/helpers/cli.ts'
 import { call, postRpc } from '../../test/helpers/halyard.ts'
 import { ENTRY_POINT_V06, ENTRY_POINT_V07, entryPointAbi } from '../aa/contracts.ts'
 import type { Address, Hex } from '../types.ts'
-import { paymasterSignerKeyFile } from './account-abstraction.ts'
+import { findPaymasterV06, paymasterSignerKeyFile } from './account-abstraction.ts'
 import { DEV_ACCOUNT } from './demo.ts'
 import { MULTICALL3_ADDRESS } from './multicall3.ts'
 
@@ -34,6 +41,15 @@ describe('dev mode ERC-4337 contracts', () => {
           readFileSync(paymasterSignerKeyFile(dataDir), 'utf8').trim() as Hex,
         )
         const paymaster = getContractAddress({ from: signer.address, nonce: 0n }).toLowerCase() as Address
+        const paymasterV06 = await findPaymasterV06(
+          createPublicClient({
+            transport: http(`${baseUrl}/rpc/ethereum/devnet`, {
+              fetchOptions: { headers: { 'x-api-key': key as string } },
+            }),
+          }),
+          signer.address.toLowerCase() as Address,
+        )
+        expect(paymasterV06).not.toBeNull()
         const codeHashes: Record<string, Hex> = {}
         for (const a of [
           ENTRY_POINT_V06,
@@ -41,6 +57,7 @@ describe('dev mode ERC-4337 contracts', () => {
           FACTORY_V06,
           FACTORY_V07,
           paymaster,
+          paymasterV06 as Address,
           MULTICALL3_ADDRESS,
         ]) {
           const code = await node('eth_getCode', [a, 'latest'])
@@ -63,9 +80,27 @@ describe('dev mode ERC-4337 contracts', () => {
           ]),
         })
         expect(depositInfo.staked).toBe(true)
+        const depositInfoV06 = decodeFunctionResult({
+          abi: entryPointAbi,
+          functionName: 'getDepositInfo',
+          data: await node('eth_call', [
+            {
+              to: ENTRY_POINT_V06,
+              data: encodeFunctionData({
+                abi: entryPointAbi,
+                functionName: 'getDepositInfo',
+                args: [paymasterV06 as Address],
+              }),
+            },
+            'latest',
+          ]),
+        })
+        expect(depositInfoV06.staked).toBe(true)
+        expect(depositInfoV06.deposit).toBeGreaterThan(0n)
         seen.push({
           codeHashes,
           paymaster,
+          paymasterV06,
           // No transaction from the deployers after the first start: nothing was redeployed.
           devAccountNonce: await node('eth_getTransactionCount', [DEV_ACCOUNT, 'latest']),
           signerNonce: await node('eth_getTransactionCount', [signer.address, 'latest']),
@@ -84,7 +119,8 @@ describe('dev mode ERC-4337 contracts', () => {
         await server.stop()
       }
     }
-    expect(seen[0]?.signerNonce).toBe('0x3') // deploy, stake, deposit
+    // v0.7 paymaster: deploy, stake, deposit; the same for the v0.6 one.
+    expect(seen[0]?.signerNonce).toBe('0x6')
     expect(seen[1]).toEqual(seen[0])
     expect(seen[2]).toEqual(seen[0])
     expect(statSync(paymasterSignerKeyFile(dataDir)).mode & 0o777).toBe(0o600)

@@ -51,6 +51,8 @@ export interface AccountAbstractionDeployment {
   /** Addresses for the network config (`accountAbstraction`). */
   config: DevAccountAbstraction
   paymasterSigner: Address
+  /** The VerifyingPaymaster v0.6 (same signer), for sponsoring v0.6 UserOperations. */
+  paymasterV06: Address
   /** What this call had to deploy or top up; empty when everything was already in place. */
   changed: string[]
 }
@@ -71,7 +73,10 @@ interface DeterministicContract {
  * SimpleAccountFactory go through the deterministic deployer from the pinned npm artifacts and
  * land on their canonical addresses. The VerifyingPaymaster v0.7 is owned by its signer (so the
  * signer can stake it), deployed as that key's first transaction: its address is a function of
- * the key in the data dir. Afterwards everything is verified by reading code and calling it.
+ * the key in the data dir. The VerifyingPaymaster v0.6 (same signer and owner) is deployed by a
+ * later transaction of that key and found again among the key's CREATE addresses. Both are
+ * staked and funded at their EntryPoint. Afterwards everything is verified by reading code and
+ * calling it.
  */
 export async function ensureAccountAbstraction(
   rpcUrl: string,
@@ -147,7 +152,7 @@ export async function ensureAccountAbstraction(
   await waitAll(client, pending)
   changed.push(...pending.map((p) => p.name))
 
-  const paymaster = await ensurePaymaster(client, rpcUrl, dataDir, changed)
+  const paymaster = await ensurePaymasters(client, rpcUrl, dataDir, changed)
   const config: DevAccountAbstraction = {
     entryPoints: { v06: ENTRY_POINT_V06, v07: ENTRY_POINT_V07 },
     simpleAccountFactory: {
@@ -156,11 +161,11 @@ export async function ensureAccountAbstraction(
     },
     paymaster: paymaster.address,
   }
-  await verify(client, config, paymaster.signer)
-  return { config, paymasterSigner: paymaster.signer, changed }
+  await verify(client, config, paymaster.signer, paymaster.v06)
+  return { config, paymasterSigner: paymaster.signer, paymasterV06: paymaster.v06, changed }
 }
 
-async function ensurePaymaster(client: PublicClient, rpcUrl: string, dataDir: string, changed: string[]) {
+async function ensurePaymasters(client: PublicClient, rpcUrl: string, dataDir: string, changed: string[]) {
   const keyFile = paymasterSignerKeyFile(dataDir)
   let key: Hex
   if (existsSync(keyFile)) {
@@ -185,9 +190,21 @@ async function ensurePaymaster(client: PublicClient, rpcUrl: string, dataDir: st
   const address = getContractAddress({ from: signer, nonce: 0n }).toLowerCase() as Address
 
   const balance = await client.getBalance({ address: signer })
-  if (balance < PAYMASTER_DEPOSIT + PAYMASTER_STAKE + parseEther('1')) {
+  if (balance < 2n * (PAYMASTER_DEPOSIT + PAYMASTER_STAKE) + parseEther('1')) {
     await rpc(rpcUrl, 'anvil_setBalance', [signer, `0x${SIGNER_FUNDING.toString(16)}`])
     changed.push('paymaster signer funding')
+  }
+  const deploy = async (version: EntryPointVersion, entryPoint: Address) => {
+    const data = concat([
+      artifact(version, 'VerifyingPaymaster').bytecode,
+      encodeAbiParameters([{ type: 'address' }, { type: 'address' }], [entryPoint, signer]),
+    ])
+    const hash = await wallet.sendTransaction({ data, gas: 5_000_000n, chain })
+    const name = `VerifyingPaymaster ${version === 'v06' ? 'v0.6' : 'v0.7'}`
+    await waitAll(client, [{ name, hash }])
+    changed.push(name)
+    const r = await client.getTransactionReceipt({ hash })
+    return (r.contractAddress ?? '').toLowerCase() as Address
   }
   if (!(await hasCode(client, address))) {
     const nonce = await client.getTransactionCount({ address: signer })
@@ -196,52 +213,74 @@ async function ensurePaymaster(client: PublicClient, rpcUrl: string, dataDir: st
         `the paymaster signer ${signer} has sent ${nonce} transactions but ${address} holds no paymaster: ` +
           `the devnet state and ${keyFile} come from different runs (remove one of them)`,
       )
-    const data = concat([
-      artifact('v07', 'VerifyingPaymaster').bytecode,
-      encodeAbiParameters([{ type: 'address' }, { type: 'address' }], [ENTRY_POINT_V07, signer]),
-    ])
-    const hash = await wallet.sendTransaction({ data, gas: 5_000_000n, chain })
-    await waitAll(client, [{ name: 'VerifyingPaymaster v0.7', hash }])
-    changed.push('VerifyingPaymaster v0.7')
+    await deploy('v07', ENTRY_POINT_V07)
   }
-  const info = await client.readContract({
-    address: ENTRY_POINT_V07,
-    abi: entryPointAbi,
-    functionName: 'getDepositInfo',
-    args: [address],
-  })
+  const v06 = (await findPaymasterV06(client, signer)) ?? (await deploy('v06', ENTRY_POINT_V06))
   const txs: { name: string; hash: Hash }[] = []
-  if (!info.staked) {
-    const data = encodeFunctionData({
-      abi: verifyingPaymasterAbi,
-      functionName: 'addStake',
-      args: [PAYMASTER_UNSTAKE_DELAY_SEC],
+  for (const [name, ep, pm] of [
+    ['paymaster', ENTRY_POINT_V07, address],
+    ['v0.6 paymaster', ENTRY_POINT_V06, v06],
+  ] as const) {
+    const info = await client.readContract({
+      address: ep,
+      abi: entryPointAbi,
+      functionName: 'getDepositInfo',
+      args: [pm],
     })
-    txs.push({
-      name: 'paymaster stake',
-      hash: await wallet.sendTransaction({ to: address, data, value: PAYMASTER_STAKE, gas: 500_000n, chain }),
-    })
-  }
-  if (info.deposit < MIN_PAYMASTER_DEPOSIT) {
-    const data = encodeFunctionData({ abi: verifyingPaymasterAbi, functionName: 'deposit' })
-    txs.push({
-      name: 'paymaster deposit',
-      hash: await wallet.sendTransaction({
-        to: address,
-        data,
-        value: PAYMASTER_DEPOSIT,
-        gas: 500_000n,
-        chain,
-      }),
-    })
+    if (!info.staked) {
+      const data = encodeFunctionData({
+        abi: verifyingPaymasterAbi,
+        functionName: 'addStake',
+        args: [PAYMASTER_UNSTAKE_DELAY_SEC],
+      })
+      txs.push({
+        name: `${name} stake`,
+        hash: await wallet.sendTransaction({ to: pm, data, value: PAYMASTER_STAKE, gas: 500_000n, chain }),
+      })
+    }
+    if (info.deposit < MIN_PAYMASTER_DEPOSIT) {
+      const data = encodeFunctionData({ abi: verifyingPaymasterAbi, functionName: 'deposit' })
+      txs.push({
+        name: `${name} deposit`,
+        hash: await wallet.sendTransaction({ to: pm, data, value: PAYMASTER_DEPOSIT, gas: 500_000n, chain }),
+      })
+    }
   }
   await waitAll(client, txs)
   changed.push(...txs.map((t) => t.name))
-  return { address, signer }
+  return { address, signer, v06 }
+}
+
+/**
+ * The VerifyingPaymaster v0.6 `signer` deployed on this devnet: the contract among the key's
+ * CREATE addresses whose EntryPoint is v0.6 and whose signer is `signer`; null when none is.
+ */
+export async function findPaymasterV06(client: PublicClient, signer: Address): Promise<Address | null> {
+  const sent = await client.getTransactionCount({ address: signer })
+  const candidates = Array.from(
+    { length: sent },
+    (_, i) => getContractAddress({ from: signer, nonce: BigInt(i) }).toLowerCase() as Address,
+  )
+  const found = await Promise.all(
+    candidates.map(async (a) => {
+      if (!(await hasCode(client, a))) return null
+      const [ep, s] = await Promise.all([
+        client.readContract({ address: a, abi: verifyingPaymasterAbi, functionName: 'entryPoint' }),
+        client.readContract({ address: a, abi: verifyingPaymasterAbi, functionName: 'verifyingSigner' }),
+      ]).catch(() => [null, null])
+      return ep?.toLowerCase() === ENTRY_POINT_V06 && s?.toLowerCase() === signer ? a : null
+    }),
+  )
+  return found.find((a) => a !== null) ?? null
 }
 
 /** Reads code and calls each contract; throws naming the first one that is not what it should be. */
-async function verify(client: PublicClient, cfg: AccountAbstractionDeployment['config'], signer: Address) {
+async function verify(
+  client: PublicClient,
+  cfg: AccountAbstractionDeployment['config'],
+  signer: Address,
+  paymasterV06: Address,
+) {
   const probe = '0x000000000000000000000000000000000000dead' as Address
   for (const ep of [cfg.entryPoints.v06, cfg.entryPoints.v07]) {
     if (!(await hasCode(client, ep))) throw new Error(`no EntryPoint code at ${ep}`)
@@ -270,28 +309,31 @@ async function verify(client: PublicClient, cfg: AccountAbstractionDeployment['c
   })
   if (onChain.toLowerCase() !== simpleAccountAddress(f7, probe, 7n))
     throw new Error(`SimpleAccountFactory ${f7}: local address derivation disagrees with getAddress`)
-  const pmSigner = await client.readContract({
-    address: cfg.paymaster,
-    abi: verifyingPaymasterAbi,
-    functionName: 'verifyingSigner',
-  })
-  const pmEntryPoint = await client.readContract({
-    address: cfg.paymaster,
-    abi: verifyingPaymasterAbi,
-    functionName: 'entryPoint',
-  })
-  if (pmSigner.toLowerCase() !== signer || pmEntryPoint.toLowerCase() !== ENTRY_POINT_V07)
-    throw new Error(
-      `VerifyingPaymaster ${cfg.paymaster} has signer ${pmSigner} and entry point ${pmEntryPoint}`,
-    )
-  const info = await client.readContract({
-    address: ENTRY_POINT_V07,
-    abi: entryPointAbi,
-    functionName: 'getDepositInfo',
-    args: [cfg.paymaster],
-  })
-  if (!info.staked || info.deposit < MIN_PAYMASTER_DEPOSIT)
-    throw new Error(`VerifyingPaymaster ${cfg.paymaster} is not staked and funded at the EntryPoint`)
+  for (const [pm, ep] of [
+    [cfg.paymaster, ENTRY_POINT_V07],
+    [paymasterV06, ENTRY_POINT_V06],
+  ] as const) {
+    const pmSigner = await client.readContract({
+      address: pm,
+      abi: verifyingPaymasterAbi,
+      functionName: 'verifyingSigner',
+    })
+    const pmEntryPoint = await client.readContract({
+      address: pm,
+      abi: verifyingPaymasterAbi,
+      functionName: 'entryPoint',
+    })
+    if (pmSigner.toLowerCase() !== signer || pmEntryPoint.toLowerCase() !== ep)
+      throw new Error(`VerifyingPaymaster ${pm} has signer ${pmSigner} and entry point ${pmEntryPoint}`)
+    const info = await client.readContract({
+      address: ep,
+      abi: entryPointAbi,
+      functionName: 'getDepositInfo',
+      args: [pm],
+    })
+    if (!info.staked || info.deposit < MIN_PAYMASTER_DEPOSIT)
+      throw new Error(`VerifyingPaymaster ${pm} is not staked and funded at the EntryPoint ${ep}`)
+  }
 }
 
 async function hasCode(client: PublicClient, address: Address): Promise<boolean> {

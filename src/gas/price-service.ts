@@ -1,6 +1,8 @@
 import { z } from 'zod'
 import type { Network } from '../chains/registry.ts'
+import { upstreamAnswered, upstreamMalformed } from '../chains/upstream-unavailable.ts'
 import { invalidRequest } from '../errors.ts'
+import type { RpcOutcome } from '../jsonrpc.ts'
 import { formatUnits, parseDecimal } from '../prices/decimal.ts'
 import { DEFAULT_MIN_PRIORITY_FEE_GWEI } from './price-config.ts'
 
@@ -136,7 +138,7 @@ export class GasPriceService {
   }
 
   private async refresh(net: Network, c: Cached | undefined): Promise<GasPrices> {
-    const head = BigInt(hexResult(await net.pool.call('eth_blockNumber', []), 'eth_blockNumber'))
+    const head = BigInt(hexResult(net, await net.pool.call('eth_blockNumber', []), 'eth_blockNumber'))
     if (c && c.head === head) {
       c.checkedAt = Date.now()
       return c.value
@@ -146,7 +148,7 @@ export class GasPriceService {
       `0x${head.toString(16)}`,
       [...PERCENTILES],
     ])
-    if (history.error) throw new Error(`eth_feeHistory failed: ${history.error.message}`)
+    if (history.error) throw upstreamAnswered(net, 'eth_feeHistory', history.error)
     const value = estimateFromHistory(history.result, {
       chain: net.slug,
       head,
@@ -159,8 +161,9 @@ export class GasPriceService {
   }
 }
 
-function hexResult(outcome: { result?: unknown; error?: { message: string } }, method: string): string {
-  if (outcome.error) throw new Error(`${method} failed: ${outcome.error.message}`)
-  if (typeof outcome.result !== 'string') throw new Error(`${method} returned no quantity`)
+function hexResult(net: Network, outcome: RpcOutcome, method: string): string {
+  if (outcome.error) throw upstreamAnswered(net, method, outcome.error)
+  if (typeof outcome.result !== 'string' || !/^0x[0-9a-fA-F]+$/.test(outcome.result))
+    throw upstreamMalformed(net, method)
   return outcome.result
 }

@@ -1,3 +1,4 @@
+import { decodeAbiParameters } from 'viem'
 import type { Address, Hex } from '../types.ts'
 import type { IndexedLog, TokenTransfer } from './types.ts'
 
@@ -8,79 +9,134 @@ export const TRANSFER_BATCH_TOPIC = '0x4a39dc06d4c0dbc64b70af90fd698a233a518aa5d
 
 export const ZERO_ADDRESS = '0x0000000000000000000000000000000000000000' as Address
 
-/** A 32-byte topic holding an address: the low 20 bytes, lowercase. */
-function topicAddress(topic: Hex): Address | null {
-  if (topic.length !== 66) return null
-  return `0x${topic.slice(26).toLowerCase()}` as Address
+/**
+ * Items of one TransferBatch we store. A genuine batch pays at least one storage write per item,
+ * which caps it near 10,000 on a 30M-gas block; a log costs only 8 gas a byte, so without a cap
+ * one cheap transaction could make every instance insert (and webhook) hundreds of thousands of
+ * rows. Larger batches are skipped and counted like any other malformed log.
+ */
+export const MAX_BATCH_ITEMS = 10_000
+/** Two head words, two lengths, two arrays of MAX_BATCH_ITEMS words: anything longer is refused unread. */
+const MAX_BATCH_DATA_BYTES = 32 * (4 + 2 * MAX_BATCH_ITEMS)
+
+/** The events this decoder reads, as named in the skip counter and warning. */
+type TransferEvent = 'Transfer' | 'TransferSingle' | 'TransferBatch'
+
+/** A log's transfers, or why a log under one of our topics was skipped. */
+export type DecodedLog =
+  | { ok: true; transfers: TokenTransfer[] }
+  | { ok: false; event: string; reason: string }
+
+const NONE: DecodedLog = { ok: true, transfers: [] }
+const skip = (event: TransferEvent, reason: string): DecodedLog => ({ ok: false, event, reason })
+
+/**
+ * Decodes the token transfers of one log. Anyone can emit any topics and data under these
+ * event signatures, so every shape is checked before a value is read: exact topic counts,
+ * address topics with clean upper bytes, data lengths in whole words (exact for the fixed
+ * layouts), and TransferBatch arrays through viem's bounds-checked ABI decoder after a size cap.
+ * A log that fits no standard is reported as skipped, never thrown: one hostile log must not
+ * stop a network's indexer. Shapes outside the standards (e.g. the pre-ERC-721 CryptoKitties
+ * layout with every field in data) are skipped too.
+ */
+export function decodeLog(log: IndexedLog): DecodedLog {
+  const t0 = log.topics[0]
+  if (t0 === TRANSFER_TOPIC) return transfer(log)
+  if (t0 === TRANSFER_SINGLE_TOPIC) return transferSingle(log)
+  if (t0 === TRANSFER_BATCH_TOPIC) return transferBatch(log)
+  return NONE
 }
 
-/** The `i`-th 32-byte word of ABI data (without 0x), or null when the data is too short. */
-function word(data: string, i: number): bigint | null {
-  const start = 2 + i * 64
-  if (data.length < start + 64) return null
+function transfer(log: IndexedLog): DecodedLog {
+  const n = log.topics.length
+  if (n !== 3 && n !== 4) return skip('Transfer', `${n} topics (ERC-20 has 3, ERC-721 has 4)`)
+  const from = topicAddress(log.topics[1])
+  const to = topicAddress(log.topics[2])
+  if (!from || !to) return skip('Transfer', 'from/to topic is not an address')
+  const bytes = dataBytes(log.data)
+  if (n === 3) {
+    // An ERC-721 Transfer that lost its indexed token id lands here too: no 32-byte amount.
+    if (bytes !== 32) return skip('Transfer', `ERC-20 Transfer with ${describeBytes(bytes)} of data, not 32`)
+    return { ok: true, transfers: [base(log, 'ERC20', from, to, BigInt(log.data), null, 0)] }
+  }
+  if (bytes !== 0) return skip('Transfer', `ERC-721 Transfer with ${describeBytes(bytes)} of data, not 0`)
+  return { ok: true, transfers: [base(log, 'ERC721', from, to, 1n, BigInt(log.topics[3] as Hex), 0)] }
+}
+
+function transferSingle(log: IndexedLog): DecodedLog {
+  if (log.topics.length !== 4) return skip('TransferSingle', `${log.topics.length} topics, not 4`)
+  const from = topicAddress(log.topics[2])
+  const to = topicAddress(log.topics[3])
+  if (!from || !to) return skip('TransferSingle', 'from/to topic is not an address')
+  const bytes = dataBytes(log.data)
+  if (bytes !== 64) return skip('TransferSingle', `${describeBytes(bytes)} of data, not 64 (id, value)`)
+  const id = BigInt(`0x${log.data.slice(2, 66)}`)
+  const value = BigInt(`0x${log.data.slice(66, 130)}`)
+  return { ok: true, transfers: [base(log, 'ERC1155', from, to, value, id, 0)] }
+}
+
+function transferBatch(log: IndexedLog): DecodedLog {
+  if (log.topics.length !== 4) return skip('TransferBatch', `${log.topics.length} topics, not 4`)
+  const from = topicAddress(log.topics[2])
+  const to = topicAddress(log.topics[3])
+  if (!from || !to) return skip('TransferBatch', 'from/to topic is not an address')
+  const bytes = dataBytes(log.data)
+  if (bytes === null || bytes % 32 !== 0)
+    return skip('TransferBatch', `${describeBytes(bytes)} of data, not whole 32-byte words`)
+  if (bytes > MAX_BATCH_DATA_BYTES)
+    return skip('TransferBatch', `${bytes} bytes of data, more than ${MAX_BATCH_ITEMS} items can need`)
+  // The claimed lengths first (two offset words, each pointing at a length word): a batch over the
+  // cap is refused by its count before anything is decoded.
+  for (const head of [0, 1]) {
+    const length = wordAt(log.data, wordAt(log.data, head * 32))
+    if (length !== null && length > BigInt(MAX_BATCH_ITEMS))
+      return skip('TransferBatch', `${length} items claimed, more than ${MAX_BATCH_ITEMS}`)
+  }
+  let ids: readonly bigint[]
+  let values: readonly bigint[]
+  try {
+    // Every offset and length is checked against the data by viem (it throws past the end), and
+    // the data is capped above, so a hostile length costs at most MAX_BATCH_DATA_BYTES of reading.
+    ;[ids, values] = decodeAbiParameters([{ type: 'uint256[]' }, { type: 'uint256[]' }], log.data)
+  } catch (err) {
+    return skip('TransferBatch', `ids/values do not decode: ${firstLine(err)}`)
+  }
+  if (ids.length !== values.length)
+    return skip('TransferBatch', `${ids.length} ids but ${values.length} values`)
+  if (ids.length > MAX_BATCH_ITEMS)
+    return skip('TransferBatch', `${ids.length} items, more than ${MAX_BATCH_ITEMS}`)
+  return {
+    ok: true,
+    transfers: ids.map((id, i) => base(log, 'ERC1155', from, to, values[i] as bigint, id, i)),
+  }
+}
+
+/** The word at byte `offset` (a whole word inside the data), or null. */
+function wordAt(data: Hex, offset: bigint | number | null): bigint | null {
+  if (offset === null) return null
+  const at = BigInt(offset)
+  if (at % 32n !== 0n || (at + 32n) * 2n > BigInt(data.length - 2)) return null
+  const start = 2 + Number(at) * 2
   return BigInt(`0x${data.slice(start, start + 64)}`)
 }
 
-/**
- * Decodes the token transfers of one log. Hand-written instead of a generic ABI decoder
- * because it runs for every log of every block (throughput matters) and because malformed
- * logs from non-standard contracts must be skipped, not thrown: a token contract can emit
- * anything under the Transfer topic. Shapes that fit no standard (e.g. the pre-ERC-721
- * CryptoKitties layout with every field in data) yield nothing.
- */
-export function decodeTransfers(log: IndexedLog): TokenTransfer[] {
-  const t0 = log.topics[0]
-  if (t0 === TRANSFER_TOPIC) {
-    const from = log.topics[1] && topicAddress(log.topics[1])
-    const to = log.topics[2] && topicAddress(log.topics[2])
-    if (!from || !to) return []
-    if (log.topics.length === 3) {
-      const value = word(log.data, 0)
-      if (value === null || log.data.length !== 66) return []
-      return [base(log, 'ERC20', from, to, value, null, 0)]
-    }
-    if (log.topics.length === 4 && log.data === '0x') {
-      const id = BigInt(log.topics[3] as Hex)
-      return [base(log, 'ERC721', from, to, 1n, id, 0)]
-    }
-    return []
-  }
-  if (t0 === TRANSFER_SINGLE_TOPIC) {
-    if (log.topics.length !== 4) return []
-    const from = topicAddress(log.topics[2] as Hex)
-    const to = topicAddress(log.topics[3] as Hex)
-    const id = word(log.data, 0)
-    const value = word(log.data, 1)
-    if (!from || !to || id === null || value === null) return []
-    return [base(log, 'ERC1155', from, to, value, id, 0)]
-  }
-  if (t0 === TRANSFER_BATCH_TOPIC) {
-    if (log.topics.length !== 4) return []
-    const from = topicAddress(log.topics[2] as Hex)
-    const to = topicAddress(log.topics[3] as Hex)
-    if (!from || !to) return []
-    const ids = readArray(log.data, word(log.data, 0))
-    const values = readArray(log.data, word(log.data, 1))
-    if (!ids || !values || ids.length !== values.length) return []
-    return ids.map((id, i) => base(log, 'ERC1155', from, to, values[i] as bigint, id, i))
-  }
-  return []
+/** A 32-byte topic holding an address (upper 12 bytes zero), lowercase; null otherwise. */
+export function topicAddress(topic: Hex | undefined): Address | null {
+  if (topic === undefined || topic.length !== 66 || !/^0x0{24}[0-9a-fA-F]{40}$/.test(topic)) return null
+  return `0x${topic.slice(26).toLowerCase()}` as Address
 }
 
-/** A dynamic uint256[] at byte `offset` of the data; null when it does not fit. */
-function readArray(data: string, offset: bigint | null): bigint[] | null {
-  if (offset === null || offset % 32n !== 0n) return null
-  const at = Number(offset / 32n)
-  const len = word(data, at)
-  // Bound the length by the data actually present, so a hostile length cannot allocate.
-  if (len === null || len > BigInt((data.length - 2) / 64)) return null
-  const out: bigint[] = []
-  for (let i = 0; i < Number(len); i++) {
-    const v = word(data, at + 1 + i)
-    if (v === null) return null
-    out.push(v)
-  }
-  return out
+/** Byte length of 0x-hex data; null when it is not whole bytes. */
+function dataBytes(data: Hex): number | null {
+  const chars = data.length - 2
+  return chars % 2 === 0 ? chars / 2 : null
+}
+
+const describeBytes = (n: number | null) => (n === null ? 'a partial byte' : `${n} bytes`)
+
+function firstLine(err: unknown): string {
+  const msg = err instanceof Error ? err.message : String(err)
+  return (msg.split('\n')[0] ?? '').slice(0, 200)
 }
 
 function base(

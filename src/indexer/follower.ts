@@ -4,9 +4,10 @@ import type { Logger } from '../logger.ts'
 import type { Database } from '../storage/schema.ts'
 import type { Hash } from '../types.ts'
 import { type ChainHeader, type ChainLog, ChainReader, ChainRpcError } from './chain.ts'
-import { decodeTransfers } from './decode.ts'
+import { decodeLog } from './decode.ts'
+import type { ReportSkippedLog, SkippedLog } from './skipped-logs.ts'
 import * as store from './store.ts'
-import type { BlockConsumer, IndexedBlock } from './types.ts'
+import type { BlockConsumer, IndexedBlock, TokenTransfer } from './types.ts'
 
 export interface FollowerOptions {
   network: Network
@@ -22,6 +23,8 @@ export interface FollowerOptions {
   headStart: boolean
   /** Called after each commit with the new cursor. */
   onAdvance: (network: string, cursor: store.Cursor) => void
+  /** A log under a transfer topic that fits no standard: skipped, and reported here. */
+  onSkippedLog: ReportSkippedLog
 }
 
 /** Below this gap to the target the follower goes block by block (full blocks); above it, ranges. */
@@ -46,6 +49,12 @@ export class NetworkFollower {
   private readonly slug: string
   private pos: Position | undefined
   private range: bigint
+  /** Head minus confirmations at the last step that read the head (for lag and readiness). */
+  lastTarget: bigint | undefined
+  /** The first block the last step tried to index (the one a failing step is stuck on). */
+  nextBlock: bigint | undefined
+  /** Logs skipped while decoding this step's blocks: reported once their blocks commit. */
+  private skipped: SkippedLog[] = []
 
   constructor(private readonly opts: FollowerOptions) {
     this.chain = new ChainReader(opts.network.pool)
@@ -60,11 +69,14 @@ export class NetworkFollower {
 
   /** One step of work. Returns false when caught up (the caller waits before the next step). */
   async step(db: Kysely<Database>): Promise<boolean> {
+    this.skipped = []
     const pos = await this.position(db)
     const head = await this.chain.header('latest')
     if (!head) return false
     const confirmations = BigInt(this.opts.network.config.confirmations)
     const target = head.number - confirmations
+    this.lastTarget = target
+    this.nextBlock = pos.number + 1n
     if (target < 0n) return false
 
     if (target <= pos.number) {
@@ -226,10 +238,24 @@ export class NetworkFollower {
         txHash: l.txHash,
         logIndex: l.logIndex,
       })),
-      transfers: sorted.flatMap(decodeTransfers),
+      transfers: sorted.flatMap((l) => this.decode(block.number, l)),
     }
     if (block.transactions) indexed.transactions = block.transactions
     return indexed
+  }
+
+  /** One log's transfers; a log that does not decode is skipped and reported, never thrown. */
+  private decode(blockNumber: bigint, log: IndexedBlock['logs'][number]): TokenTransfer[] {
+    let out: ReturnType<typeof decodeLog>
+    try {
+      out = decodeLog(log)
+    } catch (err) {
+      // decodeLog checks shapes before reading, so this is a bug in it; chain data must still pass.
+      out = { ok: false, event: 'unknown', reason: `decoder error: ${(err as Error).message}` }
+    }
+    if (out.ok) return out.transfers
+    this.skipped.push({ network: this.slug, blockNumber, log, event: out.event, reason: out.reason })
+    return []
   }
 
   private async commit(
@@ -270,6 +296,9 @@ export class NetworkFollower {
     t.commitMs = lap()
     t.committedAt = performance.timeOrigin + mark
     this.pos = { ...cursor }
+    // Counted after the commit, so a block retried after a failed commit is not counted twice.
+    for (const s of this.skipped) this.opts.onSkippedLog(s)
+    this.skipped = []
     for (const c of this.opts.consumers) c.afterCommit?.(this.slug, cursor.number)
     this.opts.onAdvance(this.slug, cursor)
     return t

@@ -2,7 +2,13 @@ import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { anvilNetwork } from '../../test/helpers/halyard.ts'
-import { type StorageBackend, storageBackends, type TestStorage } from '../../test/helpers/storage.ts'
+import { describeNeeding } from '../../test/helpers/services.ts'
+import {
+  POSTGRES_ONLY,
+  type StorageBackend,
+  storageBackends,
+  type TestStorage,
+} from '../../test/helpers/storage.ts'
 import { NetworkRegistry } from '../chains/registry.ts'
 import { type AnvilProcess, startAnvil } from '../devnet/anvil.ts'
 import { DEV_ACCOUNT, Devnet } from '../devnet/demo.ts'
@@ -215,69 +221,71 @@ describe('consumers that ask for full blocks', () => {
   })
 })
 
-const pg = storageBackends().find((b) => b.name === 'postgres')
+describeNeeding(
+  ['DATABASE_URL'],
+  'one indexer per network across instances (PostgreSQL advisory lock)',
+  () => {
+    let anvil: AnvilProcess
+    let storage: TestStorage
 
-describe.skipIf(!pg)('one indexer per network across instances (PostgreSQL advisory lock)', () => {
-  let anvil: AnvilProcess
-  let storage: TestStorage
-
-  beforeAll(async () => {
-    anvil = await startAnvil()
-    storage = await (pg as NonNullable<typeof pg>).open()
-  })
-  afterAll(async () => {
-    await storage?.close()
-    await anvil?.stop()
-  })
-
-  it('runs one follower at a time: every block is processed once, and a standby takes over', async () => {
-    const { head } = await seedChain(anvil)
-    const processed: { instance: string; block: bigint }[] = []
-    const recorder = (instance: string): BlockConsumer => ({
-      name: `rec-${instance}`,
-      async onBlock(_trx, block) {
-        processed.push({ instance, block: block.number })
-      },
-      async onRollback() {},
+    beforeAll(async () => {
+      anvil = await startAnvil()
+      storage = await (POSTGRES_ONLY[0] as StorageBackend).open()
     })
-    // Two "instances": separate registries and services over the same PostgreSQL schema.
-    const make = (instance: string) => {
-      const networks = new NetworkRegistry([anvilNetwork(anvil)])
-      const indexer = new IndexerService({
-        storage,
-        networks,
-        logger: createLogger('silent'),
-        pollMs: 20,
-        lockRetryMs: 100,
-      })
-      indexer.addConsumer(recorder(instance))
-      return { indexer, networks }
-    }
-    const a = make('a')
-    const b = make('b')
-    a.indexer.start()
-    b.indexer.start()
-    await a.indexer.waitForBlock('ethereum-devnet', head)
-    const blocks = processed.map((p) => p.block)
-    expect(new Set(blocks).size).toBe(blocks.length)
-    expect(new Set(processed.map((p) => p.instance)).size).toBe(1)
-    const leader = processed[0]?.instance === 'a' ? a : b
-    const standby = leader === a ? b : a
-    const standbyName = leader === a ? 'b' : 'a'
+    afterAll(async () => {
+      await storage?.close()
+      await anvil?.stop()
+    })
 
-    // The leader goes away; new blocks are indexed by the standby once it takes the lock.
-    await leader.indexer.stop()
-    await leader.networks.close()
-    const dev = new Devnet(anvil.url)
-    await dev.rpc('anvil_mine', ['0x3'])
-    await standby.indexer.waitForBlock('ethereum-devnet', head + 3n)
-    await standby.indexer.stop()
-    await standby.networks.close()
-    const after = processed.filter((p) => p.block > head)
-    expect(after.length).toBeGreaterThan(0)
-    expect(after.every((p) => p.instance === standbyName)).toBe(true)
-    const all = processed.map((p) => p.block)
-    expect(new Set(all).size).toBe(all.length)
-    expect(await countTransfers(storage)).toBe(SPRAY_TXS * PER_TX)
-  })
-})
+    it('runs one follower at a time: every block is processed once, and a standby takes over', async () => {
+      const { head } = await seedChain(anvil)
+      const processed: { instance: string; block: bigint }[] = []
+      const recorder = (instance: string): BlockConsumer => ({
+        name: `rec-${instance}`,
+        async onBlock(_trx, block) {
+          processed.push({ instance, block: block.number })
+        },
+        async onRollback() {},
+      })
+      // Two "instances": separate registries and services over the same PostgreSQL schema.
+      const make = (instance: string) => {
+        const networks = new NetworkRegistry([anvilNetwork(anvil)])
+        const indexer = new IndexerService({
+          storage,
+          networks,
+          logger: createLogger('silent'),
+          pollMs: 20,
+          lockRetryMs: 100,
+        })
+        indexer.addConsumer(recorder(instance))
+        return { indexer, networks }
+      }
+      const a = make('a')
+      const b = make('b')
+      a.indexer.start()
+      b.indexer.start()
+      await a.indexer.waitForBlock('ethereum-devnet', head)
+      const blocks = processed.map((p) => p.block)
+      expect(new Set(blocks).size).toBe(blocks.length)
+      expect(new Set(processed.map((p) => p.instance)).size).toBe(1)
+      const leader = processed[0]?.instance === 'a' ? a : b
+      const standby = leader === a ? b : a
+      const standbyName = leader === a ? 'b' : 'a'
+
+      // The leader goes away; new blocks are indexed by the standby once it takes the lock.
+      await leader.indexer.stop()
+      await leader.networks.close()
+      const dev = new Devnet(anvil.url)
+      await dev.rpc('anvil_mine', ['0x3'])
+      await standby.indexer.waitForBlock('ethereum-devnet', head + 3n)
+      await standby.indexer.stop()
+      await standby.networks.close()
+      const after = processed.filter((p) => p.block > head)
+      expect(after.length).toBeGreaterThan(0)
+      expect(after.every((p) => p.instance === standbyName)).toBe(true)
+      const all = processed.map((p) => p.block)
+      expect(new Set(all).size).toBe(all.length)
+      expect(await countTransfers(storage)).toBe(SPRAY_TXS * PER_TX)
+    })
+  },
+)

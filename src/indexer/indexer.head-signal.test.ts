@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, expect, it } from 'vitest'
 import { anvilNetwork } from '../../test/helpers/halyard.ts'
-import { storageBackends } from '../../test/helpers/storage.ts'
+import { describeEachStorage } from '../../test/helpers/storage.ts'
 import { NetworkRegistry } from '../chains/registry.ts'
 import type { NetworkConfig } from '../config/file.ts'
 import { type AnvilProcess, startAnvil } from '../devnet/anvil.ts'
@@ -38,7 +38,7 @@ function recordingIndexer(storage: Storage, network: NetworkConfig, pollMs: numb
   return { indexer, networks, wakes, live, head, poll }
 }
 
-describe.each(storageBackends())('indexer woken by upstream newHeads on $name', (backend) => {
+describeEachStorage('indexer woken by upstream newHeads on $name', (backend) => {
   let anvil: AnvilProcess
   let dev: Devnet
   const headNow = async () => BigInt(await dev.rpc<string>('eth_blockNumber'))

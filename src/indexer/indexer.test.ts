@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, expect, it } from 'vitest'
 import { anvilNetwork } from '../../test/helpers/halyard.ts'
-import { storageBackends } from '../../test/helpers/storage.ts'
+import { describeEachStorage } from '../../test/helpers/storage.ts'
 import { until } from '../../test/helpers/until.ts'
 import { NetworkRegistry } from '../chains/registry.ts'
 import { type AnvilProcess, startAnvil } from '../devnet/anvil.ts'
@@ -15,7 +15,7 @@ const ALICE = '0x00000000000000000000000000000000000a11ce' as Address
 const BOB = '0x0000000000000000000000000000000000000b0b' as Address
 const CAROL = '0x00000000000000000000000000000000000ca201' as Address
 
-describe.each(storageBackends())('indexer on $name', (backend) => {
+describeEachStorage('indexer on $name', (backend) => {
   let anvil: AnvilProcess
   let storage: Storage
   let networks: NetworkRegistry

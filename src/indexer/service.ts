@@ -2,10 +2,13 @@ import { EventEmitter } from 'node:events'
 import { type Kysely, sql } from 'kysely'
 import type { Network, NetworkRegistry } from '../chains/registry.ts'
 import type { Logger } from '../logger.ts'
+import type { Metrics } from '../metrics.ts'
 import type { Storage } from '../storage/database.ts'
 import type { Database } from '../storage/schema.ts'
 import { NetworkFollower } from './follower.ts'
 import type { HeadSignal, HeadSignalReason } from './head-signal.ts'
+import { IndexerHealth } from './health.ts'
+import { SkippedLogs } from './skipped-logs.ts'
 import { type Cursor, readCursor } from './store.ts'
 import type { BlockConsumer } from './types.ts'
 
@@ -25,6 +28,14 @@ export interface IndexerOptions {
   onWake?: (network: string, reason: WakeReason) => void
   /** How long to wait before retrying the per-network lock held by another instance. */
   lockRetryMs?: number
+  /** Skipped-log counter, lag and stuck gauges (src/metrics.ts); none in bare tests. */
+  metrics?: Metrics
+}
+
+/** A `GET /ready` check (src/server/ops-routes.ts): throws, naming the problem, when not ready. */
+export interface IndexerReadinessCheck {
+  name: string
+  check(): Promise<void>
 }
 
 export type WakeReason = 'poll' | HeadSignalReason
@@ -45,9 +56,28 @@ export class IndexerService {
   private stopping = false
   private readonly abort = new AbortController()
   private loops: Promise<void>[] = []
+  private readonly health: IndexerHealth
+  /** Malformed logs are skipped and reported here, by the follower and by consumers. */
+  readonly skippedLogs: SkippedLogs
 
   constructor(private readonly opts: IndexerOptions) {
     this.events.setMaxListeners(0)
+    this.health = new IndexerHealth(opts.metrics)
+    this.skippedLogs = new SkippedLogs(opts.logger, opts.metrics?.indexerLogsSkipped)
+  }
+
+  /**
+   * One readiness check per indexed network, named `indexer <chain>/<network>`: failing while
+   * the indexer is more than `indexer.maxLagBlocks` behind or keeps failing on the same block.
+   */
+  readinessChecks(): IndexerReadinessCheck[] {
+    return this.indexedNetworks().map((n) => ({
+      name: `indexer ${n.chain}/${n.network}`,
+      check: async () => {
+        const problem = await this.health.problem(n, await this.cursor(n.slug))
+        if (problem) throw new Error(problem)
+      },
+    }))
   }
 
   /** Consumers see every block in order, inside the indexer's transaction. Add before start. */
@@ -113,6 +143,7 @@ export class IndexerService {
         this.cursors.set(slug, c)
         this.events.emit('advance', slug, c)
       },
+      onSkippedLog: this.skippedLogs.report,
     })
     // A local devnet answers a head poll in well under a millisecond, so a fast devnet (small
     // blockTimeMs) may be polled down to 20 ms; public networks stay at 50 ms or more.
@@ -132,7 +163,11 @@ export class IndexerService {
             const key = `halyard-indexer:${network.slug}`
             const got = await sql<{ ok: boolean }>`
               select pg_try_advisory_lock(hashtext(current_schema() || ':' || ${key})) as ok`.execute(conn)
-            if (!got.rows[0]?.ok) return
+            if (!got.rows[0]?.ok) {
+              // Another instance follows this network: its failures are not ours to report.
+              this.health.forget(network.slug)
+              return
+            }
             log.info('indexer lock acquired')
             try {
               await this.follow(network, follower, conn, poll, log)
@@ -178,6 +213,8 @@ export class IndexerService {
         try {
           const worked = await follower.step(db)
           failures = 0
+          this.health.stepSucceeded(network.slug)
+          this.health.observeLag(network, follower.lastTarget, this.cursors.get(network.slug)?.number)
           if (worked) {
             eager = false
             continue
@@ -189,6 +226,9 @@ export class IndexerService {
         } catch (err) {
           if (this.stopping) return
           failures++
+          this.health.stepFailed(network.slug, follower.nextBlock, err)
+          // A step stuck on a block still read the head first: the lag keeps growing in /metrics.
+          this.health.observeLag(network, follower.lastTarget, this.cursors.get(network.slug)?.number)
           follower.reset()
           // Debug until it persists: an upstream blip is routine, the give-up below is a warning.
           log.debug({ err: (err as Error).message, failures }, 'indexer step failed')

@@ -1,29 +1,31 @@
 import { randomBytes } from 'node:crypto'
-import { afterEach, describe, expect, it } from 'vitest'
-import type { RateLimiter } from './limiter.ts'
+import { createServer, type Socket } from 'node:net'
+import { afterEach, expect, it } from 'vitest'
+import { describeEach, type ServiceCase, serviceUrl } from '../../test/helpers/services.ts'
+import type { LimitDecision, RateLimiter } from './limiter.ts'
 import { MemoryRateLimiter } from './memory-limiter.ts'
 import { PLANS } from './plans.ts'
 import { RedisRateLimiter } from './redis-limiter.ts'
 
-interface Impl {
-  name: string
+interface Impl extends ServiceCase {
   make(): RateLimiter
 }
 
-const impls: Impl[] = [{ name: 'memory', make: () => new MemoryRateLimiter() }]
-const redisUrl = process.env.REDIS_URL
-if (redisUrl) {
-  impls.push({
+const impls: Impl[] = [
+  { name: 'memory', make: () => new MemoryRateLimiter() },
+  {
     name: 'redis',
-    make: () => new RedisRateLimiter(redisUrl, `halyard:test:${randomBytes(6).toString('hex')}`),
-  })
-}
+    needs: ['REDIS_URL'],
+    make: () =>
+      new RedisRateLimiter(serviceUrl('REDIS_URL'), `halyard:test:${randomBytes(6).toString('hex')}`),
+  },
+]
 
 // A fixed clock in the middle of a second and of a UTC day keeps the windows deterministic.
 const T0 = Date.UTC(2026, 10, 22, 12, 0, 0) + 250
 const one = { requests: 1, computeUnits: 1 }
 
-describe.each(impls)('rate limiter contract: $name', (impl) => {
+describeEach(impls, 'rate limiter contract: $name', (impl) => {
   const open: RateLimiter[] = []
   const make = () => {
     const l = impl.make()
@@ -113,16 +115,93 @@ describe.each(impls)('rate limiter contract: $name', (impl) => {
     expect(results.filter((r) => r.allowed)).toHaveLength(10)
   })
 
+  it('decides the calls of one turn in order, as one call at a time would', async () => {
+    // Interleaved accounts, costs that overflow the CU budget mid-way (refused, then a smaller
+    // one fits), a plan change and the next second: all in one turn, then one at a time.
+    const growthish = { requestsPerSecond: 6, requestsPerDay: 9, computeUnitsPerSecond: 100 }
+    const seq: [string, typeof growthish, number, number][] = [
+      ['a', growthish, 40, T0],
+      ['b', PLANS.free, 150, T0],
+      ['a', growthish, 50, T0 + 1],
+      ['a', growthish, 30, T0 + 2],
+      ['b', PLANS.free, 60, T0 + 3],
+      ['a', growthish, 10, T0 + 4],
+      ['a', PLANS.free, 5, T0 + 5],
+      ['b', PLANS.free, 50, T0 + 6],
+      ['a', growthish, 90, T0 + 1000],
+      ['a', growthish, 1, T0 + 1001],
+      ['a', growthish, 1, T0 + 1002],
+      ['a', growthish, 1, T0 + 1003],
+      ['a', growthish, 1, T0 + 1004],
+      ['a', growthish, 1, T0 + 1005],
+    ]
+    const view = (d: LimitDecision) => [d.allowed, d.exceeded ?? null, d.remaining, d.resetAt]
+    const together = make()
+    const turn = await Promise.all(
+      seq.map(([acct, limits, cu, at]) =>
+        together.consume(acct, limits, { requests: 1, computeUnits: cu }, at),
+      ),
+    )
+    const alone = make()
+    const oneByOne = []
+    for (const [acct, limits, cu, at] of seq)
+      oneByOne.push(await alone.consume(acct, limits, { requests: 1, computeUnits: cu }, at))
+    expect(turn.map(view)).toEqual(oneByOne.map(view))
+    // What the turn left in the counters: later calls see the same on both.
+    for (const [acct, limits, cu, at] of [
+      ['a', growthish, 1, T0 + 1006],
+      ['b', PLANS.free, 1, T0 + 7],
+    ] as const) {
+      const cost = { requests: 1, computeUnits: cu }
+      expect(view(await together.consume(acct, limits, cost, at))).toEqual(
+        view(await alone.consume(acct, limits, cost, at)),
+      )
+    }
+    // The CU budgets refuse the fourth and fifth calls, a's day limit (9) the last one.
+    const refused = oneByOne.flatMap((d, i) => (d.allowed ? [] : [`${i}: ${d.exceeded}`]))
+    expect(refused).toEqual([
+      '3: compute units per second',
+      '4: compute units per second',
+      '13: requests per day',
+    ])
+  })
+
+  it('admits exactly the limit from a turn larger than one script run', async () => {
+    const l = make()
+    const limits = { requestsPerSecond: 500, requestsPerDay: null, computeUnitsPerSecond: null }
+    const results = await Promise.all(Array.from({ length: 700 }, () => l.consume('acct', limits, one, T0)))
+    const allowed = results.filter((r) => r.allowed)
+    expect(allowed).toHaveLength(500)
+    expect(new Set(allowed.map((r) => r.remaining)).size).toBe(500)
+    expect(results.slice(500).every((r) => !r.allowed && r.exceeded === 'requests per second')).toBe(true)
+  })
+
   if (impl.name === 'redis') {
     it('two limiters on one Redis share one limit', async () => {
       const prefix = `halyard:test:${randomBytes(6).toString('hex')}`
-      const a = new RedisRateLimiter(redisUrl as string, prefix)
-      const b = new RedisRateLimiter(redisUrl as string, prefix)
+      const a = new RedisRateLimiter(serviceUrl('REDIS_URL'), prefix)
+      const b = new RedisRateLimiter(serviceUrl('REDIS_URL'), prefix)
       open.push(a, b)
       const results = await Promise.all(
         Array.from({ length: 30 }, (_, i) => (i % 2 ? a : b).consume('acct', PLANS.free, one, T0)),
       )
       expect(results.filter((r) => r.allowed)).toHaveLength(10)
     })
+  }
+})
+
+it('refuses with an error, not a hang, when Redis accepts the connection and never answers', async () => {
+  const sockets: Socket[] = []
+  const silent = createServer((socket) => sockets.push(socket))
+  await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve))
+  const { port } = silent.address() as { port: number }
+  const l = new RedisRateLimiter(`redis://127.0.0.1:${port}`, 'halyard:test:silent', 100)
+  try {
+    await expect(l.consume('acct', PLANS.free, one, T0)).rejects.toThrow(/timed out/i)
+    expect(sockets.length).toBeGreaterThan(0)
+  } finally {
+    await l.close()
+    for (const socket of sockets) socket.destroy()
+    await new Promise((resolve) => silent.close(resolve))
   }
 })

@@ -42,6 +42,21 @@ export function isUnlimited(l: PlanLimits): boolean {
   return l.requestsPerSecond === null && l.requestsPerDay === null && l.computeUnitsPerSecond === null
 }
 
+let unlimitedNow: LimitDecision = { allowed: true, limit: null, remaining: null, resetAt: 0 }
+
+/**
+ * The decision for an unlimited plan (enterprise, most of the load): the same object for
+ * every request of one second, so nothing is allocated or compared per request, and callers
+ * may cache what they derive from it (headers) by identity.
+ */
+export function unlimitedDecision(nowMs: number): LimitDecision {
+  const resetAt = Math.floor(nowMs / 1000) + 1
+  if (unlimitedNow.resetAt !== resetAt) {
+    unlimitedNow = Object.freeze({ allowed: true, limit: null, remaining: null, resetAt })
+  }
+  return unlimitedNow
+}
+
 /** The shared decision logic, given the counters of the current windows. */
 export function decide(
   limits: PlanLimits,
@@ -49,10 +64,9 @@ export function decide(
   used: { second: number; cu: number; day: number },
   nowMs: number,
 ): LimitDecision {
+  if (isUnlimited(limits)) return unlimitedDecision(nowMs)
   const second = Math.floor(nowMs / 1000)
   const resetAt = second + 1
-  // Unlimited plans (enterprise) are most of the load: one allocation, nothing to compare.
-  if (isUnlimited(limits)) return { allowed: true, limit: null, remaining: null, resetAt }
   const secondsToNextSecond = 1
   const dayEnd = (Math.floor(nowMs / DAY_MS) + 1) * DAY_MS
   const rps = limits.requestsPerSecond
@@ -96,9 +110,11 @@ export function decide(
       retryAfterSeconds: secondsToNextSecond,
     }
   }
+  // The common case, written out: no spread per request.
   return {
-    ...base,
     allowed: true,
+    limit: rps,
     remaining: rps === null ? null : Math.max(0, rps - used.second - cost.requests),
+    resetAt,
   }
 }

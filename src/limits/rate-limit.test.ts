@@ -1,7 +1,7 @@
 import { mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, expect, it } from 'vitest'
 import { spawnHalyard } from '../../test/helpers/cli.ts'
 import {
   anvilNetwork,
@@ -10,6 +10,7 @@ import {
   startTestHalyard,
   type TestHalyard,
 } from '../../test/helpers/halyard.ts'
+import { describeEach, describeNeeding, type ServiceCase } from '../../test/helpers/services.ts'
 import { storageBackends } from '../../test/helpers/storage.ts'
 import { type AnvilProcess, startAnvil } from '../devnet/anvil.ts'
 import type { Storage } from '../storage/database.ts'
@@ -36,12 +37,12 @@ async function burstInOneSecond(n: number, send: () => ReturnType<typeof postRpc
   throw new Error('could not fit the burst in one second')
 }
 
-const limiterEnvs: { name: string; env: Record<string, string | undefined> }[] = [
+const limiterEnvs: (ServiceCase & { env: Record<string, string | undefined> })[] = [
   { name: 'memory', env: { REDIS_URL: undefined } },
+  { name: 'redis', needs: ['REDIS_URL'], env: { REDIS_URL: process.env.REDIS_URL } },
 ]
-if (process.env.REDIS_URL) limiterEnvs.push({ name: 'redis', env: { REDIS_URL: process.env.REDIS_URL } })
 
-describe.each(limiterEnvs)('plan limits over HTTP with the $name limiter', ({ env }) => {
+describeEach(limiterEnvs, 'plan limits over HTTP with the $name limiter', ({ env }) => {
   let anvil: AnvilProcess
   let storage: Storage
   let h: TestHalyard
@@ -113,7 +114,7 @@ describe.each(limiterEnvs)('plan limits over HTTP with the $name limiter', ({ en
 
 const dbUrl = process.env.DATABASE_URL
 const redisUrl = process.env.REDIS_URL
-describe.runIf(dbUrl && redisUrl)('two Halyard processes on one Redis', () => {
+describeNeeding(['DATABASE_URL', 'REDIS_URL'], 'two Halyard processes on one Redis', () => {
   it('enforce one combined limit', async () => {
     const anvil = await startAnvil()
     const storage = await storageBackends()[1]!.open() // a fresh PostgreSQL schema

@@ -1,61 +1,54 @@
 import { BlockList, isIP } from 'node:net'
+import ipaddr from 'ipaddr.js'
 
 /**
  * Which IP addresses an outbound request made on a user's behalf (webhook delivery, NFT
  * metadata fetch) may reach. Checked on the *resolved* address, so a public hostname that
- * resolves to 10.0.0.1 is refused like the literal. Ranges follow Svix's SSRF guard: private,
- * loopback, link-local, CGNAT, reserved/documentation, multicast, and IPv6 equivalents;
- * IPv4-mapped and NAT64/6to4 IPv6 forms are unwrapped to the IPv4 they carry.
+ * resolves to 10.0.0.1 is refused like the literal.
+ *
+ * Only global unicast passes. Ranges come from ipaddr.js, which tracks the IANA IPv4 and IPv6
+ * special-purpose registries, plus what it lacks (EXTRA_V6); IPv6 outside 2000::/3 is not
+ * allocated as global unicast. IPv6 forms that carry an IPv4 (mapped, SIIT, NAT64, 6to4,
+ * Teredo) are judged by that IPv4, since a translator or tunnel delivers to it: the metadata
+ * service behind 64:ff9b::a9fe:a9fe is still the metadata service.
  */
 
-const BLOCKED_V4: Array<[string, number, string]> = [
-  ['0.0.0.0', 8, 'unspecified'],
-  ['10.0.0.0', 8, 'private'],
-  ['100.64.0.0', 10, 'carrier-grade NAT'],
-  ['127.0.0.0', 8, 'loopback'],
-  ['169.254.0.0', 16, 'link-local'],
-  ['172.16.0.0', 12, 'private'],
-  ['192.0.0.0', 24, 'reserved'],
-  ['192.0.2.0', 24, 'documentation'],
-  ['192.88.99.0', 24, 'reserved'],
-  ['192.168.0.0', 16, 'private'],
-  ['198.18.0.0', 15, 'benchmarking'],
-  ['198.51.100.0', 24, 'documentation'],
-  ['203.0.113.0', 24, 'documentation'],
-  ['224.0.0.0', 4, 'multicast'],
-  ['240.0.0.0', 4, 'reserved'],
-]
-
-const BLOCKED_V6: Array<[string, number, string]> = [
-  ['::', 128, 'unspecified'],
-  ['::1', 128, 'loopback'],
-  ['::', 96, 'reserved (IPv4-compatible)'],
-  ['100::', 64, 'discard'],
-  ['2001:db8::', 32, 'documentation'],
-  ['2001::', 23, 'reserved'],
-  ['fc00::', 7, 'private (unique local)'],
-  ['fe80::', 10, 'link-local'],
-  ['fec0::', 10, 'site-local'],
-  ['ff00::', 8, 'multicast'],
-]
-
-/** a.b.c.d (as isIP accepts it: no leading zeros) as an unsigned 32-bit number. */
-function ipv4Number(ip: string): number {
-  const [a, b, c, d] = ip.split('.').map(Number) as [number, number, number, number]
-  return ((a << 24) | (b << 16) | (c << 8) | d) >>> 0
+const V4_LABELS: Record<string, string> = {
+  unspecified: 'unspecified',
+  broadcast: 'broadcast',
+  multicast: 'multicast',
+  linkLocal: 'link-local',
+  loopback: 'loopback',
+  carrierGradeNat: 'carrier-grade NAT',
+  private: 'private',
+  reserved: 'reserved',
+  as112: 'AS112 (reserved)',
+  amt: 'AMT (reserved)',
 }
 
-// IPv4 ranges as masks: a webhook worker checks the receiver's address before every attempt,
-// and BlockList.check allocates a SocketAddress per range (~13 µs per attempt for this list).
-const v4Ranges = BLOCKED_V4.map(([net, prefix, label]) => {
-  const mask = prefix === 0 ? 0 : (0xffffffff << (32 - prefix)) >>> 0
-  return { base: (ipv4Number(net) & mask) >>> 0, mask, label }
-})
-const v6Lists = BLOCKED_V6.map(([net, prefix, label]) => {
-  const list = new BlockList()
-  list.addSubnet(net, prefix, 'ipv6')
-  return { list, label }
-})
+const V6_LABELS: Record<string, string> = {
+  unspecified: 'unspecified',
+  linkLocal: 'link-local',
+  multicast: 'multicast',
+  loopback: 'loopback',
+  uniqueLocal: 'private (unique local)',
+  deprecatedSiteLocal: 'site-local',
+  discard: 'discard',
+  benchmarking: 'benchmarking',
+  amt: 'AMT (reserved)',
+  as112v6: 'AS112 (reserved)',
+  deprecatedOrchid: 'ORCHID (reserved)',
+  orchid2: 'ORCHIDv2 (reserved)',
+  droneRemoteIdProtocolEntityTags: 'DRIP (reserved)',
+  segmentRouting: 'segment-routing SID (reserved)',
+  reserved: 'reserved',
+}
+
+/** IANA special-purpose IPv6 ranges ipaddr.js 2.5 does not list. */
+const EXTRA_V6: Array<[ipaddr.IPv6, number, string]> = [
+  [ipaddr.IPv6.parse('100:0:0:1::'), 64, 'dummy prefix (reserved)'], // RFC 9780
+]
+const GLOBAL_UNICAST_V6 = ipaddr.IPv6.parse('2000::')
 
 /** An operator allowlist of CIDR ranges (e.g. an internal receiver at 10.1.2.0/24). */
 export class CidrAllowlist {
@@ -90,45 +83,62 @@ export function parseCidr(cidr: string): { address: string; prefix: number; fami
   return { address, prefix, family: family === 4 ? 'ipv4' : 'ipv6' }
 }
 
-/** Returns the IPv4 carried by an IPv4-mapped (::ffff:a.b.c.d), NAT64 or 6to4 address, else null. */
-export function embeddedIpv4(ipv6: string): string | null {
-  const groups = expandIpv6(ipv6)
-  if (!groups) return null
-  const v4From = (hi: number, lo: number) => `${hi >> 8}.${hi & 0xff}.${lo >> 8}.${lo & 0xff}`
-  const zeros = (from: number, to: number) => groups.slice(from, to).every((g) => g === 0)
-  // ::ffff:a.b.c.d (mapped) and ::a.b.c.d (deprecated compatible form)
-  if (zeros(0, 5) && (groups[5] === 0xffff || groups[5] === 0) && !(groups[5] === 0 && groups[6] === 0)) {
-    return v4From(groups[6] as number, groups[7] as number)
-  }
-  // 64:ff9b::/96 NAT64
-  if (groups[0] === 0x64 && groups[1] === 0xff9b && zeros(2, 6)) {
-    return v4From(groups[6] as number, groups[7] as number)
-  }
-  // 2002::/16 6to4 carries the IPv4 in groups 1-2
-  if (groups[0] === 0x2002) return v4From(groups[1] as number, groups[2] as number)
-  return null
+/** An IPv6 form that carries IPv4 addresses, and the addresses it carries. */
+export interface EmbeddedIpv4 {
+  form: 'IPv4-mapped' | 'SIIT' | 'IPv4-compatible' | 'NAT64' | 'local-use NAT64' | '6to4' | 'Teredo'
+  /** One address; Teredo's server and client; empty when the form does not say where it sits. */
+  ipv4: string[]
 }
 
-function expandIpv6(ip: string): number[] | null {
-  let text = ip.toLowerCase()
-  const zone = text.indexOf('%')
-  if (zone >= 0) text = text.slice(0, zone)
-  // A trailing dotted quad becomes two hex groups.
+const v4Of = (hi: number, lo: number) => `${hi >> 8}.${hi & 0xff}.${lo >> 8}.${lo & 0xff}`
+
+/** The IPv4 carried by an IPv6 address (as `isIP` accepts it), or null when it carries none. */
+export function embeddedIpv4(ip: string): EmbeddedIpv4 | null {
+  if (isIP(ip) !== 6) return null
+  return embeddedIn(parseIpv6(ip))
+}
+
+/**
+ * `ip` (valid per `isIP`) as ipaddr.js's IPv6. Not through its string parser: that reads
+ * `::a.b.c.d` as `::ffff:a.b.c.d`, but the socket layer reads it as `::` + 32 bits (the
+ * IPv4-compatible form), so the dotted tail is turned into two hex groups first. The zone
+ * (`%eth0`) does not change which range an address is in.
+ */
+function parseIpv6(ip: string): ipaddr.IPv6 {
+  const zone = ip.indexOf('%')
+  let text = zone >= 0 ? ip.slice(0, zone) : ip
   const dotted = /(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(text)
   if (dotted) {
     const [a, b, c, d] = dotted.slice(1).map(Number) as [number, number, number, number]
     text = `${text.slice(0, dotted.index)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`
   }
-  const halves = text.split('::')
-  if (halves.length > 2) return null
-  const parse = (s: string) => (s === '' ? [] : s.split(':').map((g) => Number.parseInt(g, 16)))
-  const head = parse(halves[0] ?? '')
-  const tail = halves.length === 2 ? parse(halves[1] ?? '') : []
-  const fill = 8 - head.length - tail.length
-  if (halves.length === 1 && head.length !== 8) return null
-  if (fill < 0) return null
-  const groups = [...head, ...new Array<number>(halves.length === 2 ? fill : 0).fill(0), ...tail]
-  return groups.some((g) => Number.isNaN(g) || g < 0 || g > 0xffff) ? null : groups
+  return ipaddr.IPv6.parse(text)
+}
+
+function embeddedIn(addr: ipaddr.IPv6): EmbeddedIpv4 | null {
+  const p = addr.parts as [number, number, number, number, number, number, number, number]
+  const last32 = [v4Of(p[6], p[7])]
+  switch (addr.range() as string) {
+    case 'ipv4Mapped': // ::ffff:a.b.c.d
+      return { form: 'IPv4-mapped', ipv4: last32 }
+    case 'rfc6145': // ::ffff:0:a.b.c.d (RFC 6145 IPv4-translated)
+      return { form: 'SIIT', ipv4: last32 }
+    case 'rfc6052':
+      // 64:ff9b::/96 has one layout. The local-use 64:ff9b:1::/48 (RFC 8215) may put the IPv4
+      // at any RFC 6052 offset after the operator's subnet bits; only 64:ff9b:1::/96 (what
+      // DNS64 synthesizes with that prefix) is unambiguous, anything else is refused unread.
+      if (p[2] === 0) return { form: 'NAT64', ipv4: last32 }
+      return { form: 'local-use NAT64', ipv4: p[3] === 0 && p[4] === 0 && p[5] === 0 ? last32 : [] }
+    case '6to4': // 2002:AABB:CCDD::/48
+      return { form: '6to4', ipv4: [v4Of(p[1], p[2])] }
+    case 'teredo': // 2001:0:server(32):flags:port:client XOR 0xffffffff (RFC 4380)
+      return { form: 'Teredo', ipv4: [v4Of(p[2], p[3]), v4Of(p[6] ^ 0xffff, p[7] ^ 0xffff)] }
+  }
+  // ::a.b.c.d (RFC 4291 IPv4-compatible, deprecated); :: and ::1 are themselves, not this.
+  if (p.slice(0, 6).every((g) => g === 0) && !(p[6] === 0 && p[7] <= 1)) {
+    return { form: 'IPv4-compatible', ipv4: last32 }
+  }
+  return null
 }
 
 export interface AddressPolicy {
@@ -143,22 +153,41 @@ export function blockedReason(ip: string, policy: AddressPolicy = {}): string | 
   const family = isIP(ip)
   if (family === 0) return `"${ip}" is not an IP address`
   if (policy.allowlist?.has(ip)) return null
-  if (family === 6) {
-    const inner = embeddedIpv4(ip)
-    if (inner !== null) {
-      const why = blockedReason(inner, policy)
-      return why === null ? null : `${why} (IPv4 embedded in IPv6 ${ip})`
-    }
-    if (policy.allowLoopback && expandIpv6(ip)?.every((g, i) => g === (i === 7 ? 1 : 0))) return null
-    for (const { list, label } of v6Lists) if (list.check(ip, 'ipv6')) return `${ip} is a ${label} address`
-    return null
+  if (family === 4) return v4Reason(ip, policy.allowLoopback === true)
+  const addr = parseIpv6(ip)
+  const inner = embeddedIn(addr)
+  return inner ? embeddedReason(ip, inner, policy) : v6Reason(ip, addr, policy.allowLoopback === true)
+}
+
+function v4Reason(ip: string, allowLoopback: boolean): string | null {
+  const range = ipaddr.IPv4.parse(ip).range() as string
+  if (range === 'unicast' || (range === 'loopback' && allowLoopback)) return null
+  return `${ip} is a ${V4_LABELS[range] ?? range} address`
+}
+
+function v6Reason(ip: string, addr: ipaddr.IPv6, allowLoopback: boolean): string | null {
+  const range = addr.range() as string
+  if (range === 'loopback' && allowLoopback) return null
+  if (range !== 'unicast') return `${ip} is a ${V6_LABELS[range] ?? range} address`
+  for (const [net, bits, label] of EXTRA_V6) if (addr.match(net, bits)) return `${ip} is a ${label} address`
+  if (!addr.match(GLOBAL_UNICAST_V6, 3)) return `${ip} is not a global unicast address`
+  return null
+}
+
+/**
+ * An IPv6 address carrying IPv4 passes only when every IPv4 it carries would. The mapped form
+ * is the IPv4 address itself on a dual-stack socket, so the loopback allowance and the
+ * operator allowlist apply to it; through a translator or tunnel they do not (the loopback a
+ * NAT64 gateway reaches is its own, and an allowlisted range is allowed as such, not via relays).
+ */
+function embeddedReason(ip: string, inner: EmbeddedIpv4, policy: AddressPolicy): string | null {
+  const mapped = inner.form === 'IPv4-mapped'
+  if (inner.ipv4.length === 0) return `${ip} is a ${inner.form} address with no recognizable IPv4 in it`
+  for (const v4 of inner.ipv4) {
+    if (mapped && policy.allowlist?.has(v4)) continue
+    const why = v4Reason(v4, mapped && policy.allowLoopback === true)
+    if (why !== null) return `${why} (IPv4 embedded in ${mapped ? 'IPv6' : `${inner.form} address`} ${ip})`
   }
-  const n = ipv4Number(ip)
-  for (const { base, mask, label } of v4Ranges) {
-    if ((n & mask) >>> 0 !== base) continue
-    if (label === 'loopback' && policy.allowLoopback) return null
-    return `${ip} is a ${label} address`
-  }
-  if (ip === '255.255.255.255') return `${ip} is a broadcast address`
+  if (inner.form === 'IPv4-compatible') return `${ip} is a deprecated IPv4-compatible address`
   return null
 }

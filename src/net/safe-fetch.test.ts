@@ -57,9 +57,120 @@ describe('address policy', () => {
   })
 
   it('unwraps embedded IPv4', () => {
-    expect(embeddedIpv4('::ffff:10.0.0.1')).toBe('10.0.0.1')
-    expect(embeddedIpv4('::ffff:a00:1')).toBe('10.0.0.1')
+    expect(embeddedIpv4('::ffff:10.0.0.1')).toEqual({ form: 'IPv4-mapped', ipv4: ['10.0.0.1'] })
+    expect(embeddedIpv4('::ffff:a00:1')).toEqual({ form: 'IPv4-mapped', ipv4: ['10.0.0.1'] })
+    expect(embeddedIpv4('::ffff:0:a9fe:a9fe')).toEqual({ form: 'SIIT', ipv4: ['169.254.169.254'] })
+    expect(embeddedIpv4('64:ff9b:1::a9fe:a9fe')).toEqual({
+      form: 'local-use NAT64',
+      ipv4: ['169.254.169.254'],
+    })
+    expect(embeddedIpv4('2002:a00:1::')).toEqual({ form: '6to4', ipv4: ['10.0.0.1'] })
+    // RFC 4380's example: server 65.54.227.120, client 192.0.2.45 stored inverted.
+    expect(embeddedIpv4('2001:0:4136:e378:8000:63bf:3fff:fdd2')).toEqual({
+      form: 'Teredo',
+      ipv4: ['65.54.227.120', '192.0.2.45'],
+    })
     expect(embeddedIpv4('2606:4700::1')).toBeNull()
+    expect(embeddedIpv4('::1')).toBeNull()
+  })
+})
+
+/** Every IPv6 spelling that carries an IPv4 (issue 21), built from the IPv4 it carries. */
+const hex = (v4: string) => {
+  const [a, b, c, d] = v4.split('.').map(Number) as [number, number, number, number]
+  return [(a << 8) | b, (c << 8) | d] as const
+}
+const h = (n: number) => n.toString(16)
+const GLOBAL_V4 = '8.8.4.4'
+const embeddings: Array<[string, (v4: string) => string]> = [
+  ['IPv4-mapped', (v4) => `::ffff:${v4}`],
+  ['NAT64 64:ff9b::/96', (v4) => `64:ff9b::${v4}`],
+  ['NAT64 64:ff9b::/96 (hex)', (v4) => `64:ff9b::${hex(v4).map(h).join(':')}`],
+  ['local-use NAT64 64:ff9b:1::/48', (v4) => `64:ff9b:1::${hex(v4).map(h).join(':')}`],
+  ['SIIT ::ffff:0:0/96', (v4) => `::ffff:0:${hex(v4).map(h).join(':')}`],
+  ['IPv4-compatible ::a.b.c.d', (v4) => `::${v4}`],
+  ['6to4 2002::/16', (v4) => `2002:${hex(v4).map(h).join(':')}::1`],
+  [
+    'Teredo server',
+    (v4) =>
+      `2001:0:${hex(v4).map(h).join(':')}:8000:63bf:${hex(GLOBAL_V4)
+        .map((g) => h(g ^ 0xffff))
+        .join(':')}`,
+  ],
+  [
+    'Teredo client',
+    (v4) =>
+      `2001:0:${hex(GLOBAL_V4).map(h).join(':')}:8000:63bf:${hex(v4)
+        .map((g) => h(g ^ 0xffff))
+        .join(':')}`,
+  ],
+]
+const internalV4: Array<[string, RegExp]> = [
+  ['127.0.0.1', /loopback/],
+  ['10.0.0.1', /private/],
+  ['172.16.5.4', /private/],
+  ['172.31.255.1', /private/],
+  ['192.168.1.1', /private/],
+  ['169.254.1.1', /link-local/],
+  ['169.254.169.254', /link-local/],
+]
+
+describe('address policy: IPv4 embedded in IPv6', () => {
+  it.each(
+    embeddings.flatMap(([form, make]) => internalV4.map(([v4, why]) => [form, v4, make(v4), why] as const)),
+  )('refuses the %s form of %s (%s)', (_form, v4, ip, why) => {
+    const reason = blockedReason(ip)
+    expect(reason).toMatch(why)
+    expect(reason).toContain(v4)
+    // Dev mode's loopback allowance is for our own loopback, not a translator's or relay's.
+    if (!ip.startsWith('::ffff:') || ip.startsWith('::ffff:0:'))
+      expect(blockedReason(ip, { allowLoopback: true })).not.toBeNull()
+  })
+
+  it.each([
+    'https://[64:ff9b:1::a9fe:a9fe]/x',
+    'https://[::ffff:0:a9fe:a9fe]/x',
+    'https://[64:ff9b::a9fe:a9fe]/x',
+  ])('refuses the metadata service behind %s as a webhook-style target', async (url) => {
+    const check = await checkTarget(new URL(url), { protocols: ['https:'] })
+    expect(check).toMatchObject({ ok: false, kind: 'blocked_address' })
+    expect(check.ok ? '' : check.reason).toMatch(/169\.254\.169\.254 is a link-local address/)
+  })
+
+  it.each([
+    '64:ff9b::8.8.8.8',
+    '64:ff9b:1::808:808',
+    '::ffff:0:1.1.1.1',
+    '2002:808:808::1',
+    `2001:0:4136:e378:8000:63bf:${hex(GLOBAL_V4)
+      .map((g) => h(g ^ 0xffff))
+      .join(':')}`,
+    '2a00:1450:4001:80b::200e',
+  ])('allows %s, which carries or is a global unicast address', (ip) => {
+    expect(blockedReason(ip)).toBeNull()
+  })
+
+  it.each([
+    ['::8.8.8.8', /deprecated IPv4-compatible/],
+    ['2001:0:4136:e378:8000:63bf:3fff:fdd2', /192\.0\.2\.45 is a reserved address/],
+    ['64:ff9b:1:1::a9fe:a9fe', /local-use NAT64 address with no recognizable IPv4/],
+    ['64:ff9b::0.0.0.0', /unspecified/],
+    ['2002:e000:1::1', /multicast/],
+    ['3fff::1', /reserved/],
+    ['100:0:0:1::1', /dummy prefix/],
+    ['2001:db8::1', /reserved/],
+    ['5f00::1', /segment-routing/],
+    ['4000::1', /not a global unicast/],
+    ['fec0::1', /site-local/],
+    ['fe80::1%eth0', /link-local/],
+  ])('refuses %s', (ip, why) => {
+    expect(blockedReason(ip)).toMatch(why)
+  })
+
+  it('the operator allowlist opens an allowlisted IPv4 in its mapped spelling only', () => {
+    const allowlist = new CidrAllowlist(['10.1.2.0/24'])
+    expect(blockedReason('::ffff:10.1.2.7', { allowlist })).toBeNull()
+    expect(blockedReason('64:ff9b::10.1.2.7', { allowlist })).not.toBeNull()
   })
 })
 

@@ -1,6 +1,7 @@
-import { type Abi, decodeFunctionResult, encodeFunctionData, hexToString, parseAbi } from 'viem'
+import { type Abi, decodeFunctionResult, encodeFunctionData, parseAbi } from 'viem'
+import { decodeTokenText, MAX_NAME_CHARS, MAX_SYMBOL_CHARS } from '../chains/token-text.ts'
 import type { CallResult, ContractCall } from '../tokens/multicall.ts'
-import type { Address, Hex } from '../types.ts'
+import type { Address } from '../types.ts'
 
 /** ERC-165 interface ids (REFERENCE.md). */
 export const ERC721_INTERFACE = '0x80ac58cd'
@@ -53,15 +54,9 @@ function dec<T>(r: CallResult | undefined, functionName: Fn, abi: Abi = ABI): T 
   }
 }
 
-/** `string` answers, or `bytes32` ones from early contracts; control characters removed. */
-function decText(r: CallResult | undefined, functionName: Fn, maxChars: number): string | null {
-  let s = dec<string>(r, functionName)
-  if (s === null && r?.success && r.data.length === 66) s = hexToString(r.data as Hex, { size: 32 })
-  if (s === null) return null
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: stripping control characters is the point
-  const clean = s.replace(/[\u0000-\u001f\u007f]/g, '').trim()
-  if (clean === '') return null
-  return clean.length > maxChars ? null : clean
+/** `string` (or early contracts' `bytes32`) answers, through the shared decoder (src/chains/token-text.ts). */
+function decText(r: CallResult | undefined, maxChars: number): string | null {
+  return r?.success ? decodeTokenText(r.data, maxChars) : null
 }
 
 export interface ContractInfo {
@@ -86,10 +81,10 @@ export async function readContractInfo(reader: CallReader, contract: Address): P
   return {
     erc721: dec<boolean>(r[0], 'supportsInterface') === true,
     erc1155: dec<boolean>(r[1], 'supportsInterface') === true,
-    name: decText(r[2], 'name', 200),
-    symbol: decText(r[3], 'symbol', 100),
+    name: decText(r[2], MAX_NAME_CHARS),
+    symbol: decText(r[3], MAX_SYMBOL_CHARS),
     totalSupply: dec<bigint>(r[4], 'totalSupply'),
-    contractUri: decText(r[5], 'contractURI', 1_000_000),
+    contractUri: decText(r[5], 1_000_000),
   }
 }
 
@@ -129,8 +124,8 @@ export async function readToken(
   const supply = want1155 ? dec<bigint>(r[at + 2], 'totalSupply', SUPPLY_OF_ABI as Abi) : null
   return {
     owner: owner === null ? null : (owner.toLowerCase() as Address),
-    uri: want721 ? decText(r[1], 'tokenURI', 1_000_000) : null,
-    uri1155: want1155 ? decText(r[at], 'uri', 1_000_000) : null,
+    uri: want721 ? decText(r[1], 1_000_000) : null,
+    uri1155: want1155 ? decText(r[at], 1_000_000) : null,
     exists1155: exists ?? (supply === null ? null : supply > 0n),
   }
 }
@@ -143,5 +138,5 @@ export async function readUris(
   if (items.length === 0) return []
   const fns = items.map((i): Fn => (i.standard === 'ERC721' ? 'tokenURI' : 'uri'))
   const r = await reader.read(items.map((i, k) => enc(i.contract, fns[k] as Fn, [i.tokenId])))
-  return items.map((_, k) => decText(r[k], fns[k] as Fn, 1_000_000))
+  return items.map((_, k) => decText(r[k], 1_000_000))
 }

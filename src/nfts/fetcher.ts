@@ -109,14 +109,18 @@ function parseDocument(body: Buffer): FetchOutcome {
 }
 
 const MAX_DEPTH = 32
+/** U+0000 and lone surrogates (a high one not followed by a low one, a low one not after a high one). */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: U+0000 is what PostgreSQL refuses
+const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g
 
 /**
- * PostgreSQL text and jsonb cannot hold U+0000, which JSON allows ("\u0000"): it is removed from
- * every string and key, so a hostile document cannot turn the cache write into a 500. Nesting
- * deeper than any real metadata is cut off (null) rather than walked.
+ * PostgreSQL text and jsonb cannot hold U+0000, which JSON allows ("\u0000"), and jsonb refuses
+ * a lone UTF-16 surrogate ("\ud800"), which JSON.parse accepts: U+0000 is removed and a lone
+ * surrogate becomes U+FFFD in every string and key, so a hostile document cannot turn the cache
+ * write into a 500. Nesting deeper than any real metadata is cut off (null) rather than walked.
  */
 function clean(v: unknown, depth: number): unknown {
-  if (typeof v === 'string') return v.includes('\u0000') ? v.replaceAll('\u0000', '') : v
+  if (typeof v === 'string') return v.replace(UNSTORABLE, (c) => (c === '\u0000' ? '' : '\ufffd'))
   if (v === null || typeof v !== 'object') return v
   if (depth >= MAX_DEPTH) return null
   if (Array.isArray(v)) return v.map((x) => clean(x, depth + 1))

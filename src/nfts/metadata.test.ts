@@ -196,6 +196,23 @@ describe('fetching metadata through the SSRF-safe fetch', () => {
       error: 'data: URI holds image/png, not a JSON document',
     })
   })
+
+  it('cuts hostile nesting, refuses broken JSON, and repairs what PostgreSQL jsonb refuses', async () => {
+    // 100,000 levels of objects: parsed, then cut at the depth limit instead of walked.
+    const deep = `data:application/json,${'{"a":'.repeat(100_000)}1${'}'.repeat(100_000)}`
+    const d = await loadDocument(deep, policy())
+    expect(d.ok).toBe(true)
+    expect(d.ok && JSON.stringify(d.doc).length).toBeLessThan(300)
+    expect(await loadDocument('data:application/json,{"name":', policy())).toMatchObject({
+      error: 'metadata is not valid JSON',
+    })
+    // A lone surrogate ("\ud800") parses in JavaScript but makes PostgreSQL refuse the jsonb.
+    const lone = await loadDocument(
+      'data:application/json,{"name":"a\\ud800b","e":"\\ud83d\\ude80"}',
+      policy(),
+    )
+    expect(lone).toMatchObject({ ok: true, doc: { name: 'a\uFFFDb', e: '🚀' } })
+  })
 })
 
 describe('Limiter', () => {

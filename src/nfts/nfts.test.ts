@@ -1,11 +1,11 @@
-import { describe, expect, it } from 'vitest'
-import { storageBackends } from '../../test/helpers/storage.ts'
+import { expect, it } from 'vitest'
+import { describeEachStorage } from '../../test/helpers/storage.ts'
 import { DEV_ACCOUNT } from '../devnet/demo.ts'
 import type { Address } from '../types.ts'
 import { ALICE, BOB, CID, dataJson, nftsFixture } from './nfts-fixture.ts'
 import type { NftCollection, OwnedNftList } from './service.ts'
 
-describe.each(storageBackends())('NFT API on $name', (backend) => {
+describeEachStorage('NFT API on $name', (backend) => {
   const fx = nftsFixture(backend)
   const { docs, get, nftMeta, served, synced } = fx
 

@@ -1,4 +1,4 @@
-import type { FeatureHost } from '../server/features.ts'
+import type { FeatureHost } from '../http/host.ts'
 import { registerNftRoutes } from './routes.ts'
 import { NftService } from './service.ts'
 
@@ -15,7 +15,7 @@ export function registerNfts(host: FeatureHost): NftService {
     allowLoopback: ctx.devMode,
     logger: ctx.logger.child({ feature: 'nfts' }),
   })
-  registerNftRoutes(host.app, ctx.networks, nfts)
+  registerNftRoutes(host.app, nfts)
   host.addTask({ name: 'nft-metadata', stop: () => nfts.stop() })
   return nfts
 }

@@ -1,11 +1,11 @@
 import type { Kysely } from 'kysely'
 import type { Network } from '../chains/registry.ts'
+import { upstreamAnswered } from '../chains/upstream-unavailable.ts'
 import { HalyardError, notFound } from '../errors.ts'
 import type { Logger } from '../logger.ts'
 import type { DataApiConfig } from '../prices/config.ts'
 import type { Database } from '../storage/schema.ts'
-import type { Page } from '../tokens/pagination.ts'
-import type { Address } from '../types.ts'
+import type { Address, Page } from '../types.ts'
 import { type CallReader, type ContractInfo, readContractInfo, readToken, readUris } from './contract.ts'
 import { type FetchPolicy, Limiter, loadDocument } from './fetcher.ts'
 import { parseMetadata, type Trait } from './parse.ts'
@@ -249,7 +249,7 @@ export class NftService {
     const saved = await store.readContract(this.deps.db, net.slug, contract)
     if (saved) return saved.standard
     const code = await net.pool.call('eth_getCode', [contract, 'latest'])
-    if (code.error) throw new Error(`eth_getCode failed: ${code.error.message}`)
+    if (code.error) throw upstreamAnswered(net, 'eth_getCode', code.error)
     if (code.result === '0x' || code.result === '0x0')
       throw notFound(`${contract} is not a contract on ${net.slug}`)
     const info = known ?? (await readContractInfo(this.deps.reader(net), contract))

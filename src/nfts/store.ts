@@ -1,7 +1,6 @@
 import { type Kysely, sql } from 'kysely'
 import type { Database } from '../storage/schema.ts'
-import type { Page } from '../tokens/pagination.ts'
-import type { Address } from '../types.ts'
+import type { Address, Page } from '../types.ts'
 import type { Trait } from './parse.ts'
 
 export type NftStandard = 'ERC721' | 'ERC1155'

@@ -42,83 +42,60 @@ const locatedBy = (name: string): CachePlan => ({
   heightOf: (r) => blockHeight(field(r, name)),
 })
 
-/** Block parameter index of state reads pinned to a block. */
-const STATE_READS: Readonly<Record<string, number>> = {
-  eth_getBalance: 1,
-  eth_getCode: 1,
-  eth_getTransactionCount: 1,
-  eth_call: 1,
-  eth_getStorageAt: 2,
-  eth_getProof: 2,
-}
-
-export function evmCachePlan(method: string, params: readonly unknown[]): CachePlan {
-  switch (method) {
-    case 'eth_chainId':
-    case 'net_version':
-      return IMMUTABLE
-    case 'eth_getBlockByNumber':
-    case 'eth_getTransactionByBlockNumberAndIndex':
-    case 'eth_getBlockTransactionCountByNumber':
-      return pinned(params[0])
-    case 'eth_getBlockByHash':
-      return locatedBy('number')
-    case 'eth_getTransactionByHash':
-    case 'eth_getTransactionReceipt':
-    case 'eth_getTransactionByBlockHashAndIndex':
-      return locatedBy('blockNumber')
-    case 'eth_getBlockReceipts': {
-      const p = pinned(params[0])
-      if (p.kind !== 'none') return p
-      return {
-        kind: 'located',
-        heightOf: (r) => (Array.isArray(r) ? blockHeight(field(r[0], 'blockNumber')) : undefined),
-      }
-    }
-    case 'eth_getLogs': {
-      const filter = params[0]
-      if (typeof filter !== 'object' || filter === null || 'blockHash' in filter) return NONE
-      const from = blockHeight((filter as { fromBlock?: unknown }).fromBlock)
-      const to = blockHeight((filter as { toBlock?: unknown }).toBlock)
-      return from === undefined || to === undefined ? NONE : { kind: 'pinned', height: Math.max(from, to) }
-    }
-    default: {
-      const index = STATE_READS[method]
-      return index === undefined ? NONE : pinned(params[index])
-    }
-  }
-}
-
 function commitmentOf(config: unknown): unknown {
   return field(config, 'commitment')
 }
 
-/** Solana: only finalized, slot-pinned reads; never balances, blockhashes or fees. */
-export function solanaCachePlan(method: string, params: readonly unknown[]): CachePlan {
-  const slot = (v: unknown) => (typeof v === 'number' && Number.isSafeInteger(v) && v >= 0 ? v : undefined)
-  switch (method) {
-    case 'getGenesisHash':
-      return IMMUTABLE
-    case 'getBlock':
-    case 'getBlockTime': {
-      const s = slot(params[0])
-      const c = commitmentOf(params[1])
-      // The default commitment of these methods is finalized.
-      return s === undefined || (c !== undefined && c !== 'finalized') ? NONE : { kind: 'pinned', height: s }
-    }
-    case 'getBlocks': {
-      const end = slot(params[1])
-      const c = commitmentOf(params[2])
-      return end === undefined || (c !== undefined && c !== 'finalized')
-        ? NONE
-        : { kind: 'pinned', height: end }
-    }
-    case 'getTransaction': {
-      const c = commitmentOf(params[1])
-      if (c !== undefined && c !== 'finalized') return NONE
-      return { kind: 'located', heightOf: (r) => slot(field(r, 'slot')) }
-    }
-    default:
-      return NONE
+/* Plans as a method's registry row states them (src/rpc/methods/): a function of the params. */
+
+export type PlanOf = (params: readonly unknown[]) => CachePlan
+
+export const never: PlanOf = () => NONE
+export const immutable: PlanOf = () => IMMUTABLE
+/** Pinned by the block parameter at `index`. */
+export const pinnedAt =
+  (index: number): PlanOf =>
+  (params) =>
+    pinned(params[index])
+/** Located by the result's `name` field (a block number), whatever the params. */
+export const locatedAt = (name: string): PlanOf => {
+  const plan = locatedBy(name)
+  return () => plan
+}
+
+/** eth_getBlockReceipts: pinned by number, or located by the first receipt's block. */
+export const blockReceiptsPlan: PlanOf = (params) => {
+  const p = pinned(params[0])
+  if (p.kind !== 'none') return p
+  return {
+    kind: 'located',
+    heightOf: (r) => (Array.isArray(r) ? blockHeight(field(r[0], 'blockNumber')) : undefined),
   }
 }
+
+/** eth_getLogs: pinned when both ends are explicit numbers (a blockHash filter is never cached). */
+export const logsPlan: PlanOf = (params) => {
+  const filter = params[0]
+  if (typeof filter !== 'object' || filter === null || 'blockHash' in filter) return NONE
+  const from = blockHeight((filter as { fromBlock?: unknown }).fromBlock)
+  const to = blockHeight((filter as { toBlock?: unknown }).toBlock)
+  return from === undefined || to === undefined ? NONE : { kind: 'pinned', height: Math.max(from, to) }
+}
+
+const slot = (v: unknown) => (typeof v === 'number' && Number.isSafeInteger(v) && v >= 0 ? v : undefined)
+const finalizedOnly = (config: unknown) => {
+  const c = commitmentOf(config)
+  return c === undefined || c === 'finalized'
+}
+
+/** Solana: pinned by the slot at `slotIndex` when the config at `configIndex` is finalized (the default). */
+export const slotPinnedAt =
+  (slotIndex: number, configIndex: number): PlanOf =>
+  (params) => {
+    const s = slot(params[slotIndex])
+    return s === undefined || !finalizedOnly(params[configIndex]) ? NONE : { kind: 'pinned', height: s }
+  }
+
+/** Solana getTransaction: located by the result's slot, finalized commitment only. */
+export const solanaTransactionPlan: PlanOf = (params) =>
+  finalizedOnly(params[1]) ? { kind: 'located', heightOf: (r) => slot(field(r, 'slot')) } : NONE

@@ -22,4 +22,20 @@ describe('memory result cache', () => {
     expect(cache.get('big')).toBeUndefined()
     expect(cache.usedBytes).toBe(0)
   })
+
+  it('holds its budget through heavy churn and keeps the most recent entries', () => {
+    const cache = new MemoryResultCache(10_000)
+    for (let i = 0; i < 100_000; i++) cache.set(`key-${i}`, `"0x${i.toString(16)}"`)
+    expect(cache.usedBytes).toBeLessThanOrEqual(10_000)
+    expect(cache.usedBytes).toBeGreaterThan(9_900)
+    expect(cache.get('key-99999')).toBe('"0x1869f"')
+    expect(cache.get('key-0')).toBeUndefined()
+  })
+
+  it('an entry too large to store leaves what was cached under its key', () => {
+    const cache = new MemoryResultCache(1_000)
+    cache.set('k', 'small')
+    cache.set('k', 'x'.repeat(500))
+    expect(cache.get('k')).toBe('small')
+  })
 })

@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis'
+import { LRUCache } from 'lru-cache'
 
 /**
  * Where cached JSON-RPC results live: the result's JSON text under a key. Values are only
@@ -16,45 +17,39 @@ export interface ResultCache {
 /** Entries larger than this are not cached (a huge block would evict everything else). */
 const MAX_ENTRY_FRACTION = 8
 
-/** LRU over a Map (insertion order), bounded by the summed length of keys and values. */
+/**
+ * LRU bounded by the summed length of keys and values. lru-cache keeps recency in a linked
+ * list over preallocated slots, so an evicting `set` costs what any other does; the Map this
+ * replaced found its victim by iterating from the front past deleted slots, which grew with
+ * churn (~50× slower per set once full).
+ */
 export class MemoryResultCache {
-  private readonly map = new Map<string, string>()
-  private bytes = 0
+  private readonly lru: LRUCache<string, string>
 
-  constructor(readonly maxBytes: number) {}
+  constructor(readonly maxBytes: number) {
+    this.lru = new LRUCache<string, string>({
+      maxSize: maxBytes,
+      maxEntrySize: maxBytes / MAX_ENTRY_FRACTION,
+      sizeCalculation: (value, key) => key.length + value.length,
+    })
+  }
 
   get(key: string): string | undefined {
-    const v = this.map.get(key)
-    if (v === undefined) return undefined
-    // Refresh recency: re-inserting moves the entry to the end of the iteration order.
-    this.map.delete(key)
-    this.map.set(key, v)
-    return v
+    return this.lru.get(key)
   }
 
   set(key: string, json: string): void {
-    const size = key.length + json.length
-    if (size > this.maxBytes / MAX_ENTRY_FRACTION) return
-    const old = this.map.get(key)
-    if (old !== undefined) {
-      this.bytes -= key.length + old.length
-      this.map.delete(key)
-    }
-    this.map.set(key, json)
-    this.bytes += size
-    for (const [k, v] of this.map) {
-      if (this.bytes <= this.maxBytes) break
-      this.map.delete(k)
-      this.bytes -= k.length + v.length
-    }
+    // Not stored at all (lru-cache would also drop an existing entry under this key).
+    if (key.length + json.length > this.maxBytes / MAX_ENTRY_FRACTION) return
+    this.lru.set(key, json)
   }
 
   get size(): number {
-    return this.map.size
+    return this.lru.size
   }
 
   get usedBytes(): number {
-    return this.bytes
+    return this.lru.calculatedSize
   }
 }
 

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, expect, it } from 'vitest'
 import {
   anvilNetwork,
   call,
@@ -7,14 +7,15 @@ import {
   startTestHalyard,
   type TestHalyard,
 } from '../../test/helpers/halyard.ts'
-import { storageBackends } from '../../test/helpers/storage.ts'
+import { itNeeding } from '../../test/helpers/services.ts'
+import { describeEachStorage } from '../../test/helpers/storage.ts'
 import { type AnvilProcess, startAnvil } from '../devnet/anvil.ts'
 import type { Storage } from '../storage/database.ts'
 
 type Rpc = { result?: unknown & Record<string, unknown>; error?: { code: number; message: string } }
 const hex = (n: number) => `0x${n.toString(16)}`
 
-describe.each(storageBackends())('finality-aware cache and coalescing on $name', (backend) => {
+describeEachStorage('finality-aware cache and coalescing on $name', (backend) => {
   let anvil: AnvilProcess
   let storage: Storage
   let h: TestHalyard
@@ -135,7 +136,7 @@ describe.each(storageBackends())('finality-aware cache and coalescing on $name',
     expect(await servedCalls(h, 'eth_getBalance')).toBe(servedBefore + 100)
   })
 
-  it.runIf(process.env.REDIS_URL)('shares cached results between instances through Redis', async () => {
+  itNeeding(['REDIS_URL'], 'shares cached results between instances through Redis', async () => {
     const ns = randomBytes(3).toString('hex')
     const net = anvilNetwork(anvil, {
       network: `devnet${ns}`,

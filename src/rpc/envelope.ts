@@ -1,6 +1,6 @@
 import { z } from 'zod'
 import { describeZodError } from '../config/validation.ts'
-import type { JsonRpcId, JsonRpcRequest } from './jsonrpc.ts'
+import type { JsonRpcErrorObject, JsonRpcId, JsonRpcRequest } from '../jsonrpc.ts'
 
 const requestSchema = z.object(
   {
@@ -48,3 +48,12 @@ function wellFormed(raw: unknown): JsonRpcRequest | undefined {
 }
 
 export const DEFAULT_MAX_BATCH = 100
+
+/** A reply as JSON text (a WebSocket frame, a batch item). */
+export function replyFrame(id: JsonRpcId, result: unknown): string {
+  return JSON.stringify({ jsonrpc: '2.0', id, result })
+}
+
+export function errorFrame(id: JsonRpcId, error: JsonRpcErrorObject): string {
+  return JSON.stringify({ jsonrpc: '2.0', id, error })
+}

@@ -6,7 +6,7 @@ import {
   RPC_LIMIT_EXCEEDED,
   RpcError,
   type RpcOutcome,
-} from './jsonrpc.ts'
+} from '../jsonrpc.ts'
 
 /**
  * Messages nodes and providers use when an eth_getLogs range or result is too large

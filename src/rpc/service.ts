@@ -1,31 +1,14 @@
 import type { Redis } from 'ioredis'
-import { scopeForRpcMethod } from '../auth/scopes.ts'
 import type { Caller } from '../auth/service.ts'
 import type { Network } from '../chains/registry.ts'
 import { type GatewaySettings, gatewaySettings } from '../config/file.ts'
-import { evmMethodCost, methodLabel, solanaMethodCost } from '../limits/compute-units.ts'
+import { type JsonRpcRequest, RPC_INTERNAL_ERROR, RpcError, type RpcOutcome } from '../jsonrpc.ts'
 import type { Logger } from '../logger.ts'
-import type { Metrics } from '../server/metrics.ts'
-import { type CachePlan, evmCachePlan, solanaCachePlan } from './cache-policy.ts'
+import type { Metrics } from '../metrics.ts'
+import type { CachePlan } from './cache-policy.ts'
 import { LocalResultCache, MemoryResultCache, type ResultCache, TieredResultCache } from './cache-store.ts'
 import { GetLogsGuard } from './get-logs.ts'
-import {
-  type JsonRpcErrorObject,
-  type JsonRpcRequest,
-  RPC_INTERNAL_ERROR,
-  RPC_METHOD_NOT_FOUND,
-  RpcError,
-  type RpcOutcome,
-} from './jsonrpc.ts'
-import { checkMethod } from './method-policy.ts'
-
-/** JSON-RPC error code for a call the key's scopes do not allow (inside a batch). */
-export const RPC_FORBIDDEN = -32003
-
-/** One call after admission: either refused up front, or to be executed. */
-export type AdmittedCall =
-  | { request: JsonRpcRequest; refused: JsonRpcErrorObject; computeUnits: 0 }
-  | { request: JsonRpcRequest; refused?: undefined; computeUnits: number }
+import type { MethodSpec } from './methods/spec.ts'
 
 /**
  * What executing one call produced. A cache hit carries the result's JSON text only (the HTTP
@@ -46,29 +29,15 @@ export interface RpcServiceOptions {
 
 export const DEFAULT_CACHE_MAX_BYTES = 64 * 1024 * 1024
 
-/** Calls that change state or live on one node: never coalesced, never cached. */
-const UNSHARED = new Set([
-  'eth_sendRawTransaction',
-  'eth_sendRawTransactionSync',
-  'sendTransaction',
-  'requestAirdrop',
-  'eth_newFilter',
-  'eth_newBlockFilter',
-  'eth_newPendingTransactionFilter',
-  'eth_getFilterChanges',
-  'eth_getFilterLogs',
-  'eth_uninstallFilter',
-])
-
 interface NetworkRuntime {
   settings: GatewaySettings
   logs: GetLogsGuard
 }
 
 /**
- * The proxy's logic, shared by HTTP and WebSocket: admission (method policy, scope, cost) and
- * execution: the finality-aware cache, coalescing of identical in-flight calls, the eth_getLogs
- * guard, and the network's upstream pool.
+ * The proxy's execution, shared by HTTP and WebSocket (admission: rpc/admission.ts): the
+ * finality-aware cache, coalescing of identical in-flight calls, a method's own executor (the
+ * eth_getLogs guard), and the network's upstream pool, each as the method's registry row says.
  */
 export class RpcService {
   private readonly cache: ResultCache
@@ -85,43 +54,25 @@ export class RpcService {
     this.logger = opts.logger
   }
 
-  admit(network: Network, caller: Caller, request: JsonRpcRequest): AdmittedCall {
-    const verdict = checkMethod(network, request.method)
-    if (!verdict.allowed) {
-      return { request, refused: { code: RPC_METHOD_NOT_FOUND, message: verdict.reason }, computeUnits: 0 }
-    }
-    const scope = scopeForRpcMethod(request.method)
-    if (!caller.scopes.has(scope)) {
-      return {
-        request,
-        refused: {
-          code: RPC_FORBIDDEN,
-          message: `this API key lacks the ${scope} scope required for ${request.method}`,
-        },
-        computeUnits: 0,
-      }
-    }
-    const cost =
-      network.kind === 'solana'
-        ? solanaMethodCost(request.method)
-        : evmMethodCost(request.method, request.params)
-    return { request, computeUnits: cost }
-  }
-
   /** Executes an admitted call; the outcome is the upstream's result or error, or Halyard's error. */
-  async execute(network: Network, request: JsonRpcRequest): Promise<RpcOutcome> {
-    const r = await this.run(network, request)
+  async execute(network: Network, request: JsonRpcRequest, spec: MethodSpec): Promise<RpcOutcome> {
+    const r = await this.run(network, request, spec)
     return r.outcome ?? { result: JSON.parse(r.json) }
   }
 
   /** Like `execute`, but says whether the cache answered and keeps a hit as JSON text. */
-  async run(network: Network, request: JsonRpcRequest): Promise<Execution> {
+  async run(
+    network: Network,
+    request: JsonRpcRequest,
+    spec: MethodSpec,
+    caller?: Caller,
+  ): Promise<Execution> {
     const rt = this.runtime(network)
     const { method, params } = request
-    const shared = !UNSHARED.has(method)
+    const shared = spec.coalesce
     let plan: CachePlan = { kind: 'none' }
     if (rt.settings.cache && shared) {
-      plan = network.kind === 'solana' ? solanaCachePlan(method, params) : evmCachePlan(method, params)
+      plan = spec.cache(params)
       // A block above finality may still be replaced: not looked up, not stored.
       if (plan.kind === 'pinned') {
         const finalized = network.pool.finalizedHead?.()
@@ -133,19 +84,19 @@ export class RpcService {
       const hit = this.cache.getLocal(key) ?? (await this.cache.getRemote(key))
       this.metrics.cacheLookups.inc({ network: network.slug, result: hit === undefined ? 'miss' : 'hit' })
       if (hit !== undefined) {
-        this.count(network, method, 'ok')
+        this.count(network, spec, 'ok')
         return { json: hit, cache: 'hit' }
       }
     }
-    if (key === undefined) return this.fetch(network, rt, request, plan, undefined)
+    if (key === undefined) return this.fetch(network, rt, request, spec, plan, undefined, caller)
     const joined = this.inflight.get(key)
     if (joined) {
       // Counted like any other call: the leader's `fetch` counts only its own.
       const r = await joined
-      this.count(network, method, r.outcome?.error ? 'error' : 'ok')
+      this.count(network, spec, r.outcome?.error ? 'error' : 'ok')
       return r
     }
-    const p = this.fetch(network, rt, request, plan, key)
+    const p = this.fetch(network, rt, request, spec, plan, key)
     this.inflight.set(key, p)
     try {
       return await p
@@ -158,15 +109,16 @@ export class RpcService {
     network: Network,
     rt: NetworkRuntime,
     request: JsonRpcRequest,
+    spec: MethodSpec,
     plan: CachePlan,
     key: string | undefined,
+    caller?: Caller,
   ): Promise<Execution> {
     let outcome: RpcOutcome
     try {
-      outcome =
-        request.method === 'eth_getLogs' && network.kind === 'evm'
-          ? await rt.logs.run(request.params)
-          : await network.pool.call(request.method, request.params)
+      outcome = spec.run
+        ? await spec.run({ network, logs: rt.logs, ...(caller ? { caller } : {}) }, request.params)
+        : await network.pool.call(request.method, request.params)
     } catch (err) {
       if (!(err instanceof RpcError)) {
         this.logger?.error(
@@ -178,7 +130,7 @@ export class RpcService {
         err instanceof RpcError ? err.toObject() : { code: RPC_INTERNAL_ERROR, message: 'internal error' }
       outcome = { error }
     }
-    this.count(network, request.method, outcome.error ? 'error' : 'ok')
+    this.count(network, spec, outcome.error ? 'error' : 'ok')
     if (plan.kind === 'none' || key === undefined) return { outcome, cache: 'none' }
     if (outcome.error === undefined && outcome.result !== null && outcome.result !== undefined) {
       if (this.storable(network, plan, outcome.result)) this.cache.set(key, JSON.stringify(outcome.result))
@@ -194,12 +146,8 @@ export class RpcService {
     return height !== undefined && finalized !== undefined && height <= finalized
   }
 
-  private count(network: Network, method: string, outcome: 'ok' | 'error') {
-    this.metrics.rpcCalls.inc({
-      network: network.slug,
-      method: methodLabel(network.kind, method),
-      outcome,
-    })
+  private count(network: Network, spec: MethodSpec, outcome: 'ok' | 'error') {
+    this.metrics.rpcCalls.inc({ network: network.slug, method: spec.label, outcome })
   }
 
   private runtime(network: Network): NetworkRuntime {

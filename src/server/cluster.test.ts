@@ -2,8 +2,9 @@ import { mkdtempSync, writeFileSync } from 'node:fs'
 import { request } from 'node:http'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
-import { describe, expect, it } from 'vitest'
+import { expect, it } from 'vitest'
 import { spawnHalyard } from '../../test/helpers/cli.ts'
+import { describeNeeding } from '../../test/helpers/services.ts'
 import { storageBackends } from '../../test/helpers/storage.ts'
 import { AuthService } from '../auth/service.ts'
 import { AuthStore } from '../auth/store.ts'
@@ -74,7 +75,7 @@ function sumSamples(text: string, metric: string, label: string): number {
 
 const dbUrl = process.env.DATABASE_URL
 const redisUrl = process.env.REDIS_URL
-describe.runIf(dbUrl && redisUrl)('halyard serve with HALYARD_WORKERS=2', () => {
+describeNeeding(['DATABASE_URL', 'REDIS_URL'], 'halyard serve with HALYARD_WORKERS=2', () => {
   it('runs the background jobs in one worker, enforces one limit across both, and scrapes both', async () => {
     const anvil = await startAnvil()
     const storage = await storageBackends()[1]!.open() // a fresh PostgreSQL schema

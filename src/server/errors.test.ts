@@ -6,13 +6,13 @@ import {
   startTestHalyard,
   type TestHalyard,
 } from '../../test/helpers/halyard.ts'
-import { storageBackends } from '../../test/helpers/storage.ts'
+import { describeEachStorage, storageBackends } from '../../test/helpers/storage.ts'
 import { type AnvilProcess, startAnvil } from '../devnet/anvil.ts'
 import type { Storage } from '../storage/database.ts'
 
 type ErrorBody = { error: { code: string; message: string; status: number } }
 
-describe.each(storageBackends())('error format, operations and metrics on $name', (backend) => {
+describeEachStorage('error format, operations and metrics on $name', (backend) => {
   let anvil: AnvilProcess
   let storage: Storage
   let h: TestHalyard

@@ -1,4 +1,5 @@
 import http from 'node:http'
+import net from 'node:net'
 import { ERROR_STATUS } from '../errors.ts'
 import { HANG_MS, type Req } from './hostile-cases.ts'
 
@@ -63,6 +64,46 @@ export function send(origin: URL, req: Req): Promise<Answer> {
   })
 }
 
+/** An answer read off a raw socket: the head's headers too (names lowercased). */
+export interface RawAnswer extends Answer {
+  headers: Record<string, string>
+}
+
+/**
+ * Writes `text` on a fresh TCP connection as it is (no HTTP client tidies it up) and reads
+ * until the server closes. A connection closed without an answer is status 0; one left open
+ * past HANG_MS is a hang.
+ */
+export function sendRaw(origin: URL, text: string): Promise<RawAnswer> {
+  return new Promise((resolve, reject) => {
+    const s = net.connect(Number(origin.port), origin.hostname)
+    const chunks: Buffer[] = []
+    const timer = setTimeout(() => {
+      s.destroy()
+      reject(new Error(`HANG: no answer within ${HANG_MS} ms`))
+    }, HANG_MS)
+    s.on('data', (c: Buffer) => chunks.push(c))
+    s.on('error', () => {})
+    s.on('close', () => {
+      clearTimeout(timer)
+      const all = Buffer.concat(chunks).toString('latin1')
+      const [head = '', ...rest] = all.split('\r\n\r\n')
+      const headers: Record<string, string> = {}
+      for (const line of head.split('\r\n').slice(1)) {
+        const i = line.indexOf(':')
+        if (i > 0) headers[line.slice(0, i).trim().toLowerCase()] = line.slice(i + 1).trim()
+      }
+      resolve({
+        status: Number(/^HTTP\/1\.[01] (\d{3})/.exec(head)?.[1] ?? 0),
+        contentType: headers['content-type'] ?? '',
+        text: rest.join('\r\n\r\n'),
+        headers,
+      })
+    })
+    s.write(text, 'latin1')
+  })
+}
+
 /** What is wrong with an answer, or undefined when it honours the contract. */
 export function violation(ans: Answer, mention: RegExp | undefined): string | undefined {
   if (ans.status >= 500) return `status ${ans.status} (5xx)`
@@ -113,7 +154,10 @@ export function routesFromTree(tree: string): { url: string; methods: string[] }
 export const GROUPS: ReadonlyArray<readonly [name: string, match: (url: string) => boolean]> = [
   ['ops (/health, /ready, /metrics)', (u) => ['/health', '/ready', '/metrics'].includes(u)],
   ['admin API (/admin)', (u) => u.startsWith('/admin/')],
-  ['JSON-RPC (/v1/rpc)', (u) => u.startsWith('/v1/rpc/')],
+  [
+    'JSON-RPC (/v1/rpc, /v1/paymaster, /v1/bundler)',
+    (u) => u.startsWith('/v1/rpc/') || u.startsWith('/v1/paymaster/') || u.startsWith('/v1/bundler/'),
+  ],
   ['WebSocket (plain GET /v1/ws)', (u) => u.startsWith('/v1/ws/')],
   ['tokens (/v1/tokens)', (u) => u.startsWith('/v1/tokens/')],
   ['NFTs (/v1/nfts)', (u) => u.startsWith('/v1/nfts/')],

@@ -1,28 +1,21 @@
-import net from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { anvilNetwork, startTestHalyard, type TestHalyard } from '../../test/helpers/halyard.ts'
 import { storageBackends, type TestStorage } from '../../test/helpers/storage.ts'
 import { type AnvilProcess, startAnvil } from '../devnet/anvil.ts'
-import {
-  ADMIN_TOKEN,
-  CASES,
-  fillPath,
-  HANG_MS,
-  pathCases,
-  type Req,
-  type Route,
-  registered,
-} from './hostile-cases.ts'
-import { type Answer, GROUPS, routesFromTree, send, violation } from './hostile-harness.ts'
+import { ADMIN_TOKEN, CASES, fillPath, pathCases, type Req, type Route, registered } from './hostile-cases.ts'
+import { GROUPS, routesFromTree, send, sendRaw, violation } from './hostile-harness.ts'
+import { sweptRoutes } from './hostile-schemas.ts'
 
 /**
  * The project's non-negotiable: every endpoint answers malformed, missing, oversized and hostile
  * input with the spec's error body (`{"error":{code,message,status}}`) and a message naming the
  * problem — never a 500, never a hang.
  *
- * Routes come from the running app (printRoutes), not from a list kept here: a new route is swept
- * the day it is registered. Each route gets the battery below (auth, body, query, path, method,
- * and for JSON-RPC garbage batches); every answer must be < 500, and every 4xx must carry the
+ * Routes come from the running app (printRoutes) with what each declares (defineRoute), not from
+ * a list kept here: a new route is swept the day it is registered. Each route gets the battery
+ * below (auth, body, query, path, method, and for JSON-RPC garbage batches) plus cases made from
+ * its declared schemas (hostile-schemas.ts: each field of the wrong type, NUL in each string
+ * field; good path values from the params schemas' examples); every answer must be < 500, and every 4xx must carry the
  * error body whose `status` equals the HTTP status. A request unanswered within HANG_MS fails
  * the test as a hang (a hang detector, not a speed assertion). HEAD (Fastify's automatic twin of
  * GET) is not swept: it has no body to check.
@@ -35,6 +28,7 @@ describe('hostile input on every route (PGlite)', () => {
   let key: string
   let origin: URL
   let routes: Route[] = []
+  let undeclared: string[] = []
 
   beforeAll(async () => {
     anvil = await startAnvil()
@@ -46,24 +40,10 @@ describe('hostile input on every route (PGlite)', () => {
     })
     key = await h.createKey({ env: 'live' }) // no scopes given: all of them
     origin = new URL(h.halyard.origin)
-    const tree = h.halyard.app.printRoutes({ commonPrefix: false })
-    const found = routesFromTree(tree)
     registered.clear()
-    for (const f of found) registered.set(f.url, new Set(f.methods))
-    routes = found.flatMap((f) =>
-      f.methods
-        .filter((m) => m !== 'HEAD')
-        .map((method) => ({
-          method,
-          url: f.url,
-          params: [...f.url.matchAll(/:([A-Za-z_]+)/g)].map((x) => x[1]!),
-          kind: ['/health', '/ready', '/metrics'].includes(f.url)
-            ? ('public' as const)
-            : f.url.startsWith('/admin/')
-              ? ('admin' as const)
-              : ('keyed' as const),
-        })),
-    )
+    for (const f of routesFromTree(h.halyard.app.printRoutes({ commonPrefix: false })))
+      registered.set(f.url, new Set(f.methods))
+    ;({ routes, undeclared } = sweptRoutes(h.halyard.app))
   })
   afterAll(async () => {
     await h?.close()
@@ -82,8 +62,21 @@ describe('hostile input on every route (PGlite)', () => {
           : {},
   })
 
-  it('enumerates the routes from the app, and every route belongs to a group below', () => {
+  it('enumerates the routes from the app, each declared, and every route belongs to a group below', () => {
+    expect(undeclared, 'routes served without a declaration (defineRoute)').toEqual([])
     expect(routes.length).toBeGreaterThan(20)
+    // The declared schemas yield cases: wrong types and NULs per body field, NULs per query field.
+    const casesOf = (route: string) =>
+      routes.find((r) => `${r.method} ${r.url}` === route)?.cases.map((c) => c.name) ?? []
+    for (const [route, name] of [
+      ['POST /v1/webhooks', 'body: every field of the wrong type'],
+      ['PATCH /v1/webhooks/:id', 'body: NUL in url'],
+      ['POST /v1/wallets/create', 'body: NUL in owner'],
+      ['POST /admin/keys', 'body: NUL in account'],
+      ['GET /v1/webhooks', 'query: NUL in status'],
+      ['GET /v1/nfts/:chain/metadata/:contract/:token_id', 'query: refresh twice'],
+    ])
+      expect(casesOf(route!), route).toContain(name)
     const orphans = routes.filter((r) => GROUPS.filter(([, m]) => m(r.url)).length !== 1)
     expect(
       orphans.map((r) => `${r.method} ${r.url}`),
@@ -112,7 +105,7 @@ describe('hostile input on every route (PGlite)', () => {
     it(`answers hostile input with the error body: ${group}`, async () => {
       const mine = routes.filter((r) => match(r.url))
       const jobs = mine.flatMap((r) =>
-        [...CASES, ...pathCases(r)].filter((c) => c.when?.(r) ?? true).map((c) => ({ r, c })),
+        [...CASES, ...r.cases, ...pathCases(r)].filter((c) => c.when?.(r) ?? true).map((c) => ({ r, c })),
       )
       const failures: string[] = []
       let next = 0
@@ -136,29 +129,7 @@ describe('hostile input on every route (PGlite)', () => {
     }, 300_000)
   }
 
-  it('answers protocol-level garbage (before any route) with the error body', async () => {
-    const raw = (text: string) =>
-      new Promise<Answer>((resolve, reject) => {
-        const s = net.connect(Number(origin.port), origin.hostname)
-        const chunks: Buffer[] = []
-        const timer = setTimeout(() => {
-          s.destroy()
-          reject(new Error(`HANG: no answer within ${HANG_MS} ms`))
-        }, HANG_MS)
-        s.on('data', (c: Buffer) => chunks.push(c))
-        s.on('error', () => {})
-        s.on('close', () => {
-          clearTimeout(timer)
-          const all = Buffer.concat(chunks).toString('latin1')
-          const [head = '', ...rest] = all.split('\r\n\r\n')
-          resolve({
-            status: Number(/^HTTP\/1\.[01] (\d{3})/.exec(head)?.[1] ?? 0),
-            contentType: /content-type: *([^\r\n]*)/i.exec(head)?.[1] ?? '',
-            text: rest.join('\r\n\r\n'),
-          })
-        })
-        s.write(text)
-      })
+  it('answers protocol-level garbage (before any route) with the error body and X-Request-Id', async () => {
     const host = `Host: ${origin.host}\r\nConnection: close\r\n`
     const cases: [string, string][] = [
       ['unknown method', `BREW /v1/webhooks HTTP/1.1\r\n${host}x-api-key: ${key}\r\n\r\n`],
@@ -178,12 +149,27 @@ describe('hostile input on every route (PGlite)', () => {
         `GET /v1/webhooks/\u00ff HTTP/1.1\r\n${host}x-api-key: ${key}\r\n\r\n`,
       ],
       ['absolute-form garbage target', `GET http://%zz/ HTTP/1.1\r\n${host}\r\n\r\n`],
+      [
+        'NUL in a header value',
+        `GET /v1/webhooks HTTP/1.1\r\n${host}x-api-key: ${key}\r\nx-note: a\u0000b\r\n\r\n`,
+      ],
+      ['NUL in a header name', `GET /v1/webhooks HTTP/1.1\r\n${host}x-no\u0000te: a\r\n\r\n`],
+      ['CONNECT authority-form', `CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n`],
+      ['CONNECT to this server', `CONNECT ${origin.host} HTTP/1.1\r\n${host}x-api-key: ${key}\r\n\r\n`],
+      // Methods Node's parser knows but no route serves: the router's refusal, never silence.
+      ...['PROPFIND', 'MKCOL', 'PURGE', 'TRACE', 'LINK', 'SOURCE', 'QUERY'].map((m): [string, string] => [
+        `method ${m}`,
+        `${m} /v1/webhooks HTTP/1.1\r\n${host}x-api-key: ${key}\r\n\r\n`,
+      ]),
     ]
     const failures: string[] = []
     for (const [name, text] of cases) {
       try {
-        const ans = await raw(text)
-        const bad = ans.status === 0 ? 'connection closed without an HTTP answer' : violation(ans, undefined)
+        const ans = await sendRaw(origin, text)
+        const bad =
+          ans.status === 0
+            ? 'connection closed without an HTTP answer'
+            : (violation(ans, undefined) ?? (ans.headers['x-request-id'] ? undefined : 'no X-Request-Id'))
         if (bad) failures.push(`[${name}]\n    ${bad}; HTTP ${ans.status} ${ans.text.slice(0, 300)}`)
       } catch (err) {
         failures.push(`[${name}]\n    no answer: ${(err as Error).message}`)

@@ -1,10 +1,11 @@
 import type { FastifyInstance } from 'fastify'
 import { sql } from 'kysely'
 import type { NetworkRegistry } from '../chains/registry.ts'
+import { definePublicRoute } from '../http/route.ts'
+import type { Metrics } from '../metrics.ts'
 import type { DB } from '../storage/database.ts'
 import { clusterWorker } from './cluster.ts'
 import { workerMetrics } from './cluster-metrics.ts'
-import type { Metrics } from './metrics.ts'
 
 export interface ReadinessCheck {
   name: string
@@ -21,41 +22,49 @@ interface Deps {
 
 /** GET /health, /ready, /metrics: no key, no secrets. */
 export function registerOpsRoutes(app: FastifyInstance, deps: Deps) {
-  app.get('/health', { config: { public: true } }, async () => ({ status: 'ok' }))
+  definePublicRoute(app, { method: 'GET', url: '/health', handler: () => ({ status: 'ok' }) })
 
-  app.get('/ready', { config: { public: true } }, async (_request, reply) => {
-    const results: Record<string, string> = {}
-    const run = async (name: string, fn: () => Promise<unknown>) => {
-      try {
-        await withTimeout(fn(), 2_000)
-        results[name] = 'ok'
-      } catch (err) {
-        results[name] = `failing: ${(err as Error).message}`
+  definePublicRoute(app, {
+    method: 'GET',
+    url: '/ready',
+    handler: async ({ reply }) => {
+      const results: Record<string, string> = {}
+      const run = async (name: string, fn: () => Promise<unknown>) => {
+        try {
+          await withTimeout(fn(), 2_000)
+          results[name] = 'ok'
+        } catch (err) {
+          results[name] = `failing: ${(err as Error).message}`
+        }
       }
-    }
-    await Promise.all([
-      run('database', () => sql`select 1`.execute(deps.db)),
-      ...(deps.checks ?? []).map((c) => run(c.name, () => c.check())),
-      ...deps.networks.all().map((n) =>
-        run(`network ${n.chain}/${n.network}`, async () => {
-          const out = await n.pool.call(n.kind === 'solana' ? 'getHealth' : 'eth_chainId', [], {
-            timeoutMs: 2_000,
-          })
-          if (out.error) throw new Error(out.error.message)
-        }),
-      ),
-    ])
-    const ready = Object.values(results).every((v) => v === 'ok')
-    return reply.status(ready ? 200 : 503).send({ status: ready ? 'ready' : 'not_ready', checks: results })
+      await Promise.all([
+        run('database', () => sql`select 1`.execute(deps.db)),
+        ...(deps.checks ?? []).map((c) => run(c.name, () => c.check())),
+        ...deps.networks.all().map((n) =>
+          run(`network ${n.chain}/${n.network}`, async () => {
+            const out = await n.pool.call(n.kind === 'solana' ? 'getHealth' : 'eth_chainId', [], {
+              timeoutMs: 2_000,
+            })
+            if (out.error) throw new Error(out.error.message)
+          }),
+        ),
+      ])
+      const ready = Object.values(results).every((v) => v === 'ok')
+      return reply.status(ready ? 200 : 503).send({ status: ready ? 'ready' : 'not_ready', checks: results })
+    },
   })
 
   // In a cluster worker a scrape must see every worker's counters, not this one's share
   // (cluster-metrics.ts); a single process answers from its own registry, without IPC.
   const clusterMetrics = clusterWorker() ? workerMetrics(deps.metrics.registry) : undefined
   if (clusterMetrics) app.addHook('onClose', async () => clusterMetrics.close())
-  app.get('/metrics', { config: { public: true } }, async (_request, reply) => {
-    reply.header('content-type', deps.metrics.registry.contentType)
-    return clusterMetrics ? clusterMetrics.scrape() : deps.metrics.registry.metrics()
+  definePublicRoute(app, {
+    method: 'GET',
+    url: '/metrics',
+    handler: ({ reply }) => {
+      reply.header('content-type', deps.metrics.registry.contentType)
+      return clusterMetrics ? clusterMetrics.scrape() : deps.metrics.registry.metrics()
+    },
   })
 }
 

@@ -7,43 +7,19 @@ import { AuthStore } from '../auth/store.ts'
 import { managedPoolFactory, NetworkRegistry, type PoolFactory } from '../chains/registry.ts'
 import type { Env } from '../config/env.ts'
 import type { NetworkConfig } from '../config/file.ts'
+import { Charger } from '../http/charge.ts'
+import type { AppContext, BackgroundTask, FeatureServices } from '../http/host.ts'
 import type { RateLimiter } from '../limits/limiter.ts'
 import { MemoryRateLimiter } from '../limits/memory-limiter.ts'
 import { RedisRateLimiter } from '../limits/redis-limiter.ts'
 import { createLogger, type Logger } from '../logger.ts'
-import { registerRpcRoutes } from '../rpc/routes.ts'
-import { RpcService } from '../rpc/service.ts'
+import { Metrics } from '../metrics.ts'
+import { describeMethod } from '../rpc/methods/registry.ts'
 import { openStorage, type Storage } from '../storage/database.ts'
 import { migrate } from '../storage/migrate.ts'
 import { buildApp } from './app.ts'
-import { Charger } from './charge.ts'
-import { type FeatureServices, registerFeatures } from './features.ts'
-import { Metrics } from './metrics.ts'
+import { registerFeatures } from './features.ts'
 import { type ReadinessCheck, registerOpsRoutes } from './ops-routes.ts'
-
-/** Everything a feature may use: built once per process, shared by routes and workers. */
-export interface AppContext {
-  readonly env: Env
-  readonly devMode: boolean
-  readonly logger: Logger
-  readonly storage: Storage
-  readonly auth: AuthService
-  readonly limiter: RateLimiter
-  readonly networks: NetworkRegistry
-  readonly metrics: Metrics
-  readonly charger: Charger
-  readonly rpc: RpcService
-  /** 32-byte key for encryption at rest (signing secrets). */
-  readonly secretKey: Buffer
-  /** Shared Redis connection for caches and fan-out, when REDIS_URL is set. */
-  readonly redis: Redis | undefined
-}
-
-/** A background job started with the server and stopped before storage closes. */
-export interface BackgroundTask {
-  readonly name: string
-  stop(): Promise<void>
-}
 
 export interface StartOptions {
   env: Env
@@ -98,7 +74,10 @@ export async function startHalyard(opts: StartOptions): Promise<Halyard> {
     }
     limiter = env.REDIS_URL ? new RedisRateLimiter(env.REDIS_URL) : new MemoryRateLimiter()
     const metrics = new Metrics()
-    networks = new NetworkRegistry(opts.networks, opts.poolFactory ?? managedPoolFactory({ metrics, logger }))
+    networks = new NetworkRegistry(
+      opts.networks,
+      opts.poolFactory ?? managedPoolFactory({ metrics, logger, describe: describeMethod }),
+    )
     const charger = new Charger(limiter, metrics)
     const auth = new AuthService(new AuthStore(storage.db))
     const ctx: AppContext = {
@@ -111,12 +90,19 @@ export async function startHalyard(opts: StartOptions): Promise<Halyard> {
       networks,
       metrics,
       charger,
-      rpc: new RpcService(metrics, { redis, logger }),
       secretKey: opts.secretKey,
       redis,
     }
 
-    const app = buildApp({ logger, auth, charger, metrics, workerIndex: opts.workerIndex })
+    const app = buildApp({
+      logger,
+      auth,
+      charger,
+      metrics,
+      networks,
+      workerIndex: opts.workerIndex,
+      requestTimeoutMs: env.HALYARD_REQUEST_TIMEOUT,
+    })
     const checks: ReadinessCheck[] = []
     if (redis) {
       const r = redis
@@ -124,7 +110,6 @@ export async function startHalyard(opts: StartOptions): Promise<Halyard> {
     }
     registerOpsRoutes(app, { db: storage.db, networks, metrics, checks })
     if (opts.adminToken) registerAdminRoutes(app, auth, opts.adminToken)
-    registerRpcRoutes(app, { networks, rpc: ctx.rpc, charger })
     // Filled by registerFeatures: each feature sets its own field before any other reads it.
     const services = {} as FeatureServices
     const starters: (() => Promise<void> | void)[] = []
@@ -135,6 +120,10 @@ export async function startHalyard(opts: StartOptions): Promise<Halyard> {
       addTask: (t) => tasks.push(t),
       onStart: (fn) => starters.push(fn),
     })
+    // /ready reads `checks` per request: the indexer's lag/stuck checks join once it exists.
+    checks.push(...services.indexer.readinessChecks())
+    checks.push(...services.sponsorship.readinessChecks())
+    checks.push(...services.bundler.readinessChecks())
     if (opts.backgroundJobs !== false) {
       if (opts.workerIndex !== undefined)
         logger.info({ worker: opts.workerIndex }, 'this worker runs the background jobs')

@@ -12,6 +12,9 @@ import { type AnvilProcess, startAnvil } from '../devnet/anvil.ts'
 import type { Storage } from '../storage/database.ts'
 
 type RpcErr = { error?: { code: number; message: string }; result?: string }
+type RestErr = { error?: { code: string; message: string; status: number } }
+
+const HOLDER = '0x000000000000000000000000000000000000a11c'
 
 describe('an unreachable upstream', () => {
   let anvil: AnvilProcess
@@ -41,6 +44,10 @@ describe('an unreachable upstream', () => {
     })
     key = await h.createKey()
   })
+  const getRest = async (path: string) => {
+    const res = await fetch(`${h.baseUrl}${path}`, { headers: { 'x-api-key': key } })
+    return { status: res.status, body: (await res.json()) as RestErr }
+  }
   afterAll(async () => {
     await h?.close()
     await storage?.close()
@@ -61,6 +68,21 @@ describe('an unreachable upstream', () => {
     const err = (down.json as unknown as RpcErr).error
     expect(err?.code).toBe(-32603)
     expect(err?.message).toMatch(/upstream/i)
+    // REST routes: still the spec's 500 internal_error, but naming the network and the failure.
+    for (const path of [
+      `/tokens/ethereum-devnet/balances/${HOLDER}`,
+      `/tokens/ethereum-devnet/metadata/${HOLDER}`,
+      `/nfts/ethereum-devnet/collection/${HOLDER}`,
+      '/gas/ethereum-devnet/prices',
+    ]) {
+      const rest = await getRest(path)
+      expect(rest.status, path).toBe(500)
+      expect(rest.body.error, path).toMatchObject({ code: 'internal_error', status: 500 })
+      // No URL, host or upstream label: the network and the kind of failure only.
+      expect(rest.body.error?.message, path).toMatch(
+        /^upstream for ethereum\/devnet unavailable: connection (refused|reset|closed)$/,
+      )
+    }
     expect((await fetch(`${h.halyard.origin}/health`)).status).toBe(200)
     const ready = await fetch(`${h.halyard.origin}/ready`)
     expect(ready.status).toBe(503)
@@ -81,5 +103,9 @@ describe('an unreachable upstream', () => {
     const err = (res.json as unknown as RpcErr).error
     expect(err?.code).toBe(-32603)
     expect(err?.message).toMatch(/did not answer in time|timed out|deadline/i)
+
+    const rest = await getRest(`/tokens/ethereum-silent/balances/${HOLDER}`)
+    expect(rest.status).toBe(500)
+    expect(rest.body.error?.message).toBe('upstream for ethereum/silent unavailable: timed out')
   })
 })

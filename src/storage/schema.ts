@@ -1,4 +1,6 @@
 import type { AuthTables } from '../auth/store.ts'
+import type { BundlerTables } from '../bundler/mempool-store.ts'
+import type { SponsorshipTables } from '../gas/policy-store.ts'
 import type { IndexerTables } from '../indexer/store.ts'
 import type { NftTables } from '../nfts/store.ts'
 import type { TokenTables } from '../tokens/store.ts'
@@ -15,4 +17,6 @@ export interface Database
     TokenTables,
     WebhookTables,
     WalletTables,
-    NftTables {}
+    NftTables,
+    BundlerTables,
+    SponsorshipTables {}

@@ -1,4 +1,4 @@
-import { hexToString } from 'viem'
+import { decodeTokenText, MAX_NAME_CHARS } from '../chains/token-text.ts'
 import type { Address, Hex } from '../types.ts'
 import type { CallResult, ContractCall } from './multicall.ts'
 
@@ -22,23 +22,7 @@ export function decodeUint(r: CallResult | undefined): bigint | null {
   return BigInt(r.data)
 }
 
-/**
- * A `string` answer, or a `bytes32` one (MKR, SAI and other early tokens): both are accepted.
- * Bytes are decoded as UTF-8 with trailing NULs dropped; control characters are removed.
- */
-export function decodeString(r: CallResult | undefined): string | null {
-  if (!r?.success || r.data.length < 66) return null
-  const d = r.data
-  if (d.length === 66) return clean(hexToString(d as Hex, { size: 32 }))
-  const offset = BigInt(`0x${d.slice(2, 66)}`)
-  if (offset !== 32n || d.length < 130) return null
-  const len = Number(BigInt(`0x${d.slice(66, 130)}`))
-  if (len > 1024 || d.length < 130 + len * 2) return null
-  return clean(Buffer.from(d.slice(130, 130 + len * 2), 'hex').toString('utf8'))
-}
-
-function clean(s: string): string | null {
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: stripping control characters is the point
-  const out = s.replace(/\u0000+$/, '').replace(/[\u0000-\u001f\u007f]/g, '')
-  return out === '' ? null : out
+/** A `string` or `bytes32` answer (name, symbol), cleaned by the shared decoder (src/chains/token-text.ts). */
+export function decodeString(r: CallResult | undefined, maxChars = MAX_NAME_CHARS): string | null {
+  return r?.success ? decodeTokenText(r.data, maxChars) : null
 }

@@ -1,12 +1,19 @@
 import type { Network } from '../chains/registry.ts'
+import type { FeatureHost } from '../http/host.ts'
 import { buildDataSources, type NetworkDataSources } from '../prices/registry.ts'
-import type { FeatureHost } from '../server/features.ts'
 import { registerTokenRoutes } from './routes.ts'
 import { TokenService } from './service.ts'
 
 export interface DataApis {
   tokens: TokenService
   sources: (net: Network) => NetworkDataSources
+}
+
+declare module '../http/host.ts' {
+  interface FeatureServices {
+    /** Token API service, price sources and token lists per network (NFT API reads them too). */
+    data: DataApis
+  }
 }
 
 /** Token API (spec 4.2): price sources and token lists per EVM network, then the routes. */
@@ -31,6 +38,7 @@ export async function registerTokens(host: FeatureHost): Promise<DataApis> {
     sources,
     indexCursor: (slug) => indexer.cursor(slug),
   })
-  registerTokenRoutes(host.app, ctx.networks, tokens)
-  return { tokens, sources }
+  registerTokenRoutes(host.app, tokens)
+  host.services.data = { tokens, sources }
+  return host.services.data
 }

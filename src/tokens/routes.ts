@@ -1,34 +1,32 @@
 import type { FastifyInstance } from 'fastify'
-import type { NetworkRegistry } from '../chains/registry.ts'
-import { invalidRequest } from '../errors.ts'
-import { requireNetworkAccess } from '../server/auth-hook.ts'
-import { type Address, isAddress, toLowerAddress } from '../types.ts'
-import { parsePage } from './pagination.ts'
-import { requireEvm, type TokenService } from './service.ts'
+import { z } from 'zod'
+import { address, chainSlug, pageQuery } from '../http/params.ts'
+import { defineRoute } from '../http/route.ts'
+import type { TokenService } from './service.ts'
 
-/** An address path/query parameter, lowercased, or a 400 naming it. */
-export function addressParam(v: unknown, name: string): Address {
-  if (!isAddress(v)) throw invalidRequest(`${name} must be a 0x-prefixed 20-byte hex address`)
-  return toLowerAddress(v)
-}
+const EVM_SLUG = { from: 'slug', param: 'chain', kinds: ['evm'] } as const
 
 /** Spec 4.2: token balances and token metadata. */
-export function registerTokenRoutes(app: FastifyInstance, networks: NetworkRegistry, tokens: TokenService) {
-  app.get('/v1/tokens/:chain/balances/:address', async (request) => {
-    const { chain, address } = request.params as { chain: string; address: string }
-    const net = networks.getBySlug(chain)
-    requireNetworkAccess(request.caller!, net)
-    requireEvm(net)
-    const holder = addressParam(address, 'address')
-    const page = parsePage(request.query, 50)
-    return tokens.balances(net, holder, page)
+export function registerTokenRoutes(app: FastifyInstance, tokens: TokenService) {
+  defineRoute(app, {
+    method: 'GET',
+    url: '/v1/tokens/:chain/balances/:address',
+    scope: 'data:read',
+    cost: 20,
+    network: EVM_SLUG,
+    what: 'token balances',
+    schema: { params: z.object({ chain: chainSlug, address: address('address') }), query: pageQuery(50) },
+    handler: ({ network, params, query }) => tokens.balances(network, params.address, query),
   })
 
-  app.get('/v1/tokens/:chain/metadata/:contract', async (request) => {
-    const { chain, contract } = request.params as { chain: string; contract: string }
-    const net = networks.getBySlug(chain)
-    requireNetworkAccess(request.caller!, net)
-    requireEvm(net)
-    return tokens.metadata(net, addressParam(contract, 'contract'))
+  defineRoute(app, {
+    method: 'GET',
+    url: '/v1/tokens/:chain/metadata/:contract',
+    scope: 'data:read',
+    cost: 5,
+    network: EVM_SLUG,
+    what: 'token metadata',
+    schema: { params: z.object({ chain: chainSlug, contract: address('contract') }) },
+    handler: ({ network, params }) => tokens.metadata(network, params.contract),
   })
 }

@@ -1,14 +1,14 @@
 import type { Kysely } from 'kysely'
 import type { Network } from '../chains/registry.ts'
-import { invalidRequest, notFound } from '../errors.ts'
+import { upstreamAnswered, upstreamMalformed } from '../chains/upstream-unavailable.ts'
+import { notFound } from '../errors.ts'
 import { formatUnits, multiplyDecimal } from '../prices/decimal.ts'
 import type { NetworkDataSources } from '../prices/registry.ts'
 import type { TokenKey } from '../prices/sources.ts'
 import type { Database } from '../storage/schema.ts'
-import type { Address, Hex } from '../types.ts'
+import { type Address, type Hex, type Page, slicePage } from '../types.ts'
 import { call, decodeString, decodeUint, SELECTORS } from './erc20.ts'
 import { MultiReader } from './multicall.ts'
-import { type Page, slicePage } from './pagination.ts'
 import * as store from './store.ts'
 
 /** The pseudo-contract of the native currency in balance lists (Moralis/1inch convention). */
@@ -178,7 +178,7 @@ export class TokenService {
 
   async metadata(net: Network, contract: Address): Promise<TokenMetadata> {
     const code = await net.pool.call('eth_getCode', [contract, 'latest'])
-    if (code.error) throw new Error(`eth_getCode failed: ${code.error.message}`)
+    if (code.error) throw upstreamAnswered(net, 'eth_getCode', code.error)
     if (code.result === '0x' || code.result === '0x0')
       throw notFound(`${contract} is not a contract on ${net.slug}`)
     const [metas, supplyRes] = await Promise.all([
@@ -252,14 +252,10 @@ export class TokenService {
 
   private async nativeBalance(net: Network, holder: Address): Promise<bigint> {
     const out = await net.pool.call('eth_getBalance', [holder, 'latest'])
-    if (out.error || typeof out.result !== 'string' || !/^0x[0-9a-fA-F]+$/.test(out.result)) {
-      throw new Error(`eth_getBalance failed: ${out.error?.message ?? 'malformed answer'}`)
+    if (out.error) throw upstreamAnswered(net, 'eth_getBalance', out.error)
+    if (typeof out.result !== 'string' || !/^0x[0-9a-fA-F]+$/.test(out.result)) {
+      throw upstreamMalformed(net, 'eth_getBalance')
     }
     return BigInt(out.result as Hex)
   }
-}
-
-export function requireEvm(net: Network): void {
-  if (net.kind !== 'evm')
-    throw invalidRequest(`chain ${net.slug} is not an EVM network; token data covers EVM networks`)
 }

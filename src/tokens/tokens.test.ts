@@ -1,7 +1,7 @@
 import { stringToHex } from 'viem'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, expect, it } from 'vitest'
 import { anvilNetwork, startTestHalyard, type TestHalyard } from '../../test/helpers/halyard.ts'
-import { storageBackends } from '../../test/helpers/storage.ts'
+import { describeEachStorage } from '../../test/helpers/storage.ts'
 import { type AnvilProcess, startAnvil } from '../devnet/anvil.ts'
 import { DEV_ACCOUNT, Devnet } from '../devnet/demo.ts'
 import { ensureMulticall3 } from '../devnet/multicall3.ts'
@@ -13,7 +13,7 @@ const HOLDER = '0x000000000000000000000000000000000000a11c' as Address
 const OTHER = '0x000000000000000000000000000000000000b0b0' as Address
 const NATIVE = '0xeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee'
 
-describe.each(storageBackends())('token API on $name', (backend) => {
+describeEachStorage('token API on $name', (backend) => {
   let anvil: AnvilProcess
   let storage: Storage
   let h: TestHalyard
@@ -186,9 +186,19 @@ describe.each(storageBackends())('token API on $name', (backend) => {
       expect((r.body.error as { message: string }).message, q).toMatch(new RegExp(`^${name} `))
     }
     expect((await balances(HOLDER, '?limit=100')).status).toBe(200)
+    // The message names the real bound, not only the lower one.
+    expect((await balances(HOLDER, '?page=9999999')).body.error).toMatchObject({
+      message: 'page must be an integer between 1 and 1000000 (got 9999999)',
+    })
     const bad = await balances('0x1234')
     expect(bad.status).toBe(400)
     expect((bad.body.error as { message: string }).message).toMatch(/^address /)
+    // Mixed case is an EIP-55 checksum: checksummed passes, a mistyped one is a 400 saying so.
+    const checksummed = '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266'
+    expect((await balances(checksummed)).status).toBe(200)
+    const typo = await balances(checksummed.replace('0xf39F', '0xf39f'))
+    expect(typo.status).toBe(400)
+    expect((typo.body.error as { message: string }).message).toMatch(/^address has a wrong EIP-55 checksum/)
     const unknown = await get(`/tokens/nochain/balances/${HOLDER}`)
     expect(unknown.status).toBe(404)
   })

@@ -1,9 +1,9 @@
 import { ACCOUNT_DEPLOYED_TOPIC, UPGRADED_TOPIC } from '../aa/contracts.ts'
+import { topicAddress } from '../indexer/decode.ts'
+import type { ReportSkippedLog } from '../indexer/skipped-logs.ts'
 import type { BlockConsumer, DbTransaction, IndexedBlock } from '../indexer/types.ts'
-import type { Address, Hash, Hex } from '../types.ts'
+import type { Address, Hash } from '../types.ts'
 import { knownWallets, type NewDeployment, rollbackDeployments, saveDeployments } from './store.ts'
-
-const topicAddress = (topic: Hex): Address => `0x${topic.slice(-40)}`.toLowerCase() as Address
 
 /**
  * Indexer consumer that moves wallets from counterfactual to deployed. It runs inside the
@@ -19,8 +19,14 @@ const topicAddress = (topic: Hex): Address => `0x${topic.slice(-40)}`.toLowerCas
 export class WalletDeploymentTracker implements BlockConsumer {
   readonly name = 'wallet-deployments'
 
-  /** @param entryPoints per network slug with ERC-4337 config, the EntryPoints whose events count. */
-  constructor(private readonly entryPoints: ReadonlyMap<string, ReadonlySet<Address>>) {}
+  /**
+   * @param entryPoints per network slug with ERC-4337 config, the EntryPoints whose events count.
+   * @param onSkippedLog where a malformed `AccountDeployed` is reported (the indexer's counter).
+   */
+  constructor(
+    private readonly entryPoints: ReadonlyMap<string, ReadonlySet<Address>>,
+    private readonly onSkippedLog: ReportSkippedLog = () => {},
+  ) {}
 
   async onBlock(trx: DbTransaction, block: IndexedBlock): Promise<void> {
     const eps = this.entryPoints.get(block.network)
@@ -40,8 +46,21 @@ export class WalletDeploymentTracker implements BlockConsumer {
     for (const log of block.logs) {
       const topic0 = log.topics[0]?.toLowerCase()
       const emitter = log.address.toLowerCase() as Address
-      if (topic0 === ACCOUNT_DEPLOYED_TOPIC && eps.has(emitter) && log.topics[2]) {
-        const sender = topicAddress(log.topics[2])
+      if (topic0 === ACCOUNT_DEPLOYED_TOPIC && eps.has(emitter)) {
+        // AccountDeployed(bytes32 indexed userOpHash, address indexed sender, address, address).
+        // Only a configured EntryPoint counts, but that is an operator's setting, not a guarantee.
+        const sender = log.topics.length === 3 ? topicAddress(log.topics[2]) : null
+        if (!sender) {
+          const reason = `${log.topics.length} topics or a sender topic that is not an address`
+          this.onSkippedLog({
+            network: block.network,
+            blockNumber: block.number,
+            log,
+            event: 'AccountDeployed',
+            reason,
+          })
+          continue
+        }
         if (!found.has(sender)) found.set(sender, deployment(sender, log.txHash, 'entrypoint'))
       } else if (topic0 === UPGRADED_TOPIC && !proxies.has(emitter)) {
         proxies.set(emitter, log.txHash)

@@ -1,9 +1,16 @@
 import { checkAccountAbstractionCode } from '../aa/config.ts'
-import type { FeatureHost } from '../server/features.ts'
+import type { FeatureHost } from '../http/host.ts'
 import type { Address } from '../types.ts'
 import { WalletDeploymentTracker } from './deployments.ts'
 import { registerWalletRoutes } from './routes.ts'
 import { WalletService } from './service.ts'
+
+declare module '../http/host.ts' {
+  interface FeatureServices {
+    /** Smart wallets (src/wallets): counterfactual addresses, deployment status per network. */
+    wallets: WalletService
+  }
+}
 
 /**
  * Smart wallets (spec 4.4): routes, the indexer consumer that tracks deployments, and the
@@ -17,7 +24,8 @@ export function registerWallets(host: FeatureHost): WalletService {
     if (!eps) continue
     entryPoints.set(net.slug, new Set([eps.v06, eps.v07].filter((a): a is Address => a !== undefined)))
   }
-  host.services.indexer.addConsumer(new WalletDeploymentTracker(entryPoints))
+  const indexer = host.services.indexer
+  indexer.addConsumer(new WalletDeploymentTracker(entryPoints, indexer.skippedLogs.report))
   host.onStart(() => checkAccountAbstractionCode(ctx.networks.all(), ctx.logger))
   const wallets = new WalletService({
     db: ctx.storage.db,
@@ -26,5 +34,6 @@ export function registerWallets(host: FeatureHost): WalletService {
     indexedHead: async (slug) => (await host.services.indexer.cursor(slug))?.number ?? null,
   })
   registerWalletRoutes(host.app, ctx.networks, wallets)
+  host.services.wallets = wallets
   return wallets
 }

@@ -3,11 +3,11 @@ import { decodeFunctionResult, encodeFunctionData } from 'viem'
 import { simpleAccountAddress } from '../aa/account-address.ts'
 import { entryPointAbi, UPGRADED_TOPIC } from '../aa/contracts.ts'
 import type { Network } from '../chains/registry.ts'
+import { upstreamAnswered } from '../chains/upstream-unavailable.ts'
 import { invalidRequest, notFound } from '../errors.ts'
 import type { Logger } from '../logger.ts'
 import type { Database } from '../storage/schema.ts'
-import type { Page } from '../tokens/pagination.ts'
-import type { Address, Hash, Hex } from '../types.ts'
+import type { Address, Hash, Hex, Page } from '../types.ts'
 import * as store from './store.ts'
 
 export type WalletStatus = 'counterfactual' | 'deployed'
@@ -153,7 +153,7 @@ export class WalletService {
     if (!ep) throw new Error(`${net.slug} has no v0.7 EntryPoint configured`)
     const data = encodeFunctionData({ abi: entryPointAbi, functionName: 'getNonce', args: [address, 0n] })
     const res = await net.pool.call('eth_call', [{ to: ep, data }, 'latest'])
-    if (res.error) throw new Error(`EntryPoint.getNonce failed: ${res.error.message}`)
+    if (res.error) throw upstreamAnswered(net, 'eth_call (EntryPoint.getNonce)', res.error)
     const nonce = decodeFunctionResult({
       abi: entryPointAbi,
       functionName: 'getNonce',
@@ -170,7 +170,7 @@ export class WalletService {
    */
   private async discoverDeployment(net: Network, address: Address): Promise<store.Deployment | null> {
     const code = await net.pool.call('eth_getCode', [address, 'latest'])
-    if (code.error) throw new Error(`eth_getCode failed: ${code.error.message}`)
+    if (code.error) throw upstreamAnswered(net, 'eth_getCode', code.error)
     if (typeof code.result !== 'string' || code.result === '0x' || code.result === '0x0') return null
     try {
       const logs = await net.pool.call('eth_getLogs', [

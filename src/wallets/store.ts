@@ -1,7 +1,6 @@
 import { type Generated, type Kysely, sql } from 'kysely'
 import type { Database } from '../storage/schema.ts'
-import type { Page } from '../tokens/pagination.ts'
-import type { Address, Hash } from '../types.ts'
+import type { Address, Hash, Page } from '../types.ts'
 
 export interface WalletsTable {
   network: string

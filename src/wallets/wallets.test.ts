@@ -15,9 +15,9 @@ import {
 } from 'viem'
 import { getUserOperationHash } from 'viem/account-abstraction'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, expect, it } from 'vitest'
 import { anvilNetwork, startTestHalyard, type TestHalyard } from '../../test/helpers/halyard.ts'
-import { storageBackends } from '../../test/helpers/storage.ts'
+import { describeEachStorage } from '../../test/helpers/storage.ts'
 import { ENTRY_POINT_V07, entryPointV07HandleOpsAbi, simpleAccountFactoryAbi } from '../aa/contracts.ts'
 import { parseConfig } from '../config/file.ts'
 import { type DevAccountAbstraction, ensureAccountAbstraction } from '../devnet/account-abstraction.ts'
@@ -29,7 +29,15 @@ import type { Address, Hash } from '../types.ts'
 
 type Json = Record<string, unknown>
 
-describe.each(storageBackends())('smart wallets on $name', (backend) => {
+const ZERO = `0x${'0'.repeat(40)}`
+/** A checksummed address with the case of its first letter flipped: a wrong EIP-55 checksum. */
+const badChecksum = (a: string) => {
+  const i = a.slice(2).search(/[a-fA-F]/) + 2
+  const c = a[i]!
+  return a.slice(0, i) + (c === c.toLowerCase() ? c.toUpperCase() : c.toLowerCase()) + a.slice(i + 1)
+}
+
+describeEachStorage('smart wallets on $name', (backend) => {
   let anvil: AnvilProcess
   let storage: Storage
   let h: TestHalyard
@@ -125,7 +133,8 @@ describe.each(storageBackends())('smart wallets on $name', (backend) => {
       [{ chain: 'ethereum-devnet' }, /owner/],
       [{ owner: '0x1234', chain: 'ethereum-devnet' }, /owner/],
       [{ owner }, /chain/],
-      [{ owner, chain: 'nowhere-chain' }, /chain/],
+      [{ owner: ZERO, chain: 'ethereum-devnet' }, /^owner must not be the zero address/],
+      [{ owner: badChecksum(owner), chain: 'ethereum-devnet' }, /^owner has a wrong EIP-55 checksum/],
       [{ owner, chain: 'ethereum-devnet', salt: 'abc' }, /salt/],
       [{ owner, chain: 'ethereum-devnet', salt: '-1' }, /salt/],
       [{ owner, chain: 'ethereum-devnet', salt: (2n ** 256n).toString() }, /salt/],
@@ -157,7 +166,19 @@ describe.each(storageBackends())('smart wallets on $name', (backend) => {
     expect((await create(noScope, { owner, chain: 'ethereum-devnet' })).status).toBe(403)
     expect((await api(keyA, 'GET', '/wallets/0xnothex')).status).toBe(400)
     expect((await api(keyA, 'GET', '/wallets?limit=101')).status).toBe(400)
-    expect((await api(keyA, 'GET', '/wallets?chain=nowhere')).status).toBe(400)
+    // An unknown chain is a 404 naming the parameter, as on every other route.
+    const nowhere = await create(keyA, { owner, chain: 'nowhere-chain' })
+    expect(nowhere.status).toBe(404)
+    expect(nowhere.body.error).toMatchObject({
+      code: 'not_found',
+      message: expect.stringMatching(/^chain: /),
+    })
+    expect((await api(keyA, 'GET', '/wallets?chain=nowhere')).status).toBe(404)
+    expect((await api(keyA, 'GET', `/wallets/${owner.toLowerCase()}?chain=nowhere`)).status).toBe(404)
+    expect((await api(keyA, 'GET', `/wallets/${badChecksum(owner)}`)).body.error).toMatchObject({
+      status: 400,
+      message: expect.stringMatching(/^address has a wrong EIP-55 checksum/),
+    })
   })
 
   it('lists wallets per calling key, with pagination and the chain filter', async () => {

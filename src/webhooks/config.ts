@@ -1,7 +1,7 @@
 import { z } from 'zod'
 import { describeZodError } from '../config/validation.ts'
 import { invalidRequest } from '../errors.ts'
-import type { Address, Hash } from '../types.ts'
+import { type Address, addressProblem, type Hash } from '../types.ts'
 
 /**
  * Webhook `config` per event type (DESIGN.md): address_activity {addresses},
@@ -23,7 +23,10 @@ export const MAX_ITEMS = 1000
 
 const address = z
   .string()
-  .regex(/^0x[0-9a-fA-F]{40}$/, 'must be a 0x-prefixed 20-byte hex address')
+  .superRefine((s, ctx) => {
+    const problem = addressProblem(s)
+    if (problem !== undefined) ctx.addIssue({ code: 'custom', message: problem })
+  })
   .transform((s) => s.toLowerCase() as Address)
 const hash = z
   .string()

@@ -1,21 +1,21 @@
 import { randomBytes } from 'node:crypto'
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { storageBackends, type TestStorage } from '../../test/helpers/storage.ts'
+import { afterAll, beforeAll, expect, it } from 'vitest'
+import { describeEachStorage, type TestStorage } from '../../test/helpers/storage.ts'
 import { until } from '../../test/helpers/until.ts'
 import { createLogger } from '../logger.ts'
 import { encryptSecret } from './crypto.ts'
 import { DeliveryWorker } from './delivery.ts'
 import { UNDECRYPTABLE } from './sender.ts'
-import { WebhookStore } from './store.ts'
+import * as store from './store.ts'
 
 /**
  * A signing secret that no longer decrypts (HALYARD_SECRET_KEY changed) is an operator
  * problem, not the receiver's: each try is recorded with the reason and retried with backoff,
  * nothing is sent unsigned, and the webhook is never paused for it (nobody is e-mailed).
  */
-describe.each(storageBackends())('undecryptable signing secret on $name', (backend) => {
+describeEachStorage('undecryptable signing secret on $name', (backend) => {
   let storage: TestStorage
   let server: http.Server
   let received = 0
@@ -36,8 +36,8 @@ describe.each(storageBackends())('undecryptable signing secret on $name', (backe
   })
 
   it('records each try with the reason, backs off, and neither sends nor pauses', async () => {
-    const store = new WebhookStore(storage.db)
     await store.insertWebhook(
+      storage.db,
       {
         id: 'wh_key',
         account_id: 'acct',
@@ -64,7 +64,7 @@ describe.each(storageBackends())('undecryptable signing secret on $name', (backe
     ])
     let paused = 0
     const worker = new DeliveryWorker(
-      store,
+      storage.db,
       randomBytes(32),
       {
         timeoutMs: 2_000,
@@ -84,10 +84,10 @@ describe.each(storageBackends())('undecryptable signing secret on $name', (backe
       createLogger('silent'),
     )
     worker.start()
-    let attempts: Awaited<ReturnType<WebhookStore['attempts']>>['rows']
+    let attempts: Awaited<ReturnType<typeof store.attempts>>['rows']
     try {
       attempts = await until('four recorded tries', async () => {
-        const { rows } = await store.attempts('wh_key', 10, 0)
+        const { rows } = await store.attempts(storage.db, 'wh_key', 10, 0)
         return rows.length >= 4 && rows
       })
     } finally {
@@ -97,11 +97,11 @@ describe.each(storageBackends())('undecryptable signing secret on $name', (backe
       expect(a.status_code).toBeNull()
       expect(a.error).toBe(`secret: ${UNDECRYPTABLE}`)
     }
-    const event = await store.event('wh_key', 'evt_key')
+    const event = await store.event(storage.db, 'wh_key', 'evt_key')
     expect(event?.status).toBe('pending')
     expect(event?.round_attempts).toBe(0)
     expect(event?.attempts).toBeGreaterThanOrEqual(4)
-    expect((await store.getById('wh_key'))?.status).toBe('active')
+    expect((await store.getById(storage.db, 'wh_key'))?.status).toBe('active')
     expect(paused).toBe(0)
     expect(received).toBe(0)
   })

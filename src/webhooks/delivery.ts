@@ -1,10 +1,12 @@
 import type { Logger } from '../logger.ts'
 import type { CidrAllowlist } from '../net/address-policy.ts'
 import type { Resolver } from '../net/safe-fetch.ts'
+import type { DB } from '../storage/database.ts'
 import { OutcomeWriter } from './outcome-writer.ts'
 import { RetryAlarm } from './retry-alarm.ts'
 import { WebhookSender } from './sender.ts'
-import type { AttemptOutcome, ClaimedEvent, WebhookStore } from './store.ts'
+import type { AttemptOutcome, ClaimedEvent } from './store.ts'
+import * as store from './store.ts'
 import { WakeSignal } from './wake-signal.ts'
 
 /**
@@ -105,7 +107,7 @@ export class DeliveryWorker {
   private readonly retries = new RetryAlarm(() => this.wake())
 
   constructor(
-    private readonly store: WebhookStore,
+    private readonly db: DB,
     secretKey: Buffer,
     private readonly opts: DeliveryOptions,
     private readonly onPause: PauseHandler,
@@ -113,7 +115,7 @@ export class DeliveryWorker {
   ) {
     this.sender = new WebhookSender(secretKey, opts)
     this.outcomes = new OutcomeWriter(
-      store,
+      db,
       logger,
       (o) => this.afterRecorded(o),
       () => this.stopping,
@@ -151,7 +153,13 @@ export class DeliveryWorker {
     await this.loop
     const waiting = this.ready
     this.ready = []
-    for (const lane of waiting) this.track(this.store.release(lane.events.map((e) => e.seq)))
+    for (const lane of waiting)
+      this.track(
+        store.release(
+          this.db,
+          lane.events.map((e) => e.seq),
+        ),
+      )
     await Promise.allSettled([...this.active])
     await this.outcomes.drain()
     await this.sender.close()
@@ -170,7 +178,8 @@ export class DeliveryWorker {
       if (room >= minBatch) {
         try {
           const t0 = performance.now()
-          const events = await this.store.claim(
+          const events = await store.claim(
+            this.db,
             room,
             this.opts.perLane,
             this.leaseMs(),
@@ -246,7 +255,12 @@ export class DeliveryWorker {
   adopt(events: readonly ClaimedEvent[], stamp: LeaseStamp): void {
     if (events.length === 0) return
     if (this.stopping || !this.loop) {
-      this.track(this.store.release(events.map((e) => e.seq)))
+      this.track(
+        store.release(
+          this.db,
+          events.map((e) => e.seq),
+        ),
+      )
       return
     }
     // Leased at insert, so a long transaction (a catch-up batch) may have used much of the
@@ -285,7 +299,12 @@ export class DeliveryWorker {
       const lane = this.ready[i] as Lane
       if (now - lane.claimedAt > this.opts.timeoutMs || lane.rollbacks !== this.rollbacks) {
         this.unclaim(lane.host)
-        this.track(this.store.release(lane.events.map((e) => e.seq)))
+        this.track(
+          store.release(
+            this.db,
+            lane.events.map((e) => e.seq),
+          ),
+        )
         continue
       }
       if ((this.perHost.get(lane.host) ?? 0) >= this.opts.perHostCap) keep.push(lane)
@@ -350,7 +369,7 @@ export class DeliveryWorker {
       const stale = i > 0 && (Date.now() - claimedAt > this.opts.timeoutMs || this.rollbacks !== rollbacks)
       if (this.stopping || stale) {
         // Stopping, past half the lease, or a reorg: the rest goes back to the queue.
-        await this.store.release(rest())
+        await store.release(this.db, rest())
         return
       }
       const outcome = await this.sender.deliver(lane[i] as ClaimedEvent)
@@ -360,7 +379,10 @@ export class DeliveryWorker {
       if (outcome.next !== 'delivered') {
         // Later events wait behind this one (block order): record it, give them back unattempted.
         await new Promise<void>((done) => this.outcomes.record(outcome, done))
-        await this.store.release(lane.slice(i + 1).map((e) => e.seq))
+        await store.release(
+          this.db,
+          lane.slice(i + 1).map((e) => e.seq),
+        )
         return
       }
       this.outcomes.record(outcome, () => {})

@@ -1,12 +1,12 @@
 import { toHex } from 'viem'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, expect, it } from 'vitest'
 import { anvilNetwork, startTestHalyard, type TestHalyard } from '../../test/helpers/halyard.ts'
-import { storageBackends, type TestStorage } from '../../test/helpers/storage.ts'
+import { describeEachStorage, type TestStorage } from '../../test/helpers/storage.ts'
 import { until } from '../../test/helpers/until.ts'
 import { type AnvilProcess, startAnvil } from '../devnet/anvil.ts'
 import { DEV_ACCOUNT, Devnet } from '../devnet/demo.ts'
 import type { Address, Hash } from '../types.ts'
-import { OutboxStore } from './outbox.ts'
+import { claimMail, enqueueMail, markMailFailed } from './outbox.ts'
 import { Receiver } from './testdata/receiver.ts'
 import { SmtpSink } from './testdata/smtp-sink.ts'
 
@@ -17,7 +17,7 @@ import { SmtpSink } from './testdata/smtp-sink.ts'
  */
 const F = '0x00000000000000000000000000000000000000f1' as Address
 
-describe.each(storageBackends())('mail outbox on $name', (backend) => {
+describeEachStorage('mail outbox on $name', (backend) => {
   let anvil: AnvilProcess
   let storage: TestStorage
   let h: TestHalyard
@@ -68,7 +68,7 @@ describe.each(storageBackends())('mail outbox on $name', (backend) => {
         config: { addresses: [F] },
       }),
     })
-    expect(res.status).toBe(200)
+    expect(res.status).toBe(201)
     const wh = (await res.json()) as { id: string }
     const hash = await dev.rpc<Hash>('eth_sendTransaction', [{ from: DEV_ACCOUNT, to: F, value: toHex(1n) }])
     await dev.client.waitForTransactionReceipt({ hash, pollingInterval: 50 })
@@ -107,17 +107,14 @@ describe.each(storageBackends())('mail outbox on $name', (backend) => {
     await h.close()
     const db = storage.db
     await db.deleteFrom('mail_outbox').execute()
-    for (let i = 0; i < 30; i++)
-      await OutboxStore.enqueue(db, { to: `c${i}@test.local`, subject: 's', text: 't' })
-    const a = new OutboxStore(db)
-    const b = new OutboxStore(db)
-    const [x, y] = await Promise.all([a.claim(20, 60_000), b.claim(20, 60_000)])
+    for (let i = 0; i < 30; i++) await enqueueMail(db, { to: `c${i}@test.local`, subject: 's', text: 't' })
+    const [x, y] = await Promise.all([claimMail(db, 20, 60_000), claimMail(db, 20, 60_000)])
     const ids = [...x, ...y].map((r) => r.id)
     expect(ids).toHaveLength(30)
     expect(new Set(ids).size).toBe(30)
     // Leased: nothing is claimable until the lease ends or a failure schedules a retry.
-    expect(await a.claim(20, 60_000)).toHaveLength(0)
-    await a.markFailed(x[0]?.id as string, 'boom', new Date(Date.now() - 1000))
-    expect((await b.claim(20, 60_000)).map((r) => r.id)).toEqual([x[0]?.id])
+    expect(await claimMail(db, 20, 60_000)).toHaveLength(0)
+    await markMailFailed(db, x[0]?.id as string, 'boom', new Date(Date.now() - 1000))
+    expect((await claimMail(db, 20, 60_000)).map((r) => r.id)).toEqual([x[0]?.id])
   })
 })

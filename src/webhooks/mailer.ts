@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely'
 import nodemailer, { type Transporter } from 'nodemailer'
 import type { Logger } from '../logger.ts'
 import type { Database } from '../storage/schema.ts'
-import { type Mail, OutboxStore } from './outbox.ts'
+import { claimMail, type Mail, markMailFailed, markMailSent } from './outbox.ts'
 import { WakeSignal } from './wake-signal.ts'
 
 export type { Mail } from './outbox.ts'
@@ -27,7 +27,7 @@ export const DEFAULT_MAILER_OPTIONS: MailerOptions = {
 
 /**
  * Account notifications (the webhook pause e-mail). Messages are written to `mail_outbox` in
- * the transaction of the state change they report (OutboxStore.enqueue), so a crash can neither
+ * the transaction of the state change they report (enqueueMail in outbox.ts), so a crash can neither
  * lose one nor send one for a change that did not commit. This sender drains the outbox: it
  * claims due rows (SKIP LOCKED, leased, so several instances never send the same row at the
  * same time), sends them with nodemailer over SMTP_URL, marks them sent, and retries failures
@@ -36,19 +36,17 @@ export const DEFAULT_MAILER_OPTIONS: MailerOptions = {
  */
 export class Mailer {
   private readonly transport: Transporter | undefined
-  private readonly store: OutboxStore
   private loop: Promise<void> | undefined
   private stopping = false
   private readonly signal = new WakeSignal()
 
   constructor(
-    db: Kysely<Database>,
+    private readonly db: Kysely<Database>,
     private readonly logger: Logger,
     smtpUrl: string | undefined,
     private readonly opts: MailerOptions = DEFAULT_MAILER_OPTIONS,
     private readonly from = 'Halyard <no-reply@halyard.local>',
   ) {
-    this.store = new OutboxStore(db)
     this.transport = smtpUrl
       ? nodemailer.createTransport({
           url: smtpUrl,
@@ -105,7 +103,7 @@ export class Mailer {
   private async drain(): Promise<number> {
     const transport = this.transport
     if (!transport) return 0
-    const rows = await this.store.claim(this.opts.batch, this.opts.leaseMs)
+    const rows = await claimMail(this.db, this.opts.batch, this.opts.leaseMs)
     for (const row of rows) {
       if (this.stopping) break // unsent claimed rows come back when their lease ends
       try {
@@ -122,10 +120,10 @@ export class Mailer {
           { to: row.to_address, err: message, attempts: row.attempts, retryAt },
           'e-mail send failed; kept in the outbox for a retry',
         )
-        await this.store.markFailed(row.id, message, retryAt)
+        await markMailFailed(this.db, row.id, message, retryAt)
         continue
       }
-      await this.store.markSent(row.id)
+      await markMailSent(this.db, row.id)
     }
     return rows.length
   }

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto'
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { storageBackends, type TestStorage } from '../../test/helpers/storage.ts'
+import { afterAll, beforeAll, expect, it } from 'vitest'
+import { describeEachStorage, POSTGRES_ONLY, type TestStorage } from '../../test/helpers/storage.ts'
 import { until } from '../../test/helpers/until.ts'
 import { NetworkRegistry } from '../chains/registry.ts'
 import { createLogger } from '../logger.ts'
@@ -12,7 +12,7 @@ import { encryptSecret } from './crypto.ts'
 import { DeliveryWorker } from './delivery.ts'
 import { WebhookMatcher } from './matcher.ts'
 import { ReceiptReader } from './receipts.ts'
-import { WebhookStore } from './store.ts'
+import * as store from './store.ts'
 import { nativeTransfersBlock } from './test-blocks.ts'
 import { TokenMetadata } from './token-metadata.ts'
 
@@ -26,7 +26,7 @@ import { TokenMetadata } from './token-metadata.ts'
 const TO = '0x00000000000000000000000000000000000000a1' as Address
 const block = (network: string, n: number) => nativeTransfersBlock(network, n, [TO])
 
-describe.each(storageBackends().filter((b) => b.name === 'postgres'))(
+describeEachStorage(
   'matcher hand-off across networks on $name',
   (backend) => {
     let storage: TestStorage
@@ -52,11 +52,11 @@ describe.each(storageBackends().filter((b) => b.name === 'postgres'))(
     })
 
     it("a commit hands over its own network's leased events only", async () => {
-      const store = new WebhookStore(storage.db)
       const port = (server.address() as AddressInfo).port
       for (const net of ['net-a', 'net-b']) {
         const config = { addresses: [TO] }
         await store.insertWebhook(
+          storage.db,
           {
             id: `wh_${net}`,
             account_id: 'acct',
@@ -73,7 +73,7 @@ describe.each(storageBackends().filter((b) => b.name === 'postgres'))(
       }
       const networks = new NetworkRegistry([])
       const matcher = new WebhookMatcher(
-        store,
+        storage.db,
         new TokenMetadata(networks),
         new ReceiptReader(networks),
         () => 'ETH',
@@ -81,7 +81,7 @@ describe.each(storageBackends().filter((b) => b.name === 'postgres'))(
       )
       // The lease (2 × timeout + 2 s) outlasts the wait below: only the hand-off can send.
       const worker = new DeliveryWorker(
-        store,
+        storage.db,
         key,
         {
           timeoutMs: 30_000,
@@ -136,4 +136,5 @@ describe.each(storageBackends().filter((b) => b.name === 'postgres'))(
       expect(rows).toEqual([{ webhook_id: 'wh_net-a', status: 'delivered' }])
     })
   },
+  POSTGRES_ONLY,
 )

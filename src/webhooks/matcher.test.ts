@@ -1,12 +1,12 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { storageBackends, type TestStorage } from '../../test/helpers/storage.ts'
+import { afterAll, beforeAll, expect, it } from 'vitest'
+import { describeEachStorage, type TestStorage } from '../../test/helpers/storage.ts'
 import { NetworkRegistry } from '../chains/registry.ts'
 import { createLogger } from '../logger.ts'
 import type { Address } from '../types.ts'
 import { matchKeys } from './config.ts'
 import { WebhookMatcher } from './matcher.ts'
 import { ReceiptReader } from './receipts.ts'
-import { WebhookStore } from './store.ts'
+import * as store from './store.ts'
 import { nativeTransfersBlock } from './test-blocks.ts'
 import { TokenMetadata } from './token-metadata.ts'
 
@@ -20,9 +20,8 @@ const A = '0x00000000000000000000000000000000000000a1' as Address
 const B = '0x00000000000000000000000000000000000000b2' as Address
 const block = (n: number, to: Address[]) => nativeTransfersBlock(NET, n, to)
 
-describe.each(storageBackends())('webhook matcher on $name', (backend) => {
+describeEachStorage('webhook matcher on $name', (backend) => {
   let storage: TestStorage
-  let store: WebhookStore
   let matcher: WebhookMatcher
 
   const eventsOf = async (n: number) =>
@@ -37,10 +36,9 @@ describe.each(storageBackends())('webhook matcher on $name', (backend) => {
 
   beforeAll(async () => {
     storage = await backend.open()
-    store = new WebhookStore(storage.db)
     const networks = new NetworkRegistry([])
     matcher = new WebhookMatcher(
-      store,
+      storage.db,
       new TokenMetadata(networks),
       new ReceiptReader(networks),
       () => 'ETH',
@@ -48,6 +46,7 @@ describe.each(storageBackends())('webhook matcher on $name', (backend) => {
     )
     const config = { addresses: [A] }
     await store.insertWebhook(
+      storage.db,
       {
         id: 'wh_m',
         account_id: 'acct',
@@ -71,12 +70,22 @@ describe.each(storageBackends())('webhook matcher on $name', (backend) => {
     expect(await eventsOf(1)).toEqual([A])
 
     const config = { addresses: [B] }
-    await store.update('wh_m', { config: JSON.stringify(config) }, matchKeys('address_activity', config))
+    await store.update(
+      storage.db,
+      'wh_m',
+      { config: JSON.stringify(config) },
+      matchKeys('address_activity', config),
+    )
     await storage.db.transaction().execute((trx) => matcher.onBlock(trx, block(2, [A, B])))
     expect(await eventsOf(2)).toEqual([B])
 
     const both = { addresses: [A, B] }
-    await store.update('wh_m', { config: JSON.stringify(both) }, matchKeys('address_activity', both))
+    await store.update(
+      storage.db,
+      'wh_m',
+      { config: JSON.stringify(both) },
+      matchKeys('address_activity', both),
+    )
     const b3 = block(3, [A, B])
     // PGlite has one connection, which the transaction would hold: prepare first, as the
     // indexer does on PostgreSQL.

@@ -2,13 +2,15 @@ import { randomBytes } from 'node:crypto'
 import type { Kysely } from 'kysely'
 import type { BlockConsumer, DbTransaction, IndexedBlock } from '../indexer/types.ts'
 import type { Logger } from '../logger.ts'
+import type { DB } from '../storage/database.ts'
 import type { Database } from '../storage/schema.ts'
 import { BlockIndex } from './block-index.ts'
 import type { EventType } from './config.ts'
 import type { LeaseStamp } from './delivery.ts'
 import { type Candidate, candidate, type Draft, EventDrafter } from './event-drafts.ts'
 import type { ReceiptReader } from './receipts.ts'
-import type { ClaimedEvent, NewEvent, WebhookStore } from './store.ts'
+import type { ClaimedEvent, NewEvent } from './store.ts'
+import * as store from './store.ts'
 import type { TokenMetadata } from './token-metadata.ts'
 
 /**
@@ -85,7 +87,7 @@ export class WebhookMatcher implements BlockConsumer {
    * otherwise blocks with logs are enough (a backfill with no such webhook skips the rest).
    */
   needsFullBlocks(network: string): Promise<boolean> {
-    return this.store.watchesTransactions(network)
+    return store.watchesTransactions(this.db, network)
   }
   /** Parsed configs by webhook id, with the row version they came from (a PATCH changes it). */
   private readonly parsed = new Map<string, Candidate>()
@@ -107,7 +109,7 @@ export class WebhookMatcher implements BlockConsumer {
   private readonly drafter: EventDrafter
 
   constructor(
-    private readonly store: WebhookStore,
+    private readonly db: DB,
     tokens: TokenMetadata,
     receipts: ReceiptReader,
     nativeSymbol: (network: string) => string,
@@ -124,7 +126,7 @@ export class WebhookMatcher implements BlockConsumer {
    */
   prepare(block: IndexedBlock): Promise<void> {
     if (this.early.size > 8) this.early.clear()
-    const p = this.match(this.store.db, block).catch((err) => {
+    const p = this.match(this.db, block).catch((err) => {
       this.logger.debug(
         { err: (err as Error).message },
         'early webhook match failed; matching in the transaction',
@@ -154,7 +156,7 @@ export class WebhookMatcher implements BlockConsumer {
     const room = handoff ? handoff.adoptionRoom() - lanesPending : 0
     const flags = handoff && room > 0 ? leaseFlags(m.events, room, handoff.perLane) : undefined
     const stamp = handoff?.leaseStamp()
-    const leased = await this.store.insertEvents(
+    const leased = await store.insertEvents(
       trx,
       m.events,
       handoff && flags ? { flags, leaseMs: handoff.leaseMs() } : undefined,
@@ -195,7 +197,7 @@ export class WebhookMatcher implements BlockConsumer {
       keys.add(t.contract)
     }
     for (const l of block.logs) keys.add(l.address)
-    const rows = await this.store.candidates(db, block.network, [...keys])
+    const rows = await store.candidates(db, block.network, [...keys])
     if (rows.length === 0) return { events: [], lookupMs: performance.now() - started, buildMs: 0 }
     let stale = rows.filter((r) => this.parsed.get(r.webhook_id)?.version !== r.version)
     if (stale.length > 0) {
@@ -204,7 +206,7 @@ export class WebhookMatcher implements BlockConsumer {
         stale = rows
       }
       const types = new Map(stale.map((r) => [r.webhook_id, r.event_type as EventType]))
-      for (const c of await this.store.configs(
+      for (const c of await store.configs(
         db,
         stale.map((r) => r.webhook_id),
       )) {
@@ -266,7 +268,7 @@ export class WebhookMatcher implements BlockConsumer {
 
   async onRollback(trx: DbTransaction, network: string, ancestor: bigint): Promise<void> {
     this.pending.set(network, { trx, leased: [], lanes: 0, produced: false })
-    await this.store.cancelAbove(trx, network, ancestor)
+    await store.cancelAbove(trx, network, ancestor)
     this.onRollbackStarted?.()
   }
 }

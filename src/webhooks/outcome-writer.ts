@@ -1,5 +1,7 @@
 import type { Logger } from '../logger.ts'
-import type { AttemptOutcome, WebhookStore } from './store.ts'
+import type { DB } from '../storage/database.ts'
+import type { AttemptOutcome } from './store.ts'
+import * as store from './store.ts'
 
 /**
  * Records delivery outcomes in batches, one transaction per flush: what makes thousands of
@@ -11,7 +13,7 @@ export class OutcomeWriter {
   private flushing: Promise<void> | undefined
 
   constructor(
-    private readonly store: WebhookStore,
+    private readonly db: DB,
     private readonly logger: Logger,
     /** Runs after an outcome is durable, before its `done`. */
     private readonly afterRecorded: (outcome: AttemptOutcome) => Promise<void>,
@@ -35,7 +37,10 @@ export class OutcomeWriter {
       this.pending = []
       try {
         const t0 = performance.now()
-        await this.store.recordOutcomes(batch.map((b) => b.outcome))
+        await store.recordOutcomes(
+          this.db,
+          batch.map((b) => b.outcome),
+        )
         this.logger.debug(
           { ms: Math.round(performance.now() - t0), outcomes: batch.length },
           'webhook outcomes recorded',

@@ -1,4 +1,4 @@
-import type { FeatureHost } from '../server/features.ts'
+import type { FeatureHost } from '../http/host.ts'
 import { DeliveryWorker } from './delivery.ts'
 import { Mailer } from './mailer.ts'
 import { WebhookMatcher } from './matcher.ts'
@@ -6,7 +6,6 @@ import { ReceiptReader } from './receipts.ts'
 import { registerWebhookRoutes } from './routes.ts'
 import { WebhookService } from './service.ts'
 import { webhookSettings } from './settings.ts'
-import { WebhookStore } from './store.ts'
 import { TokenMetadata } from './token-metadata.ts'
 
 /**
@@ -17,12 +16,12 @@ import { TokenMetadata } from './token-metadata.ts'
 export function registerWebhooks(host: FeatureHost): WebhookService {
   const { ctx } = host
   const settings = webhookSettings(ctx.env, ctx.devMode)
-  const store = new WebhookStore(ctx.storage.db)
+  const db = ctx.storage.db
   const mailer = new Mailer(ctx.storage.db, ctx.logger, ctx.env.SMTP_URL)
   let worker: DeliveryWorker | undefined
   const wake = () => worker?.wake()
   const service = new WebhookService(
-    store,
+    db,
     ctx.networks,
     ctx.secretKey,
     { devMode: settings.devMode, allowlist: settings.delivery.allowlist, resolve: settings.delivery.resolve },
@@ -31,14 +30,14 @@ export function registerWebhooks(host: FeatureHost): WebhookService {
     wake,
   )
   worker = new DeliveryWorker(
-    store,
+    db,
     ctx.secretKey,
     settings.delivery,
     (webhookId, lastError) => service.pauseAfterFailures(webhookId, lastError),
     ctx.logger.child({ component: 'webhooks' }),
   )
   const matcher = new WebhookMatcher(
-    store,
+    db,
     new TokenMetadata(ctx.networks),
     new ReceiptReader(ctx.networks),
     (slug) => ctx.networks.getBySlug(slug).config.nativeCurrency.symbol,

@@ -2,11 +2,13 @@ import { randomBytes } from 'node:crypto'
 import type { NetworkRegistry } from '../chains/registry.ts'
 import { invalidRequest, notFound } from '../errors.ts'
 import type { Logger } from '../logger.ts'
+import type { DB } from '../storage/database.ts'
 import { type EventType, matchKeys, parseConfig, type WebhookConfig } from './config.ts'
 import { encryptSecret, generateSigningSecret } from './crypto.ts'
 import type { Mail, Mailer } from './mailer.ts'
 import { newEventId } from './matcher.ts'
-import type { WebhookRow, WebhookStore } from './store.ts'
+import type { WebhookRow } from './store.ts'
+import * as store from './store.ts'
 import { checkWebhookUrl, type UrlPolicy } from './url-policy.ts'
 
 export interface WebhookView {
@@ -30,7 +32,7 @@ export interface WebhookOwner {
 /** Webhook subscriptions (spec 2.7, 3.2, 4.5): validation, secrets, state transitions. */
 export class WebhookService {
   constructor(
-    private readonly store: WebhookStore,
+    private readonly db: DB,
     private readonly networks: NetworkRegistry,
     private readonly secretKey: Buffer,
     private readonly urlPolicy: UrlPolicy,
@@ -55,7 +57,8 @@ export class WebhookService {
     const url = await this.checkUrl(input.url)
     const cfg = parseConfig(input.event_type, input.config)
     const secret = generateSigningSecret()
-    const row = await this.store.insertWebhook(
+    const row = await store.insertWebhook(
+      this.db,
       {
         id: `wh_${randomBytes(12).toString('hex')}`,
         account_id: owner.accountId,
@@ -73,13 +76,13 @@ export class WebhookService {
   }
 
   async get(accountId: string, id: string): Promise<WebhookRow> {
-    const row = await this.store.get(accountId, id)
+    const row = await store.get(this.db, accountId, id)
     if (!row) throw notFound(`webhook ${id} not found`)
     return row
   }
 
   async list(accountId: string, q: { page: number; limit: number; status?: string }) {
-    const { rows, total } = await this.store.list(accountId, q.status, q.limit, (q.page - 1) * q.limit)
+    const { rows, total } = await store.list(this.db, accountId, q.status, q.limit, (q.page - 1) * q.limit)
     return {
       webhooks: rows.map((r) => ({
         id: r.id,
@@ -105,7 +108,7 @@ export class WebhookService {
         `status: webhook ${id} is disabled (${row.status_reason ?? 'by the service'}); update its url to re-enable it`,
       )
     }
-    const changes: Parameters<WebhookStore['update']>[1] = {}
+    const changes: Parameters<typeof store.update>[2] = {}
     let keys: ReturnType<typeof matchKeys> | undefined
     if (patch.url !== undefined) {
       changes.url = await this.checkUrl(patch.url)
@@ -124,7 +127,7 @@ export class WebhookService {
         changes.notified_at = null
       }
     }
-    const updated = await this.store.update(id, changes, keys)
+    const updated = await store.update(this.db, id, changes, keys)
     if (!updated) throw notFound(`webhook ${id} not found`)
     if (updated.status === 'active') this.onNewWork()
     return {
@@ -138,7 +141,7 @@ export class WebhookService {
   }
 
   async delete(accountId: string, id: string) {
-    if (!(await this.store.delete(accountId, id))) throw notFound(`webhook ${id} not found`)
+    if (!(await store.deleteWebhook(this.db, accountId, id))) throw notFound(`webhook ${id} not found`)
     return { id, deleted: true }
   }
 
@@ -155,7 +158,7 @@ export class WebhookService {
       test: true,
       data: sampleData(row.event_type as EventType, row.chain),
     }
-    await this.store.insertEvents(this.store.db, [
+    await store.insertEvents(this.db, [
       {
         id: eventId,
         webhook_id: row.id,
@@ -171,20 +174,20 @@ export class WebhookService {
 
   async redeliver(accountId: string, id: string, eventId: string) {
     await this.get(accountId, id)
-    const ev = await this.store.event(id, eventId)
+    const ev = await store.event(this.db, id, eventId)
     if (!ev) throw notFound(`event ${eventId} not found for webhook ${id}`)
     if (ev.status === 'cancelled')
       throw invalidRequest(
         `event_id: ${eventId} was cancelled by a chain reorganisation and cannot be redelivered`,
       )
-    await this.store.requeue(id, eventId)
+    await store.requeue(this.db, id, eventId)
     this.onNewWork()
     return { id: eventId, webhook_id: id, status: 'pending' }
   }
 
   async deliveries(accountId: string, id: string, q: { page: number; limit: number }) {
     await this.get(accountId, id)
-    const { rows, total } = await this.store.attempts(id, q.limit, (q.page - 1) * q.limit)
+    const { rows, total } = await store.attempts(this.db, id, q.limit, (q.page - 1) * q.limit)
     return {
       deliveries: rows.map((r) => ({
         event_id: r.event_id,
@@ -205,7 +208,8 @@ export class WebhookService {
    * the webhook from active; a later PATCH to active re-arms it); the mailer sends it after.
    */
   async pauseAfterFailures(webhookId: string, lastError: string): Promise<void> {
-    const paused = await this.store.pauseAfterFailures(
+    const paused = await store.pauseAfterFailures(
+      this.db,
       webhookId,
       `delivery failed after all retries: ${lastError}`,
       (row) => (row.notify_email ? pauseNotice(row, lastError) : undefined),

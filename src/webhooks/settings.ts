@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs'
 import { isIP } from 'node:net'
 import type { Env } from '../config/env.ts'
-import { ConfigError } from '../config/validation.ts'
+import { ConfigError, parseDuration } from '../config/validation.ts'
 import { CidrAllowlist } from '../net/address-policy.ts'
 import type { Resolver } from '../net/safe-fetch.ts'
 import { DEFAULT_SCHEDULE_MS, type DeliveryOptions } from './delivery.ts'
@@ -14,14 +14,6 @@ import { DEFAULT_SCHEDULE_MS, type DeliveryOptions } from './delivery.ts'
 export interface WebhookSettings {
   delivery: DeliveryOptions
   devMode: boolean
-}
-
-const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }
-
-export function parseDuration(text: string): number {
-  const m = /^(\d+)(ms|s|m|h)$/.exec(text.trim())
-  if (!m) throw new ConfigError(`invalid duration "${text}"`)
-  return Number(m[1]) * (UNIT_MS[m[2] as string] as number)
 }
 
 /** `host=ip,host=ip` — fixed answers for chosen hosts (like curl --resolve); still policy-checked. */

@@ -1,6 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { storageBackends, type TestStorage } from '../../test/helpers/storage.ts'
-import { type ClaimedEvent, WebhookStore } from './store.ts'
+import { afterAll, beforeAll, expect, it } from 'vitest'
+import { describeEachStorage, type TestStorage } from '../../test/helpers/storage.ts'
+import type { ClaimedEvent } from './store.ts'
+import * as store from './store.ts'
 
 /**
  * The claim query is what makes several workers (or instances) safe: claims racing on the same
@@ -8,7 +9,7 @@ import { type ClaimedEvent, WebhookStore } from './store.ts'
  * handed out (block order), and nothing behind an event in flight is claimable.
  */
 /** A webhook row as the store inserts it; tests override what they are about. */
-const webhook = (id: string, over: Partial<Parameters<WebhookStore['insertWebhook']>[0]> = {}) => ({
+const webhook = (id: string, over: Partial<Parameters<typeof store.insertWebhook>[1]> = {}) => ({
   id,
   account_id: 'acct',
   notify_email: null,
@@ -21,15 +22,13 @@ const webhook = (id: string, over: Partial<Parameters<WebhookStore['insertWebhoo
   ...over,
 })
 
-describe.each(storageBackends())('webhook claims on $name', (backend) => {
+describeEachStorage('webhook claims on $name', (backend) => {
   let storage: TestStorage
-  let store: WebhookStore
 
   beforeAll(async () => {
     storage = await backend.open()
-    store = new WebhookStore(storage.db)
     for (let w = 0; w < 20; w++) {
-      await store.insertWebhook(webhook(`wh_${w}`), [])
+      await store.insertWebhook(storage.db, webhook(`wh_${w}`), [])
     }
     const events = Array.from({ length: 400 }, (_, i) => ({
       id: `evt_${String(i).padStart(4, '0')}`,
@@ -46,7 +45,9 @@ describe.each(storageBackends())('webhook claims on $name', (backend) => {
   })
 
   it('concurrent claims are disjoint, per webhook in order, and block what is behind them', async () => {
-    const claims = await Promise.all(Array.from({ length: 4 }, () => store.claim(10, 5, 60_000, [])))
+    const claims = await Promise.all(
+      Array.from({ length: 4 }, () => store.claim(storage.db, 10, 5, 60_000, [])),
+    )
     const all = claims.flat()
     const ids = all.map((e) => e.id)
     expect(new Set(ids).size).toBe(ids.length)
@@ -70,35 +71,39 @@ describe.each(storageBackends())('webhook claims on $name', (backend) => {
       )
     }
     // Everything left sits behind an event in flight: nothing is claimable until the leases go.
-    expect(await store.claim(100, 5, 60_000, [])).toEqual([])
+    expect(await store.claim(storage.db, 100, 5, 60_000, [])).toEqual([])
     // Giving a lane back makes its webhook claimable again, from its oldest event.
     const lane0 = byWebhook.get('wh_0') as ClaimedEvent[]
-    await store.release(lane0.map((e) => e.seq))
-    const again = await store.claim(100, 2, 60_000, [])
+    await store.release(
+      storage.db,
+      lane0.map((e) => e.seq),
+    )
+    const again = await store.claim(storage.db, 100, 2, 60_000, [])
     expect(again.map((e) => e.id)).toEqual(['evt_0000', 'evt_0020'])
   })
 
   it('updating a webhook that is gone answers undefined (the route says 404), not an error', async () => {
-    expect(await store.update('wh_missing', { status: 'paused' })).toBeUndefined()
-    expect((await store.update('wh_19', { status: 'paused' }))?.status).toBe('paused')
+    expect(await store.update(storage.db, 'wh_missing', { status: 'paused' })).toBeUndefined()
+    expect((await store.update(storage.db, 'wh_19', { status: 'paused' }))?.status).toBe('paused')
   })
 
   it('a redelivery request leaves an event in flight with its worker (no second claim)', async () => {
-    await store.insertWebhook(webhook('wh_r'), [])
+    await store.insertWebhook(storage.db, webhook('wh_r'), [])
     await store.insertEvents(storage.db, [
       { id: 'evt_r', webhook_id: 'wh_r', network: null, block_number: null, event_type: 'log', body: '{}' },
     ])
-    const first = await store.claim(100, 1, 60_000, [])
+    const first = await store.claim(storage.db, 100, 1, 60_000, [])
     expect(first.filter((e) => e.webhook_id === 'wh_r').map((e) => e.id)).toEqual(['evt_r'])
-    await store.requeue('wh_r', 'evt_r')
-    expect((await store.event('wh_r', 'evt_r'))?.status).toBe('sending')
-    const second = await store.claim(100, 1, 60_000, [])
+    await store.requeue(storage.db, 'wh_r', 'evt_r')
+    expect((await store.event(storage.db, 'wh_r', 'evt_r'))?.status).toBe('sending')
+    const second = await store.claim(storage.db, 100, 1, 60_000, [])
     expect(second.filter((e) => e.webhook_id === 'wh_r')).toEqual([])
   })
 
   it('leases events at insert only to active webhooks with nothing undelivered, in order', async () => {
     const hook = (id: string, status: string) =>
       store.insertWebhook(
+        storage.db,
         webhook(id, { url: `https://example.com/${id}`, secret_enc: `enc_${id}`, status }),
         [],
       )
@@ -130,14 +135,15 @@ describe.each(storageBackends())('webhook claims on $name', (backend) => {
       ['evt_idle1', 'https://example.com/wh_idle', 'enc_wh_idle', '{"id":"evt_idle1"}', 0],
       ['evt_idle2', 'https://example.com/wh_idle', 'enc_wh_idle', '{"id":"evt_idle2"}', 0],
     ])
-    const status = async (id: string) => await store.event(id.replace('evt', 'wh').replace(/\d+$/, ''), id)
+    const status = async (id: string) =>
+      await store.event(storage.db, id.replace('evt', 'wh').replace(/\d+$/, ''), id)
     expect((await status('evt_idle1'))?.status).toBe('sending')
     expect((await status('evt_idle1'))?.lease_until).not.toBeNull()
     for (const id of ['evt_idle3', 'evt_busy1', 'evt_paused1'])
       expect([id, (await status(id))?.status]).toEqual([id, 'pending'])
     // A claim leaves the leased lane and what waits behind it alone; the busy webhook's oldest
     // event goes first.
-    const claimed = (await store.claim(100, 5, 60_000, [])).filter((e) =>
+    const claimed = (await store.claim(storage.db, 100, 5, 60_000, [])).filter((e) =>
       ['wh_idle', 'wh_busy', 'wh_paused'].includes(e.webhook_id),
     )
     expect(claimed.map((e) => e.id)).toEqual(['evt_busy0', 'evt_busy1'])
@@ -145,11 +151,15 @@ describe.each(storageBackends())('webhook claims on $name', (backend) => {
 
   it('says whether an active webhook of a network reads block transactions', async () => {
     // Only `log` webhooks so far (and paused ones): blocks with logs are enough.
-    expect(await store.watchesTransactions('ethereum-devnet')).toBe(false)
-    await store.insertWebhook(webhook('wh_tx', { event_type: 'mined_transaction', status: 'paused' }), [])
-    expect(await store.watchesTransactions('ethereum-devnet')).toBe(false)
-    await store.update('wh_tx', { status: 'active' })
-    expect(await store.watchesTransactions('ethereum-devnet')).toBe(true)
-    expect(await store.watchesTransactions('base-devnet')).toBe(false)
+    expect(await store.watchesTransactions(storage.db, 'ethereum-devnet')).toBe(false)
+    await store.insertWebhook(
+      storage.db,
+      webhook('wh_tx', { event_type: 'mined_transaction', status: 'paused' }),
+      [],
+    )
+    expect(await store.watchesTransactions(storage.db, 'ethereum-devnet')).toBe(false)
+    await store.update(storage.db, 'wh_tx', { status: 'active' })
+    expect(await store.watchesTransactions(storage.db, 'ethereum-devnet')).toBe(true)
+    expect(await store.watchesTransactions(storage.db, 'base-devnet')).toBe(false)
   })
 })

@@ -1,178 +1,184 @@
 import { type Kysely, type Selectable, sql } from 'kysely'
 import type { Database } from '../storage/schema.ts'
 import type { MatchKey } from './config.ts'
-import { WebhookEventStore } from './event-store.ts'
-import { type Mail, OutboxStore } from './outbox.ts'
+import { enqueueMail, type Mail } from './outbox.ts'
 import type { WebhooksTable } from './tables.ts'
 
-export type { AttemptOutcome, ClaimedEvent, NewEvent } from './event-store.ts'
+// One module for the callers (`import * as store`), two files by job: the event queue is there.
+export * from './event-store.ts'
 export type { WebhookTables } from './tables.ts'
 
 type Db = Kysely<Database>
 export type WebhookRow = Selectable<WebhooksTable>
 
-/**
- * Webhooks and their match keys; the event queue's SQL is in event-store.ts (one store object
- * for the callers, two files by job).
- */
-export class WebhookStore extends WebhookEventStore {
-  async insertWebhook(
-    row: Omit<WebhookRow, 'created_at' | 'updated_at' | 'notified_at' | 'status_reason'>,
-    keys: MatchKey[],
-  ) {
-    return this.db.transaction().execute(async (trx) => {
-      const created = await trx.insertInto('webhooks').values(row).returningAll().executeTakeFirstOrThrow()
-      await replaceKeys(trx, row.id, row.chain, keys)
-      return created
-    })
-  }
+/* Webhooks and their match keys; the event queue's SQL is in event-store.ts. Every function takes
+ * the database or the transaction it runs in. */
 
-  get(accountId: string, id: string): Promise<WebhookRow | undefined> {
-    return this.db
-      .selectFrom('webhooks')
-      .selectAll()
+export async function insertWebhook(
+  db: Db,
+  row: Omit<WebhookRow, 'created_at' | 'updated_at' | 'notified_at' | 'status_reason'>,
+  keys: MatchKey[],
+) {
+  return db.transaction().execute(async (trx) => {
+    const created = await trx.insertInto('webhooks').values(row).returningAll().executeTakeFirstOrThrow()
+    await replaceKeys(trx, row.id, row.chain, keys)
+    return created
+  })
+}
+
+export function get(db: Db, accountId: string, id: string): Promise<WebhookRow | undefined> {
+  return db
+    .selectFrom('webhooks')
+    .selectAll()
+    .where('id', '=', id)
+    .where('account_id', '=', accountId)
+    .executeTakeFirst()
+}
+
+export function getById(db: Db, id: string): Promise<WebhookRow | undefined> {
+  return db.selectFrom('webhooks').selectAll().where('id', '=', id).executeTakeFirst()
+}
+
+export async function list(
+  db: Db,
+  accountId: string,
+  status: string | undefined,
+  limit: number,
+  offset: number,
+) {
+  let q = db.selectFrom('webhooks').where('account_id', '=', accountId)
+  if (status) q = q.where('status', '=', status)
+  const [rows, count] = await Promise.all([
+    q.selectAll().orderBy('created_at').orderBy('id').limit(limit).offset(offset).execute(),
+    q.select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow(),
+  ])
+  return { rows, total: Number(count.n) }
+}
+
+export async function update(
+  db: Db,
+  id: string,
+  patch: {
+    url?: string
+    status?: string
+    config?: string
+    status_reason?: string | null
+    notified_at?: Date | null
+  },
+  keys?: MatchKey[],
+): Promise<WebhookRow | undefined> {
+  return db.transaction().execute(async (trx) => {
+    // Undefined when a concurrent DELETE won: the caller answers 404, not 500.
+    const row = await trx
+      .updateTable('webhooks')
+      .set({ ...patch, updated_at: new Date() })
+      .where('id', '=', id)
+      .returningAll()
+      .executeTakeFirst()
+    if (!row) return undefined
+    if (keys) await replaceKeys(trx, id, row.chain, keys)
+    return row
+  })
+}
+
+export async function deleteWebhook(db: Db, accountId: string, id: string): Promise<boolean> {
+  return db.transaction().execute(async (trx) => {
+    const gone = await trx
+      .deleteFrom('webhooks')
       .where('id', '=', id)
       .where('account_id', '=', accountId)
       .executeTakeFirst()
-  }
+    if (gone.numDeletedRows === 0n) return false
+    await trx.deleteFrom('webhook_match_keys').where('webhook_id', '=', id).execute()
+    // Undelivered events die with the webhook; history of delivered ones goes too.
+    await trx.deleteFrom('webhook_events').where('webhook_id', '=', id).execute()
+    await trx.deleteFrom('webhook_attempts').where('webhook_id', '=', id).execute()
+    return true
+  })
+}
 
-  getById(id: string): Promise<WebhookRow | undefined> {
-    return this.db.selectFrom('webhooks').selectAll().where('id', '=', id).executeTakeFirst()
-  }
-
-  async list(accountId: string, status: string | undefined, limit: number, offset: number) {
-    let q = this.db.selectFrom('webhooks').where('account_id', '=', accountId)
-    if (status) q = q.where('status', '=', status)
-    const [rows, count] = await Promise.all([
-      q.selectAll().orderBy('created_at').orderBy('id').limit(limit).offset(offset).execute(),
-      q.select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow(),
-    ])
-    return { rows, total: Number(count.n) }
-  }
-
-  async update(
-    id: string,
-    patch: {
-      url?: string
-      status?: string
-      config?: string
-      status_reason?: string | null
-      notified_at?: Date | null
-    },
-    keys?: MatchKey[],
-  ): Promise<WebhookRow | undefined> {
-    return this.db.transaction().execute(async (trx) => {
-      // Undefined when a concurrent DELETE won: the caller answers 404, not 500.
-      const row = await trx
-        .updateTable('webhooks')
-        .set({ ...patch, updated_at: new Date() })
-        .where('id', '=', id)
-        .returningAll()
-        .executeTakeFirst()
-      if (!row) return undefined
-      if (keys) await replaceKeys(trx, id, row.chain, keys)
-      return row
-    })
-  }
-
-  async delete(accountId: string, id: string): Promise<boolean> {
-    return this.db.transaction().execute(async (trx) => {
-      const gone = await trx
-        .deleteFrom('webhooks')
-        .where('id', '=', id)
-        .where('account_id', '=', accountId)
-        .executeTakeFirst()
-      if (gone.numDeletedRows === 0n) return false
-      await trx.deleteFrom('webhook_match_keys').where('webhook_id', '=', id).execute()
-      // Undelivered events die with the webhook; history of delivered ones goes too.
-      await trx.deleteFrom('webhook_events').where('webhook_id', '=', id).execute()
-      await trx.deleteFrom('webhook_attempts').where('webhook_id', '=', id).execute()
-      return true
-    })
-  }
-
-  /**
-   * Pauses a webhook whose retries are exhausted: its other undelivered events are recorded as
-   * failed. Only the call that moves it from active gets the row back, and only that call writes
-   * the notice `compose` makes to the mail outbox, in the same transaction: one e-mail per
-   * pause, and a crash cannot separate the pause from its notice.
-   */
-  async pauseAfterFailures(
-    webhookId: string,
-    reason: string,
-    compose: (row: WebhookRow) => Mail | undefined,
-  ): Promise<{ row: WebhookRow; mail: Mail | undefined } | undefined> {
-    return this.db.transaction().execute(async (trx) => {
-      const moved = await trx
-        .updateTable('webhooks')
-        .set({ status: 'paused', status_reason: reason, updated_at: new Date(), notified_at: new Date() })
-        .where('id', '=', webhookId)
-        .where('status', '=', 'active')
-        .returningAll()
-        .executeTakeFirst()
-      await trx
-        .updateTable('webhook_events')
-        .set({ status: 'failed', lease_until: null, last_error: sql`coalesce(last_error, 'webhook paused')` })
-        .where('webhook_id', '=', webhookId)
-        .where('status', 'in', ['pending', 'sending'])
-        .execute()
-      if (!moved) return undefined
-      const mail = compose(moved)
-      if (mail) await OutboxStore.enqueue(trx, mail)
-      return { row: moved, mail }
-    })
-  }
-
-  /**
-   * Candidate webhooks for a block: one lookup over every key the block touches, one row per
-   * webhook with the keys it matched. The config is not in these rows, only the row version
-   * (xmin: every UPDATE writes a new one): a webhook with 100 addresses has a ~4 KB config,
-   * and sending it once per matched key cost megabytes per busy block (hashing it cost ~10 ms);
-   * the matcher keeps parsed configs by version and asks `configs` for the misses.
-   * The key lookup is materialised first so the planner cannot start from `webhooks` (without
-   * fresh statistics it did, probing all 100,000 keys per webhook: 20 s instead of milliseconds).
-   */
-  async candidates(db: Db, network: string, keys: string[]) {
-    const result = await sql<{
-      webhook_id: string
-      event_type: string
-      version: string
-      kinds: string[]
-      keys: string[]
-    }>`
-      with hits as materialized (
-        select k.webhook_id, k.kind, k.key
-        from unnest(${[...keys, '*']}::text[]) as q(key)
-        join webhook_match_keys k on k.network = ${network} and k.key = q.key
-      )
-      select w.id as webhook_id, w.event_type, w.xmin::text as version,
-        array_agg(h.kind) as kinds, array_agg(h.key) as keys
-      from hits h join webhooks w on w.id = h.webhook_id
-      where w.status = 'active'
-      group by w.id`.execute(db)
-    return result.rows
-  }
-
-  /** Whether an active webhook on `network` reads block transactions (see matcher). */
-  async watchesTransactions(network: string): Promise<boolean> {
-    const row = await this.db
-      .selectFrom('webhooks')
-      .select('id')
-      .where('chain', '=', network)
+/**
+ * Pauses a webhook whose retries are exhausted: its other undelivered events are recorded as
+ * failed. Only the call that moves it from active gets the row back, and only that call writes
+ * the notice `compose` makes to the mail outbox, in the same transaction: one e-mail per
+ * pause, and a crash cannot separate the pause from its notice.
+ */
+export async function pauseAfterFailures(
+  db: Db,
+  webhookId: string,
+  reason: string,
+  compose: (row: WebhookRow) => Mail | undefined,
+): Promise<{ row: WebhookRow; mail: Mail | undefined } | undefined> {
+  return db.transaction().execute(async (trx) => {
+    const moved = await trx
+      .updateTable('webhooks')
+      .set({ status: 'paused', status_reason: reason, updated_at: new Date(), notified_at: new Date() })
+      .where('id', '=', webhookId)
       .where('status', '=', 'active')
-      .where('event_type', 'in', ['address_activity', 'mined_transaction'])
-      .limit(1)
+      .returningAll()
       .executeTakeFirst()
-    return row !== undefined
-  }
+    await trx
+      .updateTable('webhook_events')
+      .set({ status: 'failed', lease_until: null, last_error: sql`coalesce(last_error, 'webhook paused')` })
+      .where('webhook_id', '=', webhookId)
+      .where('status', 'in', ['pending', 'sending'])
+      .execute()
+    if (!moved) return undefined
+    const mail = compose(moved)
+    if (mail) await enqueueMail(trx, mail)
+    return { row: moved, mail }
+  })
+}
 
-  /** Configs (with the same row version as `candidates`) of the given webhooks. */
-  async configs(db: Db, ids: readonly string[]) {
-    if (ids.length === 0) return []
-    const result = await sql<{ id: string; config: string; version: string }>`
-      select id, config, xmin::text as version from webhooks where id = any(${[...ids]}::text[])`.execute(db)
-    return result.rows
-  }
+/**
+ * Candidate webhooks for a block: one lookup over every key the block touches, one row per
+ * webhook with the keys it matched. The config is not in these rows, only the row version
+ * (xmin: every UPDATE writes a new one): a webhook with 100 addresses has a ~4 KB config,
+ * and sending it once per matched key cost megabytes per busy block (hashing it cost ~10 ms);
+ * the matcher keeps parsed configs by version and asks `configs` for the misses.
+ * The key lookup is materialised first so the planner cannot start from `webhooks` (without
+ * fresh statistics it did, probing all 100,000 keys per webhook: 20 s instead of milliseconds).
+ */
+export async function candidates(db: Db, network: string, keys: string[]) {
+  const result = await sql<{
+    webhook_id: string
+    event_type: string
+    version: string
+    kinds: string[]
+    keys: string[]
+  }>`
+    with hits as materialized (
+      select k.webhook_id, k.kind, k.key
+      from unnest(${[...keys, '*']}::text[]) as q(key)
+      join webhook_match_keys k on k.network = ${network} and k.key = q.key
+    )
+    select w.id as webhook_id, w.event_type, w.xmin::text as version,
+      array_agg(h.kind) as kinds, array_agg(h.key) as keys
+    from hits h join webhooks w on w.id = h.webhook_id
+    where w.status = 'active'
+    group by w.id`.execute(db)
+  return result.rows
+}
+
+/** Whether an active webhook on `network` reads block transactions (see matcher). */
+export async function watchesTransactions(db: Db, network: string): Promise<boolean> {
+  const row = await db
+    .selectFrom('webhooks')
+    .select('id')
+    .where('chain', '=', network)
+    .where('status', '=', 'active')
+    .where('event_type', 'in', ['address_activity', 'mined_transaction'])
+    .limit(1)
+    .executeTakeFirst()
+  return row !== undefined
+}
+
+/** Configs (with the same row version as `candidates`) of the given webhooks. */
+export async function configs(db: Db, ids: readonly string[]) {
+  if (ids.length === 0) return []
+  const result = await sql<{ id: string; config: string; version: string }>`
+    select id, config, xmin::text as version from webhooks where id = any(${[...ids]}::text[])`.execute(db)
+  return result.rows
 }
 
 async function replaceKeys(trx: Db, webhookId: string, network: string, keys: MatchKey[]) {

@@ -1,11 +1,12 @@
-import { decodeAbiParameters, type Hex, hexToString } from 'viem'
+import type { Hex } from 'viem'
 import type { NetworkRegistry } from '../chains/registry.ts'
+import { decodeTokenText, MAX_SYMBOL_CHARS } from '../chains/token-text.ts'
 
 /**
  * ERC-20 symbol and decimals for event payloads, read once per (network, contract) with
  * eth_call and kept in memory. A token that does not answer gets symbol "" and decimals 0
- * (the event is still delivered; the receiver has the contract address). bytes32 symbols
- * (MKR-style) are decoded too.
+ * (the event is still delivered; the receiver has the contract address). Symbols go through
+ * the shared decoder (bytes32 MKR-style answers, control characters removed).
  */
 export interface TokenMeta {
   symbol: string
@@ -43,14 +44,9 @@ export class TokenMetadata {
   }
 }
 
+/** The shared decoder (src/chains/token-text.ts); "" when the token has no usable symbol. */
 function decodeSymbol(raw: Hex | null): string {
-  if (!raw) return ''
-  try {
-    if (raw.length === 66) return hexToString(raw, { size: 32 }).replace(/\0+$/, '')
-    return (decodeAbiParameters([{ type: 'string' }], raw)[0] as string).slice(0, 64)
-  } catch {
-    return ''
-  }
+  return decodeTokenText(raw, MAX_SYMBOL_CHARS) ?? ''
 }
 
 function decodeDecimals(raw: Hex | null): number {

@@ -96,7 +96,7 @@ export function webhooksFixture(backend: StorageBackend): WebhooksFixture {
       event_type,
       config,
     })
-    expect(res.status, JSON.stringify(res.body)).toBe(200)
+    expect(res.status, JSON.stringify(res.body)).toBe(201)
     return res.body as CreatedWebhook
   }
   fx.synced = async () => {

@@ -1,7 +1,7 @@
 import { createHmac } from 'node:crypto'
 import { pad, toHex } from 'viem'
-import { describe, expect, it } from 'vitest'
-import { storageBackends } from '../../test/helpers/storage.ts'
+import { expect, it } from 'vitest'
+import { describeEachStorage } from '../../test/helpers/storage.ts'
 import { until } from '../../test/helpers/until.ts'
 import { DEV_ACCOUNT } from '../devnet/demo.ts'
 import { TRANSFER_TOPIC, ZERO_ADDRESS } from '../indexer/decode.ts'
@@ -14,7 +14,7 @@ import { A, B, webhooksFixture, X } from './webhooks-fixture.ts'
  * and signed, the read/list API, test events, and the refusal of hostile input.
  * The failure paths (retries, timeouts, reorgs, redirects) are in webhooks.failures.test.ts.
  */
-describe.each(storageBackends())('webhooks: delivery and API on $name', (backend) => {
+describeEachStorage('webhooks: delivery and API on $name', (backend) => {
   const fx = webhooksFixture(backend)
   const { api, create, deliveries, synced, urlFor } = fx
 
@@ -260,6 +260,11 @@ describe.each(storageBackends())('webhooks: delivery and API on $name', (backend
       /config\.addresses\[1\]/,
     )
     await refused({ ...base, url: urlFor('aa'), config: { adresses: [A] } }, /adresses/)
+    // A mixed-case address is an EIP-55 checksum: a mistyped one is refused, not watched.
+    await refused(
+      { ...base, url: urlFor('aa'), config: { addresses: ['0xF39Fd6e51aad88F6F4ce6aB8827279cffFb92266'] } },
+      /config\.addresses\[0\]: has a wrong EIP-55 checksum/,
+    )
     await refused(
       { ...base, url: urlFor('aa'), event_type: 'log', config: { topics: [null, '0x12'] } },
       /config\.topics\[1\]/,

@@ -1,5 +1,5 @@
-import { describe, expect, it } from 'vitest'
-import { storageBackends } from '../../test/helpers/storage.ts'
+import { expect, it } from 'vitest'
+import { describeEachStorage } from '../../test/helpers/storage.ts'
 import { until } from '../../test/helpers/until.ts'
 import { DEV_ACCOUNT } from '../devnet/demo.ts'
 import { B, F, H, R, SCHEDULE_MS, webhooksFixture, X } from './webhooks-fixture.ts'
@@ -9,7 +9,7 @@ import { B, F, H, R, SCHEDULE_MS, webhooksFixture, X } from './webhooks-fixture.
  * on schedule then pause and e-mail, timeouts, events undone by a reorg, redirects.
  * Delivery of every event type and the API are in webhooks.delivery.test.ts.
  */
-describe.each(storageBackends())('webhooks: failing receivers on $name', (backend) => {
+describeEachStorage('webhooks: failing receivers on $name', (backend) => {
   const fx = webhooksFixture(backend)
   const { api, create, deliveries, sendEth, synced } = fx
 

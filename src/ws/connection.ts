@@ -3,8 +3,7 @@ import type { Duplex } from 'node:stream'
 import type WebSocket from 'ws'
 import type { Caller } from '../auth/service.ts'
 import type { Network } from '../chains/registry.ts'
-import type { WsPlanLimits } from '../limits/plans.ts'
-import { DEFAULT_MAX_BATCH, parseEnvelope } from '../rpc/envelope.ts'
+import type { Charger } from '../http/charge.ts'
 import {
   type JsonRpcErrorObject,
   type JsonRpcId,
@@ -13,23 +12,21 @@ import {
   RPC_INVALID_PARAMS,
   RPC_INVALID_REQUEST,
   RPC_LIMIT_EXCEEDED,
-} from '../rpc/jsonrpc.ts'
-import type { AdmittedCall, RpcService } from '../rpc/service.ts'
-import type { Charger } from '../server/charge.ts'
+  RPC_PARSE_ERROR,
+  RPC_RATE_LIMITED,
+} from '../jsonrpc.ts'
+import type { WsPlanLimits } from '../limits/plans.ts'
+import { admit, type Call } from '../rpc/admission.ts'
+import { DEFAULT_MAX_BATCH, errorFrame, replyFrame } from '../rpc/envelope.ts'
+import type { RpcService } from '../rpc/service.ts'
 import type { NetworkStreams, StreamSubscriber } from './network-streams.ts'
 import { PushPayload, subscriptionIdBytes } from './push-frame.ts'
 import {
-  errorFrame,
   type LogFilter,
   parseSubscribeParams,
   parseUnsubscribeParams,
-  replyFrame,
   type SubscriptionKind,
 } from './routes.ts'
-
-const RPC_PARSE_ERROR = -32700
-/** A request was refused by a rate limit; `data.retryAfter` says when to try again. */
-const RPC_RATE_LIMITED = -32005
 
 /** Close codes: 1001 going away (shutdown), 1008 policy violation (a slow client). */
 export const CLOSE_GOING_AWAY = 1001
@@ -126,7 +123,7 @@ export class ClientConnection {
     // New subscriptions start only once their reply is on the wire, so no push precedes it.
     const activate: ClientSubscription[] = []
     try {
-      const reply = Array.isArray(body) ? await this.batch(body, activate) : await this.single(body, activate)
+      const reply = await this.answer(body, activate)
       if (reply !== undefined) this.send(reply)
       for (const sub of activate) this.activate(sub)
     } catch (err) {
@@ -191,74 +188,51 @@ export class ClientConnection {
     return false
   }
 
-  private async single(body: unknown, activate: ClientSubscription[]): Promise<Reply> {
-    const env = parseEnvelope(body)
-    if (!env.ok) return errorFrame(env.id, { code: RPC_INVALID_REQUEST, message: env.message })
-    const special = await this.subscriptionCall(env.request, activate)
-    if (special !== null) return special
-    const call = this.deps.rpc.admit(this.network, this.caller, env.request)
-    if (call.refused) return errorFrame(env.request.id, call.refused)
-    const refusal = await this.charge(call.computeUnits, env.request.method)
-    if (refusal) return errorFrame(env.request.id, refusal)
-    const out = await this.deps.rpc.execute(this.network, env.request)
-    return out.error !== undefined
-      ? errorFrame(env.request.id, out.error)
-      : replyFrame(env.request.id, out.result)
-  }
-
-  /** A batch costs one request and the sum of its calls' compute units, as over HTTP. */
-  private async batch(items: unknown[], activate: ClientSubscription[]): Promise<Reply> {
-    if (items.length === 0) return errorFrame(null, { code: RPC_INVALID_REQUEST, message: 'batch is empty' })
-    if (items.length > DEFAULT_MAX_BATCH) {
-      return errorFrame(null, {
-        code: RPC_INVALID_REQUEST,
-        message: `batch has ${items.length} calls; the limit is ${DEFAULT_MAX_BATCH}`,
-      })
-    }
-    const replies: (string | AdmittedCall)[] = []
-    let computeUnits = 0
-    for (const item of items) {
-      const env = parseEnvelope(item)
-      if (!env.ok) {
-        replies.push(errorFrame(env.id, { code: RPC_INVALID_REQUEST, message: env.message }))
-        continue
-      }
-      const special = await this.subscriptionCall(env.request, activate)
-      if (special !== null) {
-        replies.push(special)
-        continue
-      }
-      const call = this.deps.rpc.admit(this.network, this.caller, env.request)
-      computeUnits += call.computeUnits
-      replies.push(call)
-    }
-    const pending = replies.some((r) => typeof r !== 'string' && !r.refused)
-    const refusal = pending ? await this.charge(computeUnits, 'batch') : undefined
-    const out = await Promise.all(
-      replies.map(async (r) => {
-        if (typeof r === 'string') return r
-        if (r.refused) return errorFrame(r.request.id, r.refused)
-        if (refusal) return errorFrame(r.request.id, refusal)
-        const o = await this.deps.rpc.execute(this.network, r.request)
-        return o.error !== undefined ? errorFrame(r.request.id, o.error) : replyFrame(r.request.id, o.result)
+  /**
+   * A call or a batch, through the same admission as HTTP. A batch costs one request and the
+   * sum of its calls' compute units, charged only when some call will run; subscription calls
+   * are answered here, in arrival order, and charged on their own.
+   */
+  private async answer(body: unknown, activate: ClientSubscription[]): Promise<Reply> {
+    const admission = admit(body, {
+      network: this.network,
+      caller: this.caller,
+      maxBatch: DEFAULT_MAX_BATCH,
+      intercept: (spec) => spec.ws !== undefined,
+    })
+    if (!admission.ok)
+      return errorFrame(null, { code: RPC_INVALID_REQUEST, message: admission.error.message })
+    const { slots } = admission
+    const answered: (string | undefined)[] = []
+    for (const [i, slot] of slots.entries())
+      if (slot.call && slot.intercepted) answered[i] = await this.subscriptionCall(slot.call, activate)
+    const refusal =
+      admission.runnable > 0 ? await this.charge(admission.computeUnits, admission.metricMethod) : undefined
+    const frames = await Promise.all(
+      slots.map(async (slot, i) => {
+        const done = answered[i]
+        if (done !== undefined) return done
+        if (!slot.call) return errorFrame(slot.id, slot.error)
+        const { request, spec } = slot.call
+        if (refusal) return errorFrame(request.id, refusal)
+        const o = await this.deps.rpc.execute(this.network, request, spec)
+        return o.error !== undefined ? errorFrame(request.id, o.error) : replyFrame(request.id, o.result)
       }),
     )
-    return `[${out.join(',')}]`
+    return admission.batch ? `[${frames.join(',')}]` : frames[0]
   }
 
-  /** eth_subscribe / eth_unsubscribe are answered here; null = not a subscription call. */
-  private subscriptionCall(request: JsonRpcRequest, activate: ClientSubscription[]): Promise<string> | null {
-    if (request.method !== 'eth_subscribe' && request.method !== 'eth_unsubscribe') return null
+  /** eth_subscribe / eth_unsubscribe, in arrival order (other calls run concurrently). */
+  private subscriptionCall(call: Call, activate: ClientSubscription[]): Promise<string> {
     const op = this.subscriptionOps.then(() =>
-      request.method === 'eth_subscribe' ? this.subscribe(request, activate) : this.unsubscribe(request),
+      call.spec.ws === 'subscribe' ? this.subscribe(call, activate) : this.unsubscribe(call.request),
     )
     this.subscriptionOps = op.catch(() => {})
     return op
   }
 
-  private async subscribe(request: JsonRpcRequest, activate: ClientSubscription[]): Promise<string> {
-    const call = this.deps.rpc.admit(this.network, this.caller, request)
-    if (call.refused) return errorFrame(request.id, call.refused)
+  private async subscribe(call: Call, activate: ClientSubscription[]): Promise<string> {
+    const { request } = call
     const parsed = parseSubscribeParams(request.params)
     if (!parsed.ok) return errorFrame(request.id, { code: RPC_INVALID_PARAMS, message: parsed.message })
     const limit = this.deps.wsLimits.subscriptionsPerConnection

@@ -1,7 +1,7 @@
 import type { Network } from '../chains/registry.ts'
 import { UpstreamSocket } from '../chains/upstream-socket.ts'
 import type { Logger } from '../logger.ts'
-import type { Metrics } from '../server/metrics.ts'
+import type { Metrics } from '../metrics.ts'
 import type { Hash } from '../types.ts'
 import { HeadTracker } from './head-tracker.ts'
 import { PushPayload } from './push-frame.ts'

@@ -1,6 +1,15 @@
 import { invalidRequest } from '../errors.ts'
-import type { FeatureHost } from '../server/features.ts'
+import type { FeatureHost } from '../http/host.ts'
+import { networkPair } from '../http/params.ts'
+import { defineRoute } from '../http/route.ts'
 import { WsService } from './service.ts'
+
+declare module '../http/host.ts' {
+  interface FeatureServices {
+    /** WebSocket subscriptions (src/ws): connections, shared upstream streams, tuning for tests. */
+    ws: WsService
+  }
+}
 
 /**
  * WebSocket subscriptions (spec 4.8) on the HTTP server itself: the 'upgrade' event is handled
@@ -8,11 +17,11 @@ import { WsService } from './service.ts'
  * closed with 1001 before the server stops.
  */
 export function registerWs(host: FeatureHost): WsService {
-  const { ctx, app } = host
+  const { ctx, app, services } = host
   const service = new WsService({
     auth: ctx.auth,
     networks: ctx.networks,
-    rpc: ctx.rpc,
+    rpc: services.rpc,
     charger: ctx.charger,
     logger: ctx.logger,
     metrics: ctx.metrics,
@@ -21,11 +30,22 @@ export function registerWs(host: FeatureHost): WsService {
     void service.handleUpgrade(req, socket, head)
   })
   // A plain GET (no upgrade) is authenticated like any route, then told what the path is for.
-  app.get('/v1/ws/:chain/:network', async () => {
-    throw invalidRequest('this endpoint needs a WebSocket upgrade (Connection: Upgrade, Upgrade: websocket)')
+  defineRoute(app, {
+    method: 'GET',
+    url: '/v1/ws/:chain/:network',
+    scope: 'any-key',
+    cost: 1,
+    keyInQuery: true,
+    schema: { params: networkPair },
+    handler: () => {
+      throw invalidRequest(
+        'this endpoint needs a WebSocket upgrade (Connection: Upgrade, Upgrade: websocket)',
+      )
+    },
   })
   // Upgraded sockets would keep server.close() waiting: end them before Fastify closes.
   app.addHook('preClose', async () => service.shutdown())
   host.addTask({ name: 'websocket subscriptions', stop: () => service.shutdown() })
+  services.ws = service
   return service
 }

@@ -1,6 +1,5 @@
 import { z } from 'zod'
 import { describeZodError } from '../config/validation.ts'
-import type { JsonRpcErrorObject, JsonRpcId } from '../rpc/jsonrpc.ts'
 import type { Address, Hash } from '../types.ts'
 
 /**
@@ -167,12 +166,4 @@ export function matchesFilter(log: ChainLogEntry, f: LogFilter): boolean {
     if (got === undefined || !want.includes(got)) return false
   }
   return true
-}
-
-export function replyFrame(id: JsonRpcId, result: unknown): string {
-  return JSON.stringify({ jsonrpc: '2.0', id, result })
-}
-
-export function errorFrame(id: JsonRpcId, error: JsonRpcErrorObject): string {
-  return JSON.stringify({ jsonrpc: '2.0', id, error })
 }

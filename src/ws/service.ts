@@ -4,16 +4,22 @@ import { type WebSocket, WebSocketServer } from 'ws'
 import type { AuthService, Caller } from '../auth/service.ts'
 import type { Network, NetworkRegistry } from '../chains/registry.ts'
 import { HalyardError, invalidRequest } from '../errors.ts'
-import { PUSH_BYTES_PER_CU } from '../limits/compute-units.ts'
+import { type Charger, rateLimitHeaders } from '../http/charge.ts'
 import type { LimitDecision } from '../limits/limiter.ts'
 import { wsLimitsFor } from '../limits/plans.ts'
 import type { Logger } from '../logger.ts'
+import type { Metrics } from '../metrics.ts'
 import type { RpcService } from '../rpc/service.ts'
-import { type Charger, rateLimitHeaders } from '../server/charge.ts'
-import type { Metrics } from '../server/metrics.ts'
 import { CLOSE_GOING_AWAY, ClientConnection } from './connection.ts'
 import { NetworkStreams, type StreamOptions } from './network-streams.ts'
 import { authorizeUpgrade, refuseUpgrade } from './upgrade.ts'
+
+/**
+ * Subscription pushes are charged by size: 1 CU per this many bytes delivered (Alchemy's
+ * 0.04 CU per byte on Halyard's ten-times-smaller scale). `eth_subscribe` itself costs its
+ * registry row (src/rpc/methods/evm.ts).
+ */
+export const PUSH_BYTES_PER_CU = 250
 
 export interface WsOptions extends StreamOptions {
   /** A client with more than this many bytes waiting to be sent is closed (1008). */

@@ -3,11 +3,11 @@ import type { IncomingMessage } from 'node:http'
 import type { Duplex } from 'node:stream'
 import type { AuthService, Caller } from '../auth/service.ts'
 import type { Network, NetworkRegistry } from '../chains/registry.ts'
-import { forbidden, HalyardError, invalidRequest, notFound } from '../errors.ts'
+import { HalyardError, invalidRequest, notFound } from '../errors.ts'
+import { keyFrom, requireNetworkAccess, requireScope } from '../http/access.ts'
+import { rateLimitHeaders } from '../http/charge.ts'
+import { endWithError } from '../http/errors.ts'
 import type { LimitDecision } from '../limits/limiter.ts'
-import { keyFrom, requireNetworkAccess } from '../server/auth-hook.ts'
-import { rateLimitHeaders } from '../server/charge.ts'
-import { endWithError } from '../server/error-handler.ts'
 import { parseWsPath } from './routes.ts'
 
 export interface UpgradeDeps {
@@ -54,9 +54,7 @@ export async function authorizeUpgrade(
     throw notFound(`WebSocket subscriptions are not available on ${network.chain}/${network.network}`)
   }
   requireNetworkAccess(caller, network)
-  if (!caller.scopes.has('rpc:read')) {
-    throw forbidden('this API key lacks the rpc:read scope required for WebSocket subscriptions')
-  }
+  requireScope(caller, 'rpc:read', 'WebSocket subscriptions')
   return { caller, network }
 }
 

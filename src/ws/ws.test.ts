@@ -1,8 +1,8 @@
 import { WebSocketProvider } from 'ethers'
 import { createPublicClient, webSocket } from 'viem'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, expect, it } from 'vitest'
 import { anvilNetwork, startTestHalyard, type TestHalyard } from '../../test/helpers/halyard.ts'
-import { storageBackends, type TestStorage } from '../../test/helpers/storage.ts'
+import { describeEachStorage, type TestStorage } from '../../test/helpers/storage.ts'
 import { type AnvilProcess, startAnvil } from '../devnet/anvil.ts'
 import {
   AnvilControl,
@@ -21,7 +21,7 @@ import {
  * 1001 close on shutdown. Storage is touched only by authentication, so this file runs on every
  * backend; the stream-resilience tests (ws-streams.test.ts) run once.
  */
-describe.each(storageBackends())('websocket endpoint on $name', (backend) => {
+describeEachStorage('websocket endpoint on $name', (backend) => {
   let anvil: AnvilProcess
   let storage: TestStorage
   let h: TestHalyard

@@ -2,9 +2,12 @@ import { randomBytes } from 'node:crypto'
 import pg from 'pg'
 import { openStorage, type Storage } from '../../src/storage/database.ts'
 import { migrate } from '../../src/storage/migrate.ts'
+import { describeEach, type Service, serviceUrl } from './services.ts'
 
 export interface StorageBackend {
   name: 'pglite' | 'postgres'
+  /** PostgreSQL needs DATABASE_URL; PGlite nothing. */
+  needs?: readonly Service[]
   /** A fresh, migrated, isolated database (PGlite in memory, or a new PostgreSQL schema). */
   open(): Promise<TestStorage>
 }
@@ -12,13 +15,32 @@ export interface StorageBackend {
 /** A test database; `schema` names the PostgreSQL schema (for child processes to share it). */
 export type TestStorage = Storage & { readonly schema?: string }
 
-/** PGlite always; PostgreSQL too when DATABASE_URL is set (CI sets it). */
-export function storageBackends(): StorageBackend[] {
-  const backends: StorageBackend[] = [{ name: 'pglite', open: () => openMigrated({}) }]
-  const url = process.env.DATABASE_URL
-  if (url) backends.push({ name: 'postgres', open: () => openPostgresSchema(url) })
-  return backends
+const PGLITE: StorageBackend = { name: 'pglite', open: () => openMigrated({}) }
+const POSTGRES: StorageBackend = {
+  name: 'postgres',
+  needs: ['DATABASE_URL'],
+  open: () => openPostgresSchema(serviceUrl('DATABASE_URL')),
 }
+
+/** The backends this machine has: PGlite always; PostgreSQL too when DATABASE_URL is set (CI sets it). */
+export function storageBackends(): StorageBackend[] {
+  return process.env.DATABASE_URL ? [PGLITE, POSTGRES] : [PGLITE]
+}
+
+/**
+ * A describe block per backend (`$name` in the title): PGlite always; PostgreSQL runs when
+ * DATABASE_URL is set and is reported skipped, with the reason, when it is not.
+ */
+export function describeEachStorage(
+  title: string,
+  fn: (backend: StorageBackend) => void,
+  backends: readonly StorageBackend[] = [PGLITE, POSTGRES],
+): void {
+  describeEach(backends, title, fn)
+}
+
+/** Only PostgreSQL (what PGlite's single connection cannot show), reported skipped without it. */
+export const POSTGRES_ONLY: readonly StorageBackend[] = [POSTGRES]
 
 async function openMigrated(opts: Parameters<typeof openStorage>[0]): Promise<Storage> {
   const storage = await openStorage(opts)

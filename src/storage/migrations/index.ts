@@ -6,6 +6,9 @@ import { m0020_webhooks } from './0020_webhooks.ts'
 import { m0021_webhooks_outbox } from './0021_webhooks_outbox.ts'
 import { m0030_wallets } from './0030_wallets.ts'
 import { m0040_nfts } from './0040_nfts.ts'
+import { m0050_bundler } from './0050_bundler.ts'
+import { m0051_bundler_reputation } from './0051_bundler_reputation.ts'
+import { m0060_sponsorship } from './0060_sponsorship.ts'
 
 /**
  * Every migration, by name. Names sort in application order. Forward-only: a shipped
@@ -19,4 +22,7 @@ export const migrations: Record<string, Migration> = {
   '0021_webhooks_outbox': m0021_webhooks_outbox,
   '0030_wallets': m0030_wallets,
   '0040_nfts': m0040_nfts,
+  '0050_bundler': m0050_bundler,
+  '0051_bundler_reputation': m0051_bundler_reputation,
+  '0060_sponsorship': m0060_sponsorship,
 }

@@ -1,0 +1,36 @@
+import { z } from 'zod'
+import { parseDecimal } from '../prices/decimal.ts'
+
+/**
+ * A network's optional `bundler` key. Without it, production serves no bundler on the network;
+ * dev mode runs one anyway (safe mode, anvil's account 8 as executor, debug methods on).
+ *
+ * ```yaml
+ * bundler:
+ *   mode: unsafe                 # safe (default) needs debug_traceCall on the node
+ *   executorKeys: [0x…]          # never logged; the first one sends bundles
+ *   minExecutorBalance: "0.05"   # native units; /ready fails below it
+ *   debugMethods: false          # debug_bundler_* (ERC-4337 spec tests)
+ * ```
+ */
+export const bundlerConfigSchema = z
+  .object({
+    enabled: z.boolean().default(true),
+    /** ERC-7562 rules need `debug_traceCall`; a node without tracing must say `unsafe`. */
+    mode: z.enum(['safe', 'unsafe']).default('safe'),
+    // The message never quotes the value: it is a private key.
+    executorKeys: z
+      .array(z.string().regex(/^0x[0-9a-fA-F]{64}$/, 'must each be 0x followed by 64 hex digits'))
+      .max(16)
+      .optional(),
+    minExecutorBalance: z
+      .string()
+      .refine((v) => parseDecimal(v) !== null, 'must be a decimal string in native units, such as "0.05"')
+      .optional(),
+    debugMethods: z.boolean().optional(),
+    /** Node calls that run the EVM in flight at once; anvil is fastest at 1. */
+    maxConcurrentExecutions: z.number().int().min(1).max(64).optional(),
+  })
+  .strict()
+
+export type BundlerConfig = z.infer<typeof bundlerConfigSchema>

@@ -1,0 +1,177 @@
+import { privateKeyToAccount } from 'viem/accounts'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { storageBackends } from '../../test/helpers/storage.ts'
+import { rpc } from '../devnet/multicall3.ts'
+import type { Address } from '../types.ts'
+import {
+  type BundlerFixture,
+  deployToken,
+  estimatedAndSigned,
+  minedReceipt,
+  mintData,
+  NETWORK,
+  paymasterData,
+  startBundlerFixture,
+  TestAccount,
+  withPaymaster,
+} from './bundler-fixture.ts'
+import { ruleBreakers } from './erc7562-fixture.ts'
+import type { BundlerService } from './service.ts'
+import type { EntryPointVersion, UserOperation } from './types.ts'
+
+/**
+ * ERC-7562 safe mode on anvil: the tracer and the rules over real validations. SimpleAccount
+ * (deployed by its op's initCode, sponsored or not) passes; hand-assembled accounts and
+ * paymasters that break one rule each are refused with the rule and entity named, and the same
+ * ops pass in unsafe mode. Only the first backend: refusals never reach the database.
+ */
+
+describe.each(storageBackends().slice(0, 1))('ERC-7562 safe mode ($name)', (backend) => {
+  let fx: BundlerFixture
+  let safe: BundlerService
+  let unsafe: BundlerService
+  let token: Address
+  let breakers: ReturnType<typeof ruleBreakers>
+
+  beforeAll(async () => {
+    fx = await startBundlerFixture(backend)
+    breakers = ruleBreakers(fx)
+    safe = fx.service({ validation: { mode: 'safe' } })
+    unsafe = fx.service()
+    token = await deployToken(fx)
+  }, 120_000)
+  afterAll(async () => {
+    await fx?.close()
+  })
+
+  const send = (svc: BundlerService, op: UserOperation) =>
+    svc.sendUserOperation(NETWORK, op, fx.entryPoint(op.version).address)
+  const anvil = (method: string, params: unknown[]) => rpc(fx.anvil.url, method, params)
+
+  it.each<EntryPointVersion>(['v07', 'v06'])(
+    '%s SimpleAccount deployed by its first op (initCode) passes safe mode and is mined; so does its second op',
+    async (version) => {
+      const acct = await TestAccount.create(fx, version)
+      await fx.fund(acct.address)
+      const first = await estimatedAndSigned(
+        fx,
+        safe,
+        acct,
+        await acct.op({ to: token, data: mintData(acct.address) }),
+      )
+      expect((await minedReceipt(safe, await send(safe, first))).success).toBe(true)
+      const second = await estimatedAndSigned(
+        fx,
+        safe,
+        acct,
+        await acct.op({ to: token, data: mintData(token) }),
+      )
+      expect((await minedReceipt(safe, await send(safe, second))).success).toBe(true)
+    },
+    120_000,
+  )
+
+  it('v07 counterfactual SimpleAccount sponsored by the (staked) VerifyingPaymaster passes safe mode', async () => {
+    const acct = await TestAccount.create(fx, 'v07')
+    const stub = withPaymaster(await acct.op({ to: token, data: mintData(acct.address) }), fx.aa.paymaster)
+    const op = await estimatedAndSigned(fx, safe, acct, {
+      ...stub,
+      paymasterData: await paymasterData(fx, stub, acct.owner),
+    })
+    expect((await minedReceipt(safe, await send(safe, op))).success).toBe(true)
+  }, 120_000)
+
+  it.each<[EntryPointVersion, 'TIMESTAMP' | 'NUMBER']>([
+    ['v07', 'TIMESTAMP'],
+    ['v06', 'NUMBER'],
+  ])(
+    '%s account whose validateUserOp reads %s: -32502 in safe mode, accepted in unsafe mode',
+    async (version, opcode) => {
+      const account = await breakers.account({ banned: opcode })
+      const op = await breakers.opOf(account, version)
+      await expect(send(safe, op)).rejects.toMatchObject({
+        code: -32502,
+        message: expect.stringMatching(
+          new RegExp(`^account ${account} uses the banned opcode ${opcode} during validation \\[OP-011\\]`),
+        ),
+        data: { rule: 'OP-011' },
+      })
+      // The same account without the opcode passes the rules: it is the opcode that is refused.
+      const clean = await breakers.account({})
+      expect(await send(safe, await breakers.opOf(clean, version))).toMatch(/^0x[0-9a-f]{64}$/)
+      const hash = await send(unsafe, op)
+      expect((await minedReceipt(unsafe, hash)).success).toBe(true)
+    },
+    120_000,
+  )
+
+  it('an unstaked paymaster reading its own storage: -32505 stake too low naming it; accepted in unsafe mode', async () => {
+    const acct = await TestAccount.create(fx, 'v07')
+    await fx.fund(acct.address)
+    const deploy = await estimatedAndSigned(
+      fx,
+      unsafe,
+      acct,
+      await acct.op({ to: token, data: mintData(acct.address) }),
+    )
+    await minedReceipt(unsafe, await send(unsafe, deploy))
+
+    const paymaster = await breakers.paymaster({ readsOwnStorage: true })
+    const base = await acct.op({ to: token, data: mintData(token) })
+    const op = await acct.sign({
+      ...withPaymaster(base, paymaster, { verification: 100_000n }),
+      ...(await fx.fees()),
+      callGasLimit: 100_000n,
+      verificationGasLimit: 150_000n,
+      preVerificationGas: 100_000n,
+    })
+    await expect(send(safe, op)).rejects.toMatchObject({
+      code: -32505,
+      message: expect.stringMatching(
+        new RegExp(
+          `^paymaster ${paymaster} accesses its own storage \\(slot 0x0\\).*\\[STO-031\\].*stake too low`,
+        ),
+      ),
+    })
+    expect((await minedReceipt(unsafe, await send(unsafe, op))).success).toBe(true)
+  }, 120_000)
+
+  it('an account that calls an address without code during validation: -32502 [OP-041]', async () => {
+    const empty = privateKeyToAccount(`0x${'77'.repeat(32)}`).address.toLowerCase() as Address
+    const account = await breakers.account({ callsEmpty: empty })
+    await expect(send(safe, await breakers.opOf(account, 'v07'))).rejects.toMatchObject({
+      code: -32502,
+      message: expect.stringContaining(`account ${account} accesses ${empty}, which has no code (CALL)`),
+    })
+  }, 120_000)
+
+  it('an account whose validation lets a call run out of gas (and carries on): -32502 [OP-020]', async () => {
+    const account = await breakers.account({ oogInCall: true })
+    const op = await breakers.opOf(account, 'v06')
+    await expect(send(safe, op)).rejects.toMatchObject({
+      code: -32502,
+      message: expect.stringContaining(
+        `account ${account} runs out of gas in a call during validation [OP-020]`,
+      ),
+    })
+    expect(await send(unsafe, op)).toMatch(/^0x[0-9a-f]{64}$/)
+  }, 120_000)
+
+  it('refuses to trace on a node without debug_traceCall rather than accept unchecked', async () => {
+    const blind = fx.service({
+      validation: { mode: 'safe' },
+      rpc: {
+        call: (method, params) =>
+          method === 'debug_traceCall'
+            ? Promise.resolve({ error: { code: -32601, message: 'Method not found' } })
+            : fx.rpc.call(method, params),
+      },
+    })
+    const account = await breakers.account({})
+    await expect(send(blind, await breakers.opOf(account, 'v07'))).rejects.toMatchObject({
+      code: -32603,
+      message: expect.stringContaining('debug_traceCall failed'),
+    })
+    await anvil('anvil_mine', ['0x1'])
+  }, 120_000)
+})

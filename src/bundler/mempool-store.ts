@@ -1,0 +1,387 @@
+import { type Generated, type Kysely, sql } from 'kysely'
+import type { Database } from '../storage/schema.ts'
+import type { Address, Hash } from '../types.ts'
+import type { BundlerBundlesTable } from './bundle-store.ts'
+import type { BundlerReputationTable } from './reputation-store.ts'
+import { parseUserOperation, toRpcUserOperation } from './schema.ts'
+import type { EntryPointVersion, UserOperation, UserOpState } from './types.ts'
+
+/** SQL of the durable mempool (migrations 0050_bundler, 0051_bundler_reputation). */
+
+export interface BundlerUserOpsTable {
+  network: string
+  hash: string
+  entry_point: string
+  version: string
+  sender: string
+  nonce: string
+  user_op: unknown
+  max_fee_per_gas: string
+  max_priority_fee_per_gas: string
+  paymaster: string | null
+  factory: string | null
+  prefund: string
+  valid_until: string | null
+  sender_staked: Generated<boolean>
+  state: string
+  reason: string | null
+  bundle_tx: string | null
+  block_number: string | null
+  block_hash: string | null
+  attempts: Generated<number>
+  created_at: Generated<Date>
+  updated_at: Generated<Date>
+}
+
+export interface BundlerTables {
+  bundler_user_ops: BundlerUserOpsTable
+  bundler_bundles: BundlerBundlesTable
+  bundler_reputation: BundlerReputationTable
+}
+
+type Db = Kysely<Database>
+
+export interface StoredOp {
+  network: string
+  hash: Hash
+  entryPoint: Address
+  op: UserOperation
+  state: UserOpState
+  reason: string | null
+  prefund: bigint
+  validUntil: number | null
+  bundleTx: Hash | null
+  blockNumber: bigint | null
+  blockHash: Hash | null
+  attempts: number
+  createdAt: Date
+}
+
+export interface NewOp {
+  network: string
+  hash: Hash
+  entryPoint: Address
+  op: UserOperation
+  paymaster: Address | null
+  factory: Address | null
+  prefund: bigint
+  validUntil: number | null
+  senderStaked: boolean
+}
+
+type OpRow = Pick<
+  BundlerUserOpsTable,
+  | 'network'
+  | 'hash'
+  | 'entry_point'
+  | 'version'
+  | 'user_op'
+  | 'state'
+  | 'reason'
+  | 'prefund'
+  | 'valid_until'
+  | 'bundle_tx'
+  | 'block_number'
+  | 'block_hash'
+> & { attempts: number; created_at: Date }
+
+const OP_COLUMNS = [
+  'network',
+  'hash',
+  'entry_point',
+  'version',
+  'user_op',
+  'state',
+  'reason',
+  'prefund',
+  'valid_until',
+  'bundle_tx',
+  'block_number',
+  'block_hash',
+  'attempts',
+  'created_at',
+] as const
+
+function toStored(r: OpRow): StoredOp {
+  const json = typeof r.user_op === 'string' ? JSON.parse(r.user_op) : r.user_op
+  return {
+    network: r.network,
+    hash: r.hash as Hash,
+    entryPoint: r.entry_point as Address,
+    op: parseUserOperation(json, r.version as EntryPointVersion),
+    state: r.state as UserOpState,
+    reason: r.reason,
+    prefund: BigInt(r.prefund),
+    validUntil: r.valid_until === null ? null : Number(r.valid_until),
+    bundleTx: r.bundle_tx as Hash | null,
+    blockNumber: r.block_number === null ? null : BigInt(r.block_number),
+    blockHash: r.block_hash as Hash | null,
+    attempts: r.attempts,
+    createdAt: r.created_at,
+  }
+}
+
+/** 2^64: a nonce is key (192 bits) ‖ sequence (64 bits). */
+const NONCE_KEY_DIVISOR = sql.lit('18446744073709551616')
+
+/** Serialises accepts for one sender across instances, until the transaction ends. */
+export async function lockSender(trx: Db, network: string, sender: Address): Promise<void> {
+  const key = `halyard-bundler-sender:${network}:${sender}`
+  await sql`select pg_advisory_xact_lock(hashtext(current_schema() || ':' || ${key}))`.execute(trx)
+}
+
+/** Writes the op as pending; false when its hash is already pending, submitted or included. */
+export async function insertOp(trx: Db, o: NewOp): Promise<boolean> {
+  const userOp = JSON.stringify(toRpcUserOperation(o.op))
+  const row = await trx
+    .insertInto('bundler_user_ops')
+    .values({
+      network: o.network,
+      hash: o.hash,
+      entry_point: o.entryPoint,
+      version: o.op.version,
+      sender: o.op.sender,
+      nonce: o.op.nonce.toString(),
+      user_op: userOp,
+      max_fee_per_gas: o.op.maxFeePerGas.toString(),
+      max_priority_fee_per_gas: o.op.maxPriorityFeePerGas.toString(),
+      paymaster: o.paymaster,
+      factory: o.factory,
+      prefund: o.prefund.toString(),
+      valid_until: o.validUntil === null ? null : String(o.validUntil),
+      sender_staked: o.senderStaked,
+      state: 'pending',
+    })
+    .onConflict((c) =>
+      // A hash seen before but no longer live (dropped, failed) may come back as new.
+      c
+        .columns(['network', 'hash'])
+        .doUpdateSet({
+          state: 'pending',
+          user_op: userOp,
+          reason: null,
+          bundle_tx: null,
+          block_number: null,
+          block_hash: null,
+          attempts: 0,
+          prefund: o.prefund.toString(),
+          valid_until: o.validUntil === null ? null : String(o.validUntil),
+          updated_at: sql`now()`,
+        })
+        .where('bundler_user_ops.state', 'in', ['dropped', 'failed']),
+    )
+    .returning('hash')
+    .executeTakeFirst()
+  return row !== undefined
+}
+
+export async function getOp(db: Db, network: string, hash: Hash): Promise<StoredOp | null> {
+  const r = await db
+    .selectFrom('bundler_user_ops')
+    .select(OP_COLUMNS)
+    .where('network', '=', network)
+    .where('hash', '=', hash)
+    .executeTakeFirst()
+  return r ? toStored(r) : null
+}
+
+/** The live op (pending or submitted) holding this sender + full nonce, if any. */
+export async function liveOpAt(
+  trx: Db,
+  network: string,
+  entryPoint: Address,
+  sender: Address,
+  nonce: bigint,
+): Promise<StoredOp | null> {
+  const r = await trx
+    .selectFrom('bundler_user_ops')
+    .select(OP_COLUMNS)
+    .where('network', '=', network)
+    .where('entry_point', '=', entryPoint)
+    .where('sender', '=', sender)
+    .where('nonce', '=', nonce.toString())
+    .where('state', 'in', ['pending', 'submitted'])
+    .executeTakeFirst()
+  return r ? toStored(r) : null
+}
+
+/** Live nonces of a sender under one nonce key, lowest first. */
+export async function liveNonces(
+  db: Db,
+  network: string,
+  entryPoint: Address,
+  sender: Address,
+  key: bigint,
+): Promise<bigint[]> {
+  const rows = await db
+    .selectFrom('bundler_user_ops')
+    .select('nonce')
+    .where('network', '=', network)
+    .where('entry_point', '=', entryPoint)
+    .where('sender', '=', sender)
+    .where('state', 'in', ['pending', 'submitted'])
+    .where(sql<boolean>`div(nonce, ${NONCE_KEY_DIVISOR}) = ${key.toString()}::numeric`)
+    .orderBy('nonce')
+    .execute()
+  return rows.map((r) => BigInt(r.nonce))
+}
+
+/** Live ops of `address` as sender, or naming it as their factory or paymaster (ERC-7562 limits). */
+export async function countLiveOfEntity(
+  trx: Db,
+  network: string,
+  role: 'sender' | 'factory' | 'paymaster',
+  address: Address,
+): Promise<number> {
+  const r = await trx
+    .selectFrom('bundler_user_ops')
+    .select((eb) => eb.fn.countAll<string>().as('n'))
+    .where('network', '=', network)
+    .where(role, '=', address)
+    .where('state', 'in', ['pending', 'submitted'])
+    .executeTakeFirstOrThrow()
+  return Number(r.n)
+}
+
+/** Sum of the most each live op of this paymaster can cost it. */
+export async function paymasterCommitted(trx: Db, network: string, paymaster: Address): Promise<bigint> {
+  const r = await trx
+    .selectFrom('bundler_user_ops')
+    .select(sql<string | null>`sum(prefund)`.as('total'))
+    .where('network', '=', network)
+    .where('paymaster', '=', paymaster)
+    .where('state', 'in', ['pending', 'submitted'])
+    .executeTakeFirstOrThrow()
+  return BigInt(r.total ?? '0')
+}
+
+/**
+ * Pending ops of one EntryPoint that can run next, best-paying first (then oldest): an op whose
+ * sender has a live op at a lower sequence of the same nonce key waits for that one.
+ */
+export async function pendingOps(
+  db: Db,
+  network: string,
+  entryPoint: Address,
+  limit: number,
+): Promise<StoredOp[]> {
+  const rows = await db
+    .selectFrom('bundler_user_ops as o')
+    .select(OP_COLUMNS.map((c) => `o.${c}` as const))
+    .where('o.network', '=', network)
+    .where('o.entry_point', '=', entryPoint)
+    .where('o.state', '=', 'pending')
+    .where(({ not, exists, selectFrom }) =>
+      not(
+        exists(
+          selectFrom('bundler_user_ops as e')
+            .select(sql.lit(1).as('one'))
+            .whereRef('e.network', '=', 'o.network')
+            .whereRef('e.entry_point', '=', 'o.entry_point')
+            .whereRef('e.sender', '=', 'o.sender')
+            .where('e.state', 'in', ['pending', 'submitted'])
+            .whereRef('e.nonce', '<', 'o.nonce')
+            .where(sql<boolean>`div(e.nonce, ${NONCE_KEY_DIVISOR}) = div(o.nonce, ${NONCE_KEY_DIVISOR})`),
+        ),
+      ),
+    )
+    .orderBy(sql`o.max_priority_fee_per_gas`, 'desc')
+    .orderBy('o.created_at')
+    .limit(limit)
+    .execute()
+  return rows.map(toStored)
+}
+
+export async function setOpState(
+  db: Db,
+  network: string,
+  hashes: readonly Hash[],
+  state: UserOpState,
+  extra: {
+    reason?: string | null
+    bundleTx?: Hash | null
+    blockNumber?: bigint | null
+    blockHash?: Hash | null
+  } = {},
+): Promise<void> {
+  if (hashes.length === 0) return
+  await db
+    .updateTable('bundler_user_ops')
+    .set({
+      state,
+      updated_at: sql`now()`,
+      ...(extra.reason !== undefined ? { reason: extra.reason } : {}),
+      ...(extra.bundleTx !== undefined ? { bundle_tx: extra.bundleTx } : {}),
+      ...(extra.blockNumber !== undefined
+        ? { block_number: extra.blockNumber === null ? null : extra.blockNumber.toString() }
+        : {}),
+      ...(extra.blockHash !== undefined ? { block_hash: extra.blockHash } : {}),
+      ...(state === 'pending' ? { attempts: sql`attempts + 1` } : {}),
+    })
+    .where('network', '=', network)
+    .where('hash', 'in', [...hashes])
+    .execute()
+}
+
+/** Ops a bundle transaction carries, in the given states (in flight: 'submitted'). */
+export async function opsOfBundle(
+  db: Db,
+  network: string,
+  txHash: Hash,
+  states: readonly UserOpState[] = ['submitted'],
+): Promise<StoredOp[]> {
+  const rows = await db
+    .selectFrom('bundler_user_ops')
+    .select(OP_COLUMNS)
+    .where('network', '=', network)
+    .where('bundle_tx', '=', txHash)
+    .where('state', 'in', [...states])
+    .execute()
+  return rows.map(toStored)
+}
+
+/** A fee-bumped replacement now carries the ops of `from`. */
+export async function moveOpsToBundle(db: Db, network: string, from: Hash, to: Hash): Promise<void> {
+  await db
+    .updateTable('bundler_user_ops')
+    .set({ bundle_tx: to, updated_at: sql`now()` })
+    .where('network', '=', network)
+    .where('bundle_tx', '=', from)
+    .where('state', '=', 'submitted')
+    .execute()
+}
+
+/** Live ops (pending or in flight) per network. */
+export async function liveCounts(db: Db): Promise<Map<string, number>> {
+  const rows = await db
+    .selectFrom('bundler_user_ops')
+    .select(['network', (eb) => eb.fn.countAll<string>().as('n')])
+    .where('state', 'in', ['pending', 'submitted'])
+    .groupBy('network')
+    .execute()
+  return new Map(rows.map((r) => [r.network, Number(r.n)]))
+}
+
+/** Live ops of one EntryPoint, oldest first (debug_bundler_dumpMempool). */
+export async function liveOps(db: Db, network: string, entryPoint: Address): Promise<StoredOp[]> {
+  const rows = await db
+    .selectFrom('bundler_user_ops')
+    .select(OP_COLUMNS)
+    .where('network', '=', network)
+    .where('entry_point', '=', entryPoint)
+    .where('state', 'in', ['pending', 'submitted'])
+    .orderBy('created_at')
+    .execute()
+  return rows.map(toStored)
+}
+
+/** Drops every pending op of the network (debug_bundler_clearMempool); returns how many. */
+export async function dropPending(db: Db, network: string, reason: string): Promise<number> {
+  const r = await db
+    .updateTable('bundler_user_ops')
+    .set({ state: 'dropped', reason, updated_at: sql`now()` })
+    .where('network', '=', network)
+    .where('state', '=', 'pending')
+    .executeTakeFirst()
+  return Number(r.numUpdatedRows)
+}

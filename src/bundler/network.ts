@@ -1,0 +1,184 @@
+import { sql } from 'kysely'
+import type { Logger } from '../logger.ts'
+import type { DB, Storage } from '../storage/database.ts'
+import type { Address, Hex } from '../types.ts'
+import { type BuilderSettings, BundleBuilder, DEFAULT_BUILDER, type TickResult } from './builder.ts'
+import { BundlerChain, type RpcCaller } from './chain.ts'
+import { erc7562Rules, type StakeRule } from './erc7562.ts'
+import { Executor } from './executor.ts'
+import { DEFAULT_MEMPOOL, Mempool, type MempoolSettings } from './mempool.ts'
+import type { StoredOp } from './mempool-store.ts'
+import type { BundlerMetrics } from './metrics.ts'
+import { DEFAULT_REPUTATION, Reputation, type ReputationSettings } from './reputation.ts'
+import { type EntryPointRef, invalidFields, type StakeInfo } from './types.ts'
+import { DEFAULT_VALIDATION, type ValidationSettings, Validator } from './validation.ts'
+
+/**
+ * One network's bundler: its node, validator, mempool, reputation and builder, wired together
+ * (the builder reports mined ops to reputation and metrics), and the per-instance state of its
+ * builder loop: the round queue, the connection holding the builder lock, the bundling mode.
+ */
+
+export interface BundlerNetworkSpec {
+  /** The network's slug (`ethereum-devnet`): the mempool's key in the database. */
+  slug: string
+  chainId: number
+  rpc: RpcCaller
+  /** In order of preference (eth_supportedEntryPoints). */
+  entryPoints: readonly EntryPointRef[]
+  /** Keys bundles are sent from (the first is used today); never logged. */
+  executorKeys: readonly Hex[]
+  validation?: Partial<ValidationSettings>
+  mempool?: Partial<MempoolSettings>
+  builder?: Partial<BuilderSettings>
+  reputation?: Partial<ReputationSettings>
+  /** 'manual': bundles only on sendBundleNow (debug_bundler_setBundlingMode); default 'auto'. */
+  bundlingMode?: BundlingMode
+  /** An executor below this balance (wei) makes the network not ready. */
+  minExecutorBalance?: bigint
+  /** EVM-running node calls in flight at once (simulations, traces); anvil is fastest at 1. */
+  maxConcurrentExecutions?: number
+  /** How long an idle builder waits before looking again (a new op wakes it at once). */
+  idleMs?: number
+  /** How often a bundle in flight is checked. */
+  pollMs?: number
+  /** How far back receipts of ops not in this mempool are searched. */
+  receiptLookbackBlocks?: bigint
+}
+
+export type BundlingMode = 'auto' | 'manual'
+
+export class NetworkBundler {
+  readonly chain: BundlerChain
+  readonly executor: Executor
+  readonly validator: Validator
+  readonly mempool: Mempool
+  readonly reputation: Reputation
+  readonly builder: BundleBuilder
+  mode: BundlingMode
+  /** Serialises this instance's builder rounds on the network. */
+  private queue: Promise<unknown> = Promise.resolve()
+  /** The connection holding the builder lock, while this instance's loop holds it (PostgreSQL). */
+  lockConn: DB | null = null
+  wake: (() => void) | null = null
+  lastDecay = 0
+  /** ERC-7562 MIN_STAKE_VALUE / MIN_UNSTAKE_DELAY for this network. */
+  readonly stake: StakeRule
+
+  constructor(
+    readonly spec: BundlerNetworkSpec,
+    private readonly storage: Storage,
+    logger: Logger,
+    metrics: BundlerMetrics,
+  ) {
+    if (spec.executorKeys.length === 0) throw new Error(`bundler on ${spec.slug} has no executor key`)
+    const network = spec.slug
+    this.mode = spec.bundlingMode ?? 'auto'
+    this.chain = new BundlerChain(spec.rpc, spec.maxConcurrentExecutions)
+    this.executor = new Executor(spec.executorKeys[0] as Hex, spec.chainId)
+    const pool = { ...DEFAULT_MEMPOOL, ...spec.mempool }
+    const stake = { minStake: pool.minStake, minUnstakeDelaySec: pool.minUnstakeDelaySec }
+    this.stake = stake
+    const validation = { ...DEFAULT_VALIDATION, ...spec.validation }
+    if (validation.mode === 'safe' && !validation.rules) validation.rules = erc7562Rules(stake)
+    this.validator = new Validator(this.chain, spec.chainId, validation)
+    this.reputation = new Reputation(
+      storage.db,
+      network,
+      { ...DEFAULT_REPUTATION, ...spec.reputation },
+      stake,
+    )
+    const rep = (spec.reputation?.enabled ?? validation.mode === 'safe') ? this.reputation : null
+    this.mempool = new Mempool(storage.db, network, pool, rep ?? undefined)
+    const outcome = (o: string) => metrics.bundles.inc({ network, outcome: o })
+    this.builder = new BundleBuilder({
+      network,
+      chain: this.chain,
+      entryPoints: spec.entryPoints,
+      executor: this.executor,
+      logger: logger.child({ component: 'bundler', network }),
+      settings: { ...DEFAULT_BUILDER, ...spec.builder },
+      hooks: {
+        ...(rep
+          ? {
+              admit: (ops: StoredOp[]) => rep.admit(ops),
+              failedInBundle: (op: StoredOp, reason: string) => rep.failedInBundle(op, reason),
+            }
+          : {}),
+        sent: () => outcome('sent'),
+        bumped: () => outcome('fee_bumped'),
+        notLanded: (state) => outcome(state),
+        reorged: () => metrics.reorged.inc({ network }),
+        mined: async (ops) => {
+          outcome('mined')
+          const now = Date.now()
+          for (const o of ops)
+            metrics.inclusionSeconds.observe({ network }, (now - o.createdAt.getTime()) / 1000)
+          await rep?.included(ops)
+        },
+      },
+    })
+  }
+
+  entryPoint(address: Address): EntryPointRef {
+    const a = address.toLowerCase()
+    const ep = this.spec.entryPoints.find((e) => e.address === a)
+    if (!ep)
+      throw invalidFields(
+        `entryPoint ${a} is not supported here; supported: ${this.spec.entryPoints.map((e) => e.address).join(', ')}`,
+      )
+    return ep
+  }
+
+  isStaked(info: StakeInfo): boolean {
+    return info.stake >= this.stake.minStake && info.unstakeDelaySec >= this.stake.minUnstakeDelaySec
+  }
+
+  /** Runs `fn` after this instance's previous builder round on the network. */
+  exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.queue.then(fn, fn)
+    this.queue = run.catch(() => {})
+    return run
+  }
+
+  /**
+   * One builder round now. On PostgreSQL, unless this instance's loop holds the network's builder
+   * lock, the lock is taken for the round: 'locked' when another instance holds it.
+   */
+  round(opts: { build?: boolean } = {}): Promise<TickResult | 'locked'> {
+    const db = this.storage.db
+    if (this.storage.kind !== 'postgres' || this.lockConn) {
+      const conn = this.lockConn ?? db
+      return this.exclusive(() => this.builder.tick(conn, opts))
+    }
+    return this.exclusive(() =>
+      db.connection().execute(async (conn) => {
+        if (!(await tryBuilderLock(conn, this.spec.slug))) return 'locked' as const
+        try {
+          return await this.builder.tick(conn, opts)
+        } finally {
+          await releaseBuilderLock(conn, this.spec.slug)
+        }
+      }),
+    )
+  }
+
+  /** The hourly reputation decay, looked at no more than once a minute. */
+  async maybeDecay(now = Date.now()): Promise<void> {
+    if (now - this.lastDecay < 60_000) return
+    this.lastDecay = now
+    await this.reputation.decay()
+  }
+}
+
+const lockKey = (network: string) => `halyard-bundler:${network}`
+
+export async function tryBuilderLock(conn: DB, network: string): Promise<boolean> {
+  const got = await sql<{ ok: boolean }>`
+    select pg_try_advisory_lock(hashtext(current_schema() || ':' || ${lockKey(network)})) as ok`.execute(conn)
+  return got.rows[0]?.ok === true
+}
+
+export async function releaseBuilderLock(conn: DB, network: string): Promise<void> {
+  await sql`select pg_advisory_unlock(hashtext(current_schema() || ':' || ${lockKey(network)}))`.execute(conn)
+}

@@ -1,0 +1,107 @@
+import type { Network } from '../chains/registry.ts'
+import { nativeToWei } from '../gas/sponsor-config.ts'
+import type { FeatureHost } from '../http/host.ts'
+import type { Hex } from '../types.ts'
+import { ANVIL_EXECUTOR_KEYS } from './executor.ts'
+import { bundlerRegistry, registerBundlerRoute } from './rpc.ts'
+import { type BundlerNetworkSpec, BundlerService, configuredEntryPoints } from './service.ts'
+
+export interface Bundler {
+  /** Null when no network runs a bundler. */
+  service: BundlerService | null
+  /** `GET /ready` checks: one per network, failing while its executor is below its floor. */
+  readinessChecks(): { name: string; check(): Promise<void> }[]
+}
+
+declare module '../http/host.ts' {
+  interface FeatureServices {
+    /** The ERC-4337 bundler (src/bundler/service.ts). */
+    bundler: Bundler
+  }
+}
+
+/**
+ * The network's bundler settings, or null when it runs none: a network needs EntryPoints, and
+ * outside dev mode a `bundler` key with executor keys. Dev mode uses anvil's account 8, which
+ * neither the devnet tooling (account 0) nor the engine tests (account 9) send from.
+ */
+function bundlerSpec(net: Network, devMode: boolean): { spec: BundlerNetworkSpec; debug: boolean } | null {
+  if (net.kind !== 'evm' || net.chainId === undefined) return null
+  const cfg = net.config.bundler
+  if (cfg?.enabled === false) return null
+  const entryPoints = configuredEntryPoints(net)
+  if (entryPoints.length === 0) return null
+  const keys = (cfg?.executorKeys as Hex[] | undefined) ?? (devMode ? [ANVIL_EXECUTOR_KEYS[0] as Hex] : [])
+  if (keys.length === 0) {
+    if (cfg)
+      throw new Error(
+        `network ${net.slug}: bundler.executorKeys is required outside dev mode (the keys bundles are sent from)`,
+      )
+    return null
+  }
+  const spec: BundlerNetworkSpec = {
+    slug: net.slug,
+    chainId: net.chainId,
+    rpc: net.pool,
+    entryPoints,
+    executorKeys: keys,
+    validation: { mode: cfg?.mode ?? 'safe' },
+    ...(cfg?.minExecutorBalance ? { minExecutorBalance: nativeToWei(cfg.minExecutorBalance) } : {}),
+    // Dev mode's anvil runs EVM calls one at a time fastest (DESIGN.md, bench:bundler).
+    maxConcurrentExecutions: cfg?.maxConcurrentExecutions ?? (devMode ? 1 : 4),
+  }
+  return { spec, debug: cfg?.debugMethods ?? devMode }
+}
+
+/**
+ * The ERC-4337 bundler (spec 4.7, issue 14): the JSON-RPC endpoint on the shared endpoint, one
+ * builder loop per network (started with the server, stopped before storage closes), and the
+ * executor balance in `/ready`.
+ */
+export function registerBundler(host: FeatureHost): Bundler {
+  const { ctx } = host
+  const specs: BundlerNetworkSpec[] = []
+  const debugOn = new Set<string>()
+  for (const net of ctx.networks.all()) {
+    const s = bundlerSpec(net, ctx.devMode)
+    if (!s) continue
+    specs.push(s.spec)
+    if (s.debug) debugOn.add(net.slug)
+  }
+  const service =
+    specs.length > 0
+      ? new BundlerService({
+          storage: ctx.storage,
+          networks: specs,
+          logger: ctx.logger,
+          registry: ctx.metrics.registry,
+        })
+      : null
+  if (!service) ctx.logger.info('bundler off: no network has EntryPoints and executor keys')
+  const served = new Set(specs.map((s) => s.slug))
+  registerBundlerRoute(host.app, {
+    rpc: host.services.rpc,
+    charger: ctx.charger,
+    registry: bundlerRegistry(service, ctx.logger, {
+      serves: (n) => served.has(n.slug),
+      debug: (n) => debugOn.has(n.slug),
+    }),
+  })
+  if (service) {
+    host.onStart(() => service.start())
+    host.addTask({ name: 'bundler', stop: () => service.stop() })
+  }
+  const bundler: Bundler = {
+    service,
+    readinessChecks: () =>
+      specs.map((s) => ({
+        name: `bundler executor ${s.slug}`,
+        async check() {
+          const b = await service?.executorBalance(s.slug)
+          if (b && !b.ok) throw new Error(`executor ${b.executor}: balance ${b.wei} wei below the floor`)
+        },
+      })),
+  }
+  host.services.bundler = bundler
+  return bundler
+}

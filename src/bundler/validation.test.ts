@@ -1,0 +1,185 @@
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { storageBackends } from '../../test/helpers/storage.ts'
+import type { Address } from '../types.ts'
+import {
+  type BundlerFixture,
+  deployedAccount,
+  deployToken,
+  estimatedAndSigned,
+  mintData,
+  NETWORK,
+  paymasterData,
+  startBundlerFixture,
+  TestAccount,
+  withPaymaster,
+} from './bundler-fixture.ts'
+import type { BundlerService } from './service.ts'
+import type { EntryPointVersion, UserOperation } from './types.ts'
+import { userOpHash } from './userop.ts'
+
+/**
+ * Each ERC-7769 refusal the devnet can produce, from an op built to earn it; the message must
+ * say what to change. Only the first backend: refusals never reach the database.
+ */
+
+describe.each(storageBackends().slice(0, 1))('bundler refusals ($name)', (backend) => {
+  let fx: BundlerFixture
+  let svc: BundlerService
+  let token: Address
+  const deployed: Partial<Record<EntryPointVersion, TestAccount>> = {}
+
+  beforeAll(async () => {
+    fx = await startBundlerFixture(backend)
+    svc = fx.service()
+    token = await deployToken(fx)
+    // One deployed, funded account per version (its first op mined).
+    for (const version of ['v07', 'v06'] as const)
+      deployed[version] = await deployedAccount(fx, svc, version, token)
+  }, 120_000)
+  afterAll(async () => {
+    await fx?.close()
+  })
+
+  const acct = (v: EntryPointVersion) => deployed[v] as TestAccount
+  const send = (op: UserOperation) => svc.sendUserOperation(NETWORK, op, fx.entryPoint(op.version).address)
+  /** A valid, estimated and signed op of the deployed account of `version`. */
+  const good = async (version: EntryPointVersion, nonceKey = 0n) =>
+    estimatedAndSigned(
+      fx,
+      svc,
+      acct(version),
+      await acct(version).op({ to: token, data: mintData(token), nonceKey }),
+    )
+
+  it.each<EntryPointVersion>(['v07', 'v06'])('%s: a signature by another key is -32507', async (version) => {
+    const op = await good(version)
+    const stranger = privateKeyToAccount(generatePrivateKey())
+    const hash = userOpHash(op, fx.entryPoint(version).address, fx.anvil.chainId)
+    const forged = { ...op, signature: await stranger.signMessage({ message: { raw: hash } }) }
+    await expect(send(forged)).rejects.toMatchObject({
+      code: -32507,
+      message: expect.stringContaining('signature check failed'),
+    })
+  })
+
+  it.each<EntryPointVersion>(['v07', 'v06'])(
+    '%s: a nonce already used is -32602 naming the next one',
+    async (version) => {
+      const op = await good(version)
+      await expect(send({ ...op, nonce: op.nonce - 1n })).rejects.toMatchObject({
+        code: -32602,
+        message: expect.stringMatching(/nonce 0 \(0x0\) is already used: the next nonce .* is 1 \(0x1\)/),
+      })
+    },
+  )
+
+  it('too low fees are -32602 naming the minimum', async () => {
+    const op = await good('v07')
+    await expect(send({ ...op, maxFeePerGas: 1n, maxPriorityFeePerGas: 1n })).rejects.toMatchObject({
+      code: -32602,
+      message: expect.stringMatching(/maxFeePerGas 1 .* below the network's current base fee \d+/),
+    })
+    await expect(send({ ...op, maxPriorityFeePerGas: op.maxFeePerGas + 1n })).rejects.toMatchObject({
+      code: -32602,
+      message: expect.stringContaining('maxPriorityFeePerGas'),
+    })
+  })
+
+  it('preVerificationGas below the calculated cost is -32602 naming the needed value', async () => {
+    const op = await good('v06')
+    await expect(send({ ...op, preVerificationGas: 21_000n })).rejects.toMatchObject({
+      code: -32602,
+      message: expect.stringMatching(/preVerificationGas 21000 .* needs at least \d+/),
+    })
+  })
+
+  it('initCode for a deployed sender, or none for an undeployed one, is -32602', async () => {
+    const fresh = await TestAccount.create(fx, 'v06')
+    const withInit = await fresh.op({ to: token, data: mintData(token) })
+    const initCode = withInit.version === 'v06' ? withInit.initCode : '0x'
+    await expect(
+      send({ ...(await good('v06')), initCode, preVerificationGas: 100_000n } as UserOperation),
+    ).rejects.toMatchObject({
+      code: -32602,
+      message: expect.stringContaining('already deployed: remove initCode'),
+    })
+    await expect(
+      send({ ...withInit, initCode: '0x', preVerificationGas: 100_000n } as UserOperation),
+    ).rejects.toMatchObject({
+      code: -32602,
+      message: expect.stringContaining('has no code: add initCode'),
+    })
+  })
+
+  it('an unsupported EntryPoint, or an op of the other version, is -32602', async () => {
+    const op = await good('v07')
+    await expect(
+      svc.sendUserOperation(NETWORK, op, '0x0000000000000000000000000000000000000001'),
+    ).rejects.toMatchObject({
+      code: -32602,
+      message: expect.stringContaining('is not supported here; supported:'),
+    })
+    await expect(svc.sendUserOperation(NETWORK, op, fx.entryPoint('v06').address)).rejects.toMatchObject({
+      code: -32602,
+      message: expect.stringContaining('takes v06 UserOperations, not v07'),
+    })
+  })
+
+  it('a paymaster without deposit is -32508 (AA31)', async () => {
+    const signer = privateKeyToAccount(generatePrivateKey())
+    const paymaster = await fx.deployPaymaster(signer.address)
+    const base = await good('v07')
+    const op = { ...withPaymaster(base, paymaster, { verification: 100_000n }), preVerificationGas: 100_000n }
+    op.paymasterData = await paymasterData(fx, op, signer)
+    await expect(send(await acct('v07').sign(op))).rejects.toMatchObject({
+      code: -32508,
+      message: expect.stringMatching(/^AA31 paymaster deposit too low — .*top up the paymaster deposit/),
+    })
+  })
+
+  it('a paymaster signature by the wrong key is -32507; an expired paymaster window is -32503', async () => {
+    const base = {
+      ...withPaymaster(await good('v07'), fx.aa.paymaster, { verification: 100_000n }),
+      preVerificationGas: 100_000n,
+    }
+    const wrongKey = {
+      ...base,
+      paymasterData: await paymasterData(fx, base, privateKeyToAccount(generatePrivateKey())),
+    }
+    await expect(send(await acct('v07').sign(wrongKey))).rejects.toMatchObject({
+      code: -32507,
+      message: expect.stringContaining('paymaster signature check failed'),
+    })
+    const now = Number((await fx.client.getBlock()).timestamp)
+    const expired = {
+      ...base,
+      paymasterData: await paymasterData(fx, base, fx.paymasterSigner, { validUntil: now - 60 }),
+    }
+    await expect(send(await acct('v07').sign(expired))).rejects.toMatchObject({
+      code: -32503,
+      message: expect.stringMatching(/expires at \d+ .* raise validUntil/),
+    })
+    const notYet = {
+      ...base,
+      paymasterData: await paymasterData(fx, base, fx.paymasterSigner, { validAfter: now + 3600 }),
+    }
+    await expect(send(await acct('v07').sign(notYet))).rejects.toMatchObject({
+      code: -32503,
+      message: expect.stringContaining('not valid before'),
+    })
+  })
+
+  it('validation that reverts in the account is -32500 with the AA reason', async () => {
+    const op = await good('v07')
+    // A malformed signature makes SimpleAccount's ECDSA.recover revert: AA23.
+    await expect(send({ ...op, signature: '0x1234' })).rejects.toMatchObject({
+      code: -32500,
+      message: expect.stringMatching(/^AA23 reverted/),
+    })
+    await expect(send({ ...op, verificationGasLimit: 1_000n })).rejects.toMatchObject({
+      code: -32500,
+      message: expect.stringMatching(/^AA(23|26)/),
+    })
+  })
+})

@@ -1,0 +1,266 @@
+import { encodeFunctionData, size } from 'viem'
+import { entryPointAbi } from '../aa/contracts.ts'
+import type { Address, Hash } from '../types.ts'
+import type { BundlerChain, StateOverride } from './chain.ts'
+import { nonceOverride, type SimulatedValidation, simulateValidation } from './entrypoint.ts'
+import {
+  BundlerError,
+  BundlerErrorCode,
+  type EntryPointRef,
+  invalidFields,
+  type UserOperation,
+  type ValidationOutcome,
+} from './types.ts'
+import {
+  calcPreVerificationGas,
+  factoryOf,
+  initCodeOf,
+  nonceKey,
+  paymasterAndDataOf,
+  paymasterOf,
+  userOpHash,
+} from './userop.ts'
+
+/**
+ * Everything checked before an op is accepted, cheapest first: fields and sizes, then one round
+ * of chain reads (codes, nonce, head block), then the EntryPoint's own validation simulation.
+ *
+ * `mode`: 'unsafe' trusts the simulation alone (for nodes without `debug_traceCall`). 'safe'
+ * additionally runs the ERC-7562 rules (banned opcodes, storage access per entity, stake)
+ * through `rules`, which traces the same simulation (erc7562.ts; the service supplies it).
+ */
+
+export type ValidationMode = 'safe' | 'unsafe'
+
+/** ERC-7562 rule check over a traced validation; throws BundlerError -32502/-32504/-32505. */
+export type ValidationRules = (ctx: {
+  chain: BundlerChain
+  entryPoint: EntryPointRef
+  op: UserOperation
+  simulation: SimulatedValidation
+  /** The state override the simulation ran with (a queued nonce); the trace must use it too. */
+  override: StateOverride
+}) => Promise<void>
+
+/** What validation needs from the mempool: the sender's live nonces under one key. */
+export interface ValidationContext {
+  liveNonces?(key: bigint): Promise<bigint[]>
+}
+
+export interface ValidationSettings {
+  mode: ValidationMode
+  rules?: ValidationRules
+  /** Lowest maxPriorityFeePerGas accepted (wei); the base fee floor comes from the head block. */
+  minPriorityFeePerGas: bigint
+  /** Largest verificationGasLimit (+ paymasterVerificationGasLimit) accepted. */
+  maxVerificationGas: bigint
+  /** Largest encoded op (bytes): it must fit in a bundle transaction. */
+  maxOpBytes: number
+  /** An op must stay valid at least this long after acceptance (seconds). */
+  validUntilMarginSec: number
+}
+
+export const DEFAULT_VALIDATION: ValidationSettings = {
+  mode: 'unsafe',
+  minPriorityFeePerGas: 0n,
+  maxVerificationGas: 10_000_000n,
+  maxOpBytes: 64 * 1024,
+  validUntilMarginSec: 30,
+}
+
+export interface ValidatedOp {
+  hash: Hash
+  outcome: ValidationOutcome
+  /** The paymaster's EntryPoint deposit at validation time (mempool checks it covers all its ops). */
+  paymasterDeposit: bigint | null
+}
+
+const fmt = (v: bigint) => `${v} (0x${v.toString(16)})`
+
+export class Validator {
+  constructor(
+    private readonly chain: BundlerChain,
+    private readonly chainId: number,
+    private readonly settings: ValidationSettings,
+    private readonly now: () => number = () => Math.floor(Date.now() / 1000),
+  ) {
+    if (settings.mode === 'safe' && !settings.rules)
+      throw new Error('bundler safe mode needs the ERC-7562 tracer (rules); run the network in unsafe mode')
+  }
+
+  /** Static checks: no chain access. */
+  checkFields(op: UserOperation): void {
+    const s = this.settings
+    if (op.maxPriorityFeePerGas > op.maxFeePerGas)
+      throw invalidFields(
+        `maxPriorityFeePerGas ${fmt(op.maxPriorityFeePerGas)} is above maxFeePerGas ${fmt(op.maxFeePerGas)}: it must not exceed it`,
+      )
+    const bytes = size(initCodeOf(op)) + size(op.callData) + size(paymasterAndDataOf(op)) + size(op.signature)
+    if (bytes > s.maxOpBytes)
+      throw invalidFields(
+        `userOperation carries ${bytes} bytes of initCode, callData, paymasterAndData and signature; at most ${s.maxOpBytes} are accepted`,
+      )
+    const verification =
+      op.verificationGasLimit + (op.version === 'v07' ? op.paymasterVerificationGasLimit : 0n)
+    if (verification > s.maxVerificationGas)
+      throw invalidFields(
+        `verificationGasLimit${op.version === 'v07' ? ' + paymasterVerificationGasLimit' : ''} is ${verification}; at most ${s.maxVerificationGas} is accepted`,
+      )
+    const pvg = calcPreVerificationGas(op)
+    if (op.preVerificationGas < pvg)
+      throw invalidFields(
+        `preVerificationGas ${fmt(op.preVerificationGas)} is too low: this op needs at least ${fmt(pvg)} (calldata cost plus per-op overhead)`,
+      )
+  }
+
+  async validate(op: UserOperation, ep: EntryPointRef, ctx: ValidationContext = {}): Promise<ValidatedOp> {
+    if (op.version !== ep.version)
+      throw invalidFields(`entryPoint ${ep.address} takes ${ep.version} UserOperations, not ${op.version}`)
+    this.checkFields(op)
+    const factory = factoryOf(op)
+    const paymaster = paymasterOf(op)
+    if (op.version === 'v06' && paymasterAndDataOf(op) !== '0x' && !paymaster)
+      throw invalidFields('userOperation.paymasterAndData must start with the 20-byte paymaster address')
+    const key = nonceKey(op.nonce)
+    const [senderCode, factoryCode, paymasterCode, onChainNonce, head, deposit] = await Promise.all([
+      this.chain.code(op.sender),
+      factory ? this.chain.code(factory) : Promise.resolve(null),
+      paymaster ? this.chain.code(paymaster) : Promise.resolve(null),
+      this.readNonce(ep.address, op.sender, key),
+      this.chain.block('latest'),
+      paymaster ? this.readDeposit(ep.address, paymaster) : Promise.resolve(null),
+    ])
+    const deployed = senderCode !== '0x'
+    const override = await this.checkNonce(op, ep, onChainNonce, ctx, deployed)
+    if (deployed && factory)
+      throw invalidFields(`sender ${op.sender} is already deployed: remove initCode (factory/factoryData)`)
+    if (!deployed && !factory)
+      throw invalidFields(`sender ${op.sender} has no code: add initCode (factory/factoryData) to deploy it`)
+    if (factory && factoryCode === '0x') throw invalidFields(`factory ${factory} has no code on this network`)
+    if (paymaster && paymasterCode === '0x')
+      throw new BundlerError(
+        BundlerErrorCode.simulatePaymasterValidation,
+        `paymaster ${paymaster} has no code on this network (AA30)`,
+      )
+    this.checkFees(op, head.baseFeePerGas)
+
+    const simulation = await simulateValidation(this.chain, ep, op, override)
+    this.checkSimulation(simulation, Number(head.timestamp))
+    if (this.settings.mode === 'safe')
+      await this.settings.rules?.({ chain: this.chain, entryPoint: ep, op, simulation, override })
+
+    return {
+      hash: userOpHash(op, ep.address, this.chainId),
+      paymasterDeposit: deposit,
+      outcome: {
+        preOpGas: simulation.preOpGas,
+        prefund: simulation.prefund,
+        validAfter: simulation.validAfter,
+        validUntil: simulation.validUntil >= 2 ** 48 - 1 ? null : simulation.validUntil,
+        senderInfo: simulation.senderInfo,
+        factoryInfo: simulation.factoryInfo,
+        paymasterInfo: simulation.paymasterInfo,
+        paymasterContext: simulation.paymasterContext,
+      },
+    }
+  }
+
+  /**
+   * The op's nonce must be the sender's next under its key, or follow the sender's ops waiting in
+   * the mempool under that key without a gap: it is then validated as the chain will see it once
+   * they are mined (the EntryPoint's nonce overridden). Such a queued op needs a deployed sender:
+   * validation cannot run against the account a pending op is still to deploy.
+   */
+  private async checkNonce(
+    op: UserOperation,
+    ep: EntryPointRef,
+    onChain: bigint,
+    ctx: ValidationContext,
+    deployed: boolean,
+  ): Promise<StateOverride> {
+    if (op.nonce === onChain) return {}
+    const key = nonceKey(op.nonce)
+    if (op.nonce < onChain)
+      throw invalidFields(
+        `nonce ${fmt(op.nonce)} is already used: the next nonce of sender ${op.sender} for key ${key} is ${fmt(onChain)}`,
+      )
+    const live = new Set(await (ctx.liveNonces?.(key) ?? Promise.resolve([])))
+    let next = onChain
+    while (live.has(next)) next++
+    if (op.nonce > next)
+      throw invalidFields(
+        `nonce ${fmt(op.nonce)} is ahead: the next nonce of sender ${op.sender} for key ${key} is ${fmt(next)}${next === onChain ? '' : ` (after its ${next - onChain} waiting in the mempool)`}; send that one first`,
+      )
+    if (!deployed)
+      throw invalidFields(
+        `sender ${op.sender} is not deployed yet and its op with nonce ${fmt(onChain)} is still waiting: send nonce ${fmt(op.nonce)} once that op is mined`,
+      )
+    return nonceOverride(ep, op.sender, op.nonce)
+  }
+
+  /** For estimation: the nonce override an op queued behind the sender's waiting ops needs, else {}. */
+  async queuedNonceOverride(
+    op: UserOperation,
+    ep: EntryPointRef,
+    ctx: ValidationContext,
+  ): Promise<StateOverride> {
+    const key = nonceKey(op.nonce)
+    const onChain = await this.readNonce(ep.address, op.sender, key)
+    if (op.nonce <= onChain) return {}
+    const live = new Set(await (ctx.liveNonces?.(key) ?? Promise.resolve([])))
+    for (let n = onChain; n < op.nonce; n++) if (!live.has(n)) return {}
+    return nonceOverride(ep, op.sender, op.nonce)
+  }
+
+  checkFees(op: UserOperation, baseFee: bigint): void {
+    const minPriority = this.settings.minPriorityFeePerGas
+    if (op.maxFeePerGas < baseFee)
+      throw invalidFields(
+        `maxFeePerGas ${fmt(op.maxFeePerGas)} is below the network's current base fee ${fmt(baseFee)}: raise it to at least that (plus the priority fee)`,
+      )
+    if (op.maxPriorityFeePerGas < minPriority)
+      throw invalidFields(
+        `maxPriorityFeePerGas ${fmt(op.maxPriorityFeePerGas)} is below this bundler's minimum ${fmt(minPriority)}: raise it`,
+      )
+  }
+
+  checkSimulation(sim: SimulatedValidation, chainTime: number): void {
+    if (sim.aggregator !== 0n)
+      throw new BundlerError(
+        BundlerErrorCode.unsupportedAggregator,
+        `the account asks for signature aggregator 0x${sim.aggregator.toString(16).padStart(40, '0')}; this bundler supports no aggregators`,
+      )
+    if (sim.sigFailed)
+      throw new BundlerError(
+        BundlerErrorCode.invalidSignature,
+        `${sim.sigFailed} signature check failed: sign the userOpHash for this entryPoint and chain with the ${sim.sigFailed === 'paymaster' ? 'paymaster signer' : "account's owner key"}`,
+      )
+    const now = Math.max(this.now(), chainTime)
+    if (sim.validAfter > now)
+      throw new BundlerError(
+        BundlerErrorCode.expiresShortly,
+        `the op is not valid before ${sim.validAfter} (now ${now}): send it after validAfter`,
+      )
+    if (sim.validUntil < now + this.settings.validUntilMarginSec)
+      throw new BundlerError(
+        BundlerErrorCode.expiresShortly,
+        `the op expires at ${sim.validUntil} (now ${now}); it must stay valid at least ${this.settings.validUntilMarginSec} s: raise validUntil`,
+      )
+  }
+
+  async readNonce(entryPoint: Address, sender: Address, key: bigint): Promise<bigint> {
+    const data = encodeFunctionData({ abi: entryPointAbi, functionName: 'getNonce', args: [sender, key] })
+    const out = await this.chain.call({ to: entryPoint, data })
+    if (!out.ok)
+      throw new BundlerError(BundlerErrorCode.internal, `EntryPoint.getNonce reverted: ${out.message}`)
+    return BigInt(out.data)
+  }
+
+  async readDeposit(entryPoint: Address, account: Address): Promise<bigint> {
+    const data = encodeFunctionData({ abi: entryPointAbi, functionName: 'balanceOf', args: [account] })
+    const out = await this.chain.call({ to: entryPoint, data })
+    if (!out.ok)
+      throw new BundlerError(BundlerErrorCode.internal, `EntryPoint.balanceOf reverted: ${out.message}`)
+    return BigInt(out.data)
+  }
+}

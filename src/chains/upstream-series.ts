@@ -1,0 +1,45 @@
+import type { Metrics } from '../metrics.ts'
+
+/** Methods per upstream whose series are kept (method labels are a bounded set anyway). */
+const MAX_METHODS_PER_UPSTREAM = 512
+
+/** One (upstream, method) pair's request counter and duration histogram. */
+export interface Series {
+  inc(): void
+  observe(seconds: number): void
+}
+
+/**
+ * A network's upstream series, each resolved once: the per-call path does no method-label
+ * lookup and builds no label object. (prom-client still hashes the labels on every inc and
+ * observe; only counting locally and publishing at scrape time would remove that.)
+ */
+export class UpstreamSeries {
+  private readonly byUpstream = new Map<string, Map<string, Series>>()
+
+  constructor(
+    private readonly metrics: Metrics,
+    private readonly network: string,
+    /** A method's metric label (the JSON-RPC method registry's, via the pool). */
+    private readonly labelOf: (method: string) => string,
+  ) {}
+
+  of(upstream: string, method: string): Series {
+    let byMethod = this.byUpstream.get(upstream)
+    if (!byMethod) {
+      byMethod = new Map()
+      this.byUpstream.set(upstream, byMethod)
+    }
+    let series = byMethod.get(method)
+    if (!series) {
+      const labels = { network: this.network, upstream, method: this.labelOf(method) }
+      const m = this.metrics
+      series = {
+        inc: () => m.upstreamRequests.inc(labels),
+        observe: (seconds) => m.upstreamDuration.observe(labels, seconds),
+      }
+      if (byMethod.size < MAX_METHODS_PER_UPSTREAM) byMethod.set(method, series)
+    }
+    return series
+  }
+}

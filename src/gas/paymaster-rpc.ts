@@ -1,0 +1,60 @@
+import type { FastifyInstance } from 'fastify'
+import type { Charger } from '../http/charge.ts'
+import { RPC_INTERNAL_ERROR, type RpcOutcome } from '../jsonrpc.ts'
+import type { Logger } from '../logger.ts'
+import { createRegistry } from '../rpc/methods/registry.ts'
+import { m } from '../rpc/methods/row.ts'
+import type { ExecContext, MethodRegistry } from '../rpc/methods/spec.ts'
+import { defineJsonRpcRoute } from '../rpc/routes.ts'
+import type { RpcService } from '../rpc/service.ts'
+import { NOT_CONFIGURED, paymasterRpcError } from './sponsor-routes.ts'
+import type { SponsorService } from './sponsor-service.ts'
+
+/**
+ * The ERC-7677 paymaster (`POST /v1/paymaster/{chain}/{network}`) as a JSON-RPC surface: two
+ * registry rows served by the shared endpoint (rpc/endpoint.ts), so envelope, batch, scope and
+ * charging are /v1/rpc's. Answers depend on the caller's account: the rows never coalesce or
+ * cache. Errors map to JSON-RPC in one place (paymasterRpcError).
+ */
+
+const PM_COST = 5
+
+type PmMethod = (accountId: string, network: string, params: unknown) => Promise<unknown>
+
+export function paymasterRegistry(sponsor: SponsorService | null, logger: Logger): MethodRegistry {
+  const row = (name: string, method: (s: SponsorService) => PmMethod) => {
+    if (!sponsor) return m(name, PM_COST, { scope: 'gas:manage', coalesce: false, refusal: NOT_CONFIGURED })
+    const call = method(sponsor)
+    const run = async (x: ExecContext, params: readonly unknown[]): Promise<RpcOutcome> => {
+      // The endpoint always passes its caller; without one there is no account to sign for.
+      if (!x.caller) return { error: { code: RPC_INTERNAL_ERROR, message: 'internal error' } }
+      try {
+        return { result: await call(x.caller.accountId, x.network.slug, params) }
+      } catch (err) {
+        return { error: paymasterRpcError(err, logger) }
+      }
+    }
+    return m(name, PM_COST, { scope: 'gas:manage', coalesce: false, run })
+  }
+  return createRegistry([
+    row('pm_getPaymasterStubData', (s) => (a, n, p) => s.getPaymasterStubData(a, n, p)),
+    row('pm_getPaymasterData', (s) => (a, n, p) => s.getPaymasterData(a, n, p)),
+  ])
+}
+
+export function registerPaymasterRoute(
+  app: FastifyInstance,
+  deps: { rpc: RpcService; charger: Charger; registry: MethodRegistry },
+) {
+  defineJsonRpcRoute(
+    app,
+    {
+      url: '/v1/paymaster/:chain/:network',
+      scope: 'gas:manage',
+      what: 'the ERC-7677 paymaster',
+      kinds: ['evm'],
+      registry: deps.registry,
+    },
+    deps,
+  )
+}

@@ -1,0 +1,74 @@
+import type { FastifyInstance } from 'fastify'
+import { z } from 'zod'
+import type { NetworkRegistry } from '../chains/registry.ts'
+import { requireNetworkAccess } from '../http/access.ts'
+import { idParam, pageQuery } from '../http/params.ts'
+import { defineRoute } from '../http/route.ts'
+import { createPolicySchema, POLICY_ID, type PolicyService, updatePolicySchema } from './policy-service.ts'
+
+/**
+ * Spec 4.6 `POST /gas/policies` plus list, read (with the spend so far), update and delete.
+ * Wire shapes only; the service validates the rules. Policies belong to the caller's account:
+ * another account's id is a 404. Scope `gas:manage`.
+ */
+
+const policyId = idParam(
+  'id',
+  POLICY_ID,
+  'a policy id (gp_ followed by 24 hex digits)',
+  'gp_0123456789abcdef01234567',
+)
+const byId = z.object({ id: policyId })
+
+export function registerPolicyRoutes(
+  app: FastifyInstance,
+  networks: NetworkRegistry,
+  policies: PolicyService,
+) {
+  const scoped = { scope: 'gas:manage', cost: 1, what: 'gas policies' } as const
+
+  defineRoute(app, {
+    ...scoped,
+    method: 'POST',
+    url: '/v1/gas/policies',
+    schema: { body: createPolicySchema },
+    handler: async ({ caller, body, reply }) => {
+      requireNetworkAccess(caller, networks.getBySlug(body.chain))
+      const created = await policies.create(caller.accountId, body)
+      reply.code(201)
+      return created
+    },
+  })
+
+  defineRoute(app, {
+    ...scoped,
+    method: 'GET',
+    url: '/v1/gas/policies',
+    schema: { query: pageQuery(25) },
+    handler: ({ caller, query }) => policies.list(caller.accountId, query),
+  })
+
+  defineRoute(app, {
+    ...scoped,
+    method: 'GET',
+    url: '/v1/gas/policies/:id',
+    schema: { params: byId },
+    handler: ({ caller, params }) => policies.get(caller.accountId, params.id),
+  })
+
+  defineRoute(app, {
+    ...scoped,
+    method: 'PATCH',
+    url: '/v1/gas/policies/:id',
+    schema: { params: byId, body: updatePolicySchema },
+    handler: ({ caller, params, body }) => policies.update(caller.accountId, params.id, body),
+  })
+
+  defineRoute(app, {
+    ...scoped,
+    method: 'DELETE',
+    url: '/v1/gas/policies/:id',
+    schema: { params: byId },
+    handler: ({ caller, params }) => policies.delete(caller.accountId, params.id),
+  })
+}

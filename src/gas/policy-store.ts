@@ -1,0 +1,151 @@
+import type { ColumnType, Generated, Kysely, Selectable } from 'kysely'
+import type { Database } from '../storage/schema.ts'
+
+/** Tables of migration 0060_sponsorship and the policies' CRUD SQL (reservations: sponsor-store.ts). */
+
+type Numeric = ColumnType<string, string | undefined, string>
+
+export interface GasPoliciesTable {
+  id: string
+  seq: Generated<string>
+  account_id: string
+  name: string
+  chain: string
+  /** jsonb: written as JSON text, read as the parsed object. */
+  rules: ColumnType<unknown, string, string>
+  status: string
+  ops_count: Numeric
+  reserved_wei: Numeric
+  reserved_usd: Numeric
+  settled_ops: Numeric
+  settled_wei: Numeric
+  settled_usd: Numeric
+  rate_window_start: Numeric
+  rate_window_count: Generated<number>
+  created_at: Generated<Date>
+  updated_at: Generated<Date>
+}
+
+export interface GasPolicySendersTable {
+  policy_id: string
+  sender: string
+  ops_count: Numeric
+  spend_usd: Numeric
+  /** UTC day (YYYY-MM-DD) `day_ops` counts. */
+  day: string
+  day_ops: number
+}
+
+export interface GasSponsorshipsTable {
+  id: string
+  policy_id: string
+  network: string
+  entry_point: string
+  paymaster: string
+  sender: string
+  nonce: string
+  max_cost_wei: string
+  max_cost_usd: string | null
+  native_price_usd: string | null
+  valid_until: string
+  /** Signed as the paymaster data's validAfter: tells apart two signatures for one op. */
+  valid_after: string
+  day: string
+  state: 'reserved' | 'settled' | 'released'
+  actual_cost_wei: string | null
+  actual_cost_usd: string | null
+  user_op_hash: string | null
+  tx_hash: string | null
+  block_number: string | null
+  success: boolean | null
+  created_at: Date
+  updated_at: Generated<Date>
+}
+
+export interface GasSponsorCursorsTable {
+  network: string
+  block_number: string
+  block_timestamp: string
+  updated_at: Generated<Date>
+}
+
+export interface SponsorshipTables {
+  gas_policies: GasPoliciesTable
+  gas_policy_senders: GasPolicySendersTable
+  gas_sponsorships: GasSponsorshipsTable
+  gas_sponsor_cursors: GasSponsorCursorsTable
+}
+
+export type PolicyRow = Selectable<GasPoliciesTable>
+export type SponsorshipRow = Selectable<GasSponsorshipsTable>
+
+type Db = Kysely<Database>
+
+export class PolicyStore {
+  constructor(private readonly db: Db) {}
+
+  insert(row: {
+    id: string
+    account_id: string
+    name: string
+    chain: string
+    rules: string
+    status: string
+  }) {
+    return this.db.insertInto('gas_policies').values(row).returningAll().executeTakeFirstOrThrow()
+  }
+
+  get(accountId: string, id: string): Promise<PolicyRow | undefined> {
+    return this.db
+      .selectFrom('gas_policies')
+      .selectAll()
+      .where('id', '=', id)
+      .where('account_id', '=', accountId)
+      .executeTakeFirst()
+  }
+
+  async list(
+    accountId: string,
+    limit: number,
+    offset: number,
+  ): Promise<{ rows: PolicyRow[]; total: number }> {
+    const q = this.db.selectFrom('gas_policies').where('account_id', '=', accountId)
+    const [rows, count] = await Promise.all([
+      q.selectAll().orderBy('seq').limit(limit).offset(offset).execute(),
+      q.select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow(),
+    ])
+    return { rows, total: Number(count.n) }
+  }
+
+  /** Undefined when the policy is not the account's (or a concurrent DELETE won). */
+  update(
+    accountId: string,
+    id: string,
+    patch: { name?: string; rules?: string; status?: string },
+  ): Promise<PolicyRow | undefined> {
+    return this.db
+      .updateTable('gas_policies')
+      .set({ ...patch, updated_at: new Date() })
+      .where('id', '=', id)
+      .where('account_id', '=', accountId)
+      .returningAll()
+      .executeTakeFirst()
+  }
+
+  /**
+   * Removes the policy and its counters. Its signature rows stay: an op signed before the delete
+   * may still be mined, and what the paymaster paid is history.
+   */
+  async delete(accountId: string, id: string): Promise<boolean> {
+    return this.db.transaction().execute(async (trx) => {
+      const gone = await trx
+        .deleteFrom('gas_policies')
+        .where('id', '=', id)
+        .where('account_id', '=', accountId)
+        .executeTakeFirst()
+      if (gone.numDeletedRows === 0n) return false
+      await trx.deleteFrom('gas_policy_senders').where('policy_id', '=', id).execute()
+      return true
+    })
+  }
+}

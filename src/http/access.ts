@@ -1,0 +1,97 @@
+import type { IncomingHttpHeaders } from 'node:http'
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { Scope } from '../auth/scopes.ts'
+import type { AuthService, Caller } from '../auth/service.ts'
+import type { Network } from '../chains/registry.ts'
+import { forbidden, unauthorized } from '../errors.ts'
+import type { RouteScope } from './route.ts'
+
+/** The key in a request's headers: `X-API-Key`, then `Authorization: Bearer`. */
+function headerKey(headers: IncomingHttpHeaders): string | undefined {
+  const header = headers['x-api-key']
+  if (typeof header === 'string' && header !== '') return header.trim()
+  const auth = headers.authorization
+  if (typeof auth === 'string') {
+    const m = /^Bearer\s+(\S+)\s*$/i.exec(auth)
+    if (m) return m[1]
+  }
+  return undefined
+}
+
+/**
+ * The key a WebSocket upgrade presents: the headers first, then `?apiKey=` (spec 4.8: browsers
+ * cannot set headers on a WebSocket).
+ */
+export function keyFrom(headers: IncomingHttpHeaders, queryKey: unknown): string | undefined {
+  return headerKey(headers) ?? (typeof queryKey === 'string' && queryKey !== '' ? queryKey : undefined)
+}
+
+/**
+ * Decision: plain HTTP routes take the key from the headers only. A key in a URL ends up in
+ * proxy and access logs and in browser history; the WebSocket path (upgrades have no other
+ * way) is the one place `?apiKey=` is read. A request whose only key is in the query is told so.
+ */
+function presentedKey(request: FastifyRequest): string | undefined {
+  const queryKey = (request.query as Record<string, unknown> | undefined)?.apiKey
+  const config = request.routeOptions.config
+  if (config.route?.keyInQuery) return keyFrom(request.headers, queryKey)
+  const key = headerKey(request.headers)
+  if (key === undefined && queryKey !== undefined) {
+    throw unauthorized(
+      'API keys in the URL (?apiKey=) are accepted only on WebSocket upgrades; send the key in the X-API-Key header or as Authorization: Bearer <key>',
+    )
+  }
+  return key
+}
+
+export function makeAuthHook(auth: AuthService) {
+  // Callback style: a key resolved within the last second answers without a promise per request.
+  return function authHook(request: FastifyRequest, _reply: FastifyReply, done: (err?: Error) => void) {
+    const config = request.routeOptions.config
+    if (request.is404 || config.route?.access === 'public') return done()
+    let key: string | undefined
+    try {
+      key = presentedKey(request)
+    } catch (err) {
+      return done(err as Error)
+    }
+    const cached = key === undefined ? undefined : auth.cachedCaller(key)
+    if (cached) {
+      request.caller = cached
+      return done()
+    }
+    auth.authenticate(key).then(
+      (caller) => {
+        request.caller = caller
+        done()
+      },
+      (err: Error) => done(err),
+    )
+  }
+}
+
+/** Whether a caller's scopes satisfy a route's. */
+function hasScope(caller: Caller, scope: RouteScope): boolean {
+  if (scope === 'any-key') return true
+  if (typeof scope === 'string') return caller.scopes.has(scope)
+  return scope.some((s) => caller.scopes.has(s))
+}
+
+/** The one scope refusal: names the scope (the first of alternatives) and what needed it. */
+export function scopeRefusal(scope: Scope, what: string): string {
+  return `this API key lacks the ${scope} scope required for ${what}`
+}
+
+export function requireScope(caller: Caller, scope: RouteScope, what: string): void {
+  if (scope === 'any-key' || hasScope(caller, scope)) return
+  throw forbidden(scopeRefusal(typeof scope === 'string' ? scope : scope[0], what))
+}
+
+/** A test key may not touch any mainnet network (spec section 5). */
+export function requireNetworkAccess(caller: Caller, network: Network): void {
+  if (caller.env === 'test' && network.isMainnet) {
+    throw forbidden(
+      `test keys cannot access mainnet networks (${network.chain}/${network.network}); use a live key`,
+    )
+  }
+}

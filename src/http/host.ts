@@ -1,0 +1,55 @@
+import type { FastifyInstance } from 'fastify'
+import type { Redis } from 'ioredis'
+import type { AuthService } from '../auth/service.ts'
+import type { NetworkRegistry } from '../chains/registry.ts'
+import type { Env } from '../config/env.ts'
+import type { RateLimiter } from '../limits/limiter.ts'
+import type { Logger } from '../logger.ts'
+import type { Metrics } from '../metrics.ts'
+import type { Storage } from '../storage/database.ts'
+import type { Charger } from './charge.ts'
+
+/** Everything a feature may use: built once per process, shared by routes and workers. */
+export interface AppContext {
+  readonly env: Env
+  readonly devMode: boolean
+  readonly logger: Logger
+  readonly storage: Storage
+  readonly auth: AuthService
+  readonly limiter: RateLimiter
+  readonly networks: NetworkRegistry
+  readonly metrics: Metrics
+  readonly charger: Charger
+  /** 32-byte key for encryption at rest (signing secrets). */
+  readonly secretKey: Buffer
+  /** Shared Redis connection for caches and fan-out, when REDIS_URL is set. */
+  readonly redis: Redis | undefined
+}
+
+/** A background job started with the server and stopped before storage closes. */
+export interface BackgroundTask {
+  readonly name: string
+  stop(): Promise<void>
+}
+
+/**
+ * Services one feature offers another (a feature uses another only through its service).
+ * Empty here: each feature's register.ts adds its own field by declaration merging
+ * (`declare module '../http/host.ts' { interface FeatureServices { … } }`), and sets it
+ * when it registers, before any later feature reads it.
+ */
+// biome-ignore lint/suspicious/noEmptyInterface: filled by declaration merging in each register.ts
+export interface FeatureServices {}
+
+export interface FeatureHost {
+  readonly app: FastifyInstance
+  readonly ctx: AppContext
+  readonly services: FeatureServices
+  /** A worker stopped (in reverse order) when the server closes, before storage closes. */
+  addTask(task: BackgroundTask): void
+  /**
+   * Runs once every feature has registered, before the server listens: start background loops
+   * here, so that consumers other features attach (e.g. to the indexer) see every block.
+   */
+  onStart(fn: () => Promise<void> | void): void
+}

@@ -1,0 +1,152 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify'
+import { z } from 'zod'
+import type { Scope } from '../auth/scopes.ts'
+import type { Caller } from '../auth/service.ts'
+import type { Network } from '../chains/registry.ts'
+import './context.ts'
+
+/**
+ * How a route declares what it needs, next to its handler: its input schemas, the scope a key
+ * must hold, what it costs, and the network its path names. The one gate (http/pipeline.ts)
+ * reads the declaration from the route; no path-keyed tables exist elsewhere.
+ */
+
+/** One scope, any one of several, or any valid key (e.g. the WebSocket path's plain GET). */
+export type RouteScope = Scope | readonly [Scope, ...Scope[]] | 'any-key'
+/** Compute units per request; 'self' when the handler charges (JSON-RPC: the body decides). */
+export type RouteCost = number | 'self'
+export type ChainKind = Network['kind']
+
+/**
+ * The network a path names: `:chain` as a REST slug (`ethereum-devnet`), or `:chain/:network`.
+ * Unknown is a 404; a network of another kind than `kinds` is a 400.
+ */
+export type NetworkBinding =
+  | { readonly from: 'slug'; readonly param: string; readonly kinds?: readonly ChainKind[] }
+  | { readonly from: 'pair'; readonly kinds?: readonly ChainKind[] }
+
+export interface InputSchemas<P = unknown, Q = unknown, B = unknown> {
+  readonly params?: z.ZodType<P>
+  readonly query?: z.ZodType<Q>
+  /** Declared = the body is required: an empty one is a 400 naming it. */
+  readonly body?: z.ZodType<B>
+}
+
+export interface RouteMeta {
+  readonly access: 'public' | { readonly scope: RouteScope; readonly cost: RouteCost }
+  readonly network: NetworkBinding | undefined
+  readonly schema: InputSchemas
+  /** False when the network binding already proves every path parameter (JSON-RPC, WebSocket). */
+  readonly parseParams: boolean
+  /** Names the route in refusals: "this API key lacks the data:read scope required for …". */
+  readonly what: string
+  /** The WebSocket path: `?apiKey=` is read there too (spec 4.8), even on a plain GET. */
+  readonly keyInQuery: boolean
+}
+
+export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE'
+
+export interface RouteInput<P, Q, B> {
+  readonly params: P
+  readonly query: Q
+  readonly body: B
+  readonly request: FastifyRequest
+  readonly reply: FastifyReply
+}
+
+export interface RouteContext<P, Q, B, N> extends RouteInput<P, Q, B> {
+  readonly caller: Caller
+  /** The network the path names (when the route binds one). */
+  readonly network: N
+}
+
+interface CommonSpec<P, Q, B> {
+  readonly method: HttpMethod
+  readonly url: string
+  readonly schema?: InputSchemas<P, Q, B>
+  readonly what?: string
+}
+
+export interface RouteSpec<P, Q, B, N extends NetworkBinding | undefined> extends CommonSpec<P, Q, B> {
+  readonly scope: RouteScope
+  readonly cost: RouteCost
+  readonly network?: N
+  readonly keyInQuery?: boolean
+  readonly handler: (x: RouteContext<P, Q, B, N extends NetworkBinding ? Network : undefined>) => unknown
+}
+
+export interface PublicRouteSpec<P, Q, B> extends CommonSpec<P, Q, B> {
+  /** Runs before the input is parsed: the admin API's own token and loopback check. */
+  readonly guard?: onRequestHookHandler
+  readonly handler: (x: RouteInput<P, Q, B>) => unknown
+}
+
+/** A route for API keys: the gate checks network, test key, scope, kind and input, then charges. */
+export function defineRoute<
+  P = unknown,
+  Q = unknown,
+  B = unknown,
+  N extends NetworkBinding | undefined = undefined,
+>(app: FastifyInstance, spec: RouteSpec<P, Q, B, N>): void {
+  const schema = (spec.schema ?? {}) as InputSchemas
+  const meta: RouteMeta = {
+    access: { scope: spec.scope, cost: spec.cost },
+    network: spec.network,
+    schema,
+    parseParams: !provenByNetwork(schema.params, spec.network),
+    what: spec.what ?? `${spec.method} ${spec.url}`,
+    keyInQuery: spec.keyInQuery ?? false,
+  }
+  app.route({
+    method: spec.method,
+    url: spec.url,
+    config: { route: meta },
+    handler: (request, reply) => {
+      const input = request.input as { params: P; query: Q; body: B }
+      return spec.handler({
+        ...input,
+        request,
+        reply,
+        // The auth hook set the caller and the gate the network before any handler runs.
+        caller: request.caller as Caller,
+        network: request.network as N extends NetworkBinding ? Network : undefined,
+      })
+    },
+  })
+}
+
+/**
+ * Whether the path parameters are only the ones naming the network: the gate resolves those
+ * first (an unknown one is a 404), so parsing them again on every call (the JSON-RPC hot path)
+ * could never fail. The schema stays declared for OpenAPI and the hostile sweep.
+ */
+function provenByNetwork(params: z.ZodType | undefined, binding: NetworkBinding | undefined): boolean {
+  if (!binding || !(params instanceof z.ZodObject)) return false
+  const bound = binding.from === 'pair' ? ['chain', 'network'] : [binding.param]
+  return Object.keys(params.shape).every((k) => bound.includes(k))
+}
+
+/** A route open without an API key (health, metrics, the admin API behind its own guard). */
+export function definePublicRoute<P = unknown, Q = unknown, B = unknown>(
+  app: FastifyInstance,
+  spec: PublicRouteSpec<P, Q, B>,
+): void {
+  const meta: RouteMeta = {
+    access: 'public',
+    network: undefined,
+    schema: (spec.schema ?? {}) as InputSchemas,
+    parseParams: true,
+    what: spec.what ?? `${spec.method} ${spec.url}`,
+    keyInQuery: false,
+  }
+  app.route({
+    method: spec.method,
+    url: spec.url,
+    config: { route: meta },
+    ...(spec.guard ? { onRequest: spec.guard } : {}),
+    handler: (request, reply) => {
+      const input = request.input as { params: P; query: Q; body: B }
+      return spec.handler({ ...input, request, reply })
+    },
+  })
+}

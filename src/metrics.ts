@@ -1,0 +1,170 @@
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client'
+
+/** Every Prometheus series Halyard exports, in one registry per app instance. */
+export class Metrics {
+  readonly registry = new Registry()
+
+  readonly httpRequests = new Counter({
+    name: 'halyard_http_requests_total',
+    help: 'HTTP requests by route, status, network and JSON-RPC method',
+    labelNames: ['route', 'status', 'network', 'method'] as const,
+    registers: [this.registry],
+  })
+
+  readonly httpDuration = new Histogram({
+    name: 'halyard_http_request_duration_seconds',
+    help: 'HTTP request latency by route and network',
+    labelNames: ['route', 'network'] as const,
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [this.registry],
+  })
+
+  readonly computeUnits = new Counter({
+    name: 'halyard_compute_units_total',
+    help: 'Compute units charged, by route',
+    labelNames: ['route'] as const,
+    registers: [this.registry],
+  })
+
+  readonly rateLimited = new Counter({
+    name: 'halyard_rate_limited_total',
+    help: 'Requests refused by a rate limit, by limit',
+    labelNames: ['limit'] as const,
+    registers: [this.registry],
+  })
+
+  readonly rpcCalls = new Counter({
+    name: 'halyard_rpc_calls_total',
+    help: 'JSON-RPC calls by network, method and outcome',
+    labelNames: ['network', 'method', 'outcome'] as const,
+    registers: [this.registry],
+  })
+
+  // JSON-RPC gateway (src/chains, src/rpc). `method` is a known method name or "other".
+  readonly upstreamRequests = new Counter({
+    name: 'halyard_upstream_requests_total',
+    help: 'Calls sent to upstream nodes (health checks excluded), by network, upstream and method',
+    labelNames: ['network', 'upstream', 'method'] as const,
+    registers: [this.registry],
+  })
+
+  readonly upstreamDuration = new Histogram({
+    name: 'halyard_upstream_request_duration_seconds',
+    help: 'Upstream call latency by network, upstream and method',
+    labelNames: ['network', 'upstream', 'method'] as const,
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [this.registry],
+  })
+
+  readonly upstreamErrors = new Counter({
+    name: 'halyard_upstream_errors_total',
+    help: 'Failed upstream calls by network, upstream and kind (connect, timeout, http, invalid, rate_limited)',
+    labelNames: ['network', 'upstream', 'kind'] as const,
+    registers: [this.registry],
+  })
+
+  readonly failovers = new Counter({
+    name: 'halyard_rpc_failovers_total',
+    help: 'Calls retried on another upstream after a failure, by network',
+    labelNames: ['network'] as const,
+    registers: [this.registry],
+  })
+
+  readonly hedges = new Counter({
+    name: 'halyard_rpc_hedges_total',
+    help: 'Hedged reads by network and outcome (sent, won)',
+    labelNames: ['network', 'outcome'] as const,
+    registers: [this.registry],
+  })
+
+  readonly cacheLookups = new Counter({
+    name: 'halyard_rpc_cache_lookups_total',
+    help: 'JSON-RPC cache lookups of cacheable calls by network and result (hit, miss)',
+    labelNames: ['network', 'result'] as const,
+    registers: [this.registry],
+  })
+
+  readonly upstreamHealthy = new Gauge({
+    name: 'halyard_upstream_healthy',
+    help: '1 when an upstream is eligible for traffic (right chain, caught up, breaker closed)',
+    labelNames: ['network', 'upstream'] as const,
+    // Each cluster worker judges upstreams itself; the cluster's /metrics says 1 only if all do.
+    aggregator: 'min',
+    registers: [this.registry],
+  })
+
+  readonly upstreamHeadLag = new Gauge({
+    name: 'halyard_upstream_head_lag_blocks',
+    help: 'Blocks (slots) an upstream is behind the best upstream of its network',
+    labelNames: ['network', 'upstream'] as const,
+    // A lag, not a count: summing it over cluster workers would multiply it; the worst one shows.
+    aggregator: 'max',
+    registers: [this.registry],
+  })
+
+  // Chain indexer (src/indexer). Only the instance holding a network's lock follows it; the others
+  // report no retries and the lag they read from the database, so the worst value is the truth.
+  readonly indexerLogsSkipped = new Counter({
+    name: 'halyard_indexer_logs_skipped_total',
+    help: 'Logs under a known event topic that fit no standard layout and were skipped, by network and event',
+    labelNames: ['network', 'event'] as const,
+    registers: [this.registry],
+  })
+
+  readonly indexerLag = new Gauge({
+    name: 'halyard_indexer_lag_blocks',
+    help: 'Blocks the indexed cursor is behind the chain head minus confirmations, by network',
+    labelNames: ['network'] as const,
+    aggregator: 'max',
+    registers: [this.registry],
+  })
+
+  readonly indexerRetrying = new Gauge({
+    name: 'halyard_indexer_consecutive_failures',
+    help: 'Consecutive failed indexer steps (retries of the same block); 0 while it progresses',
+    labelNames: ['network'] as const,
+    aggregator: 'max',
+    registers: [this.registry],
+  })
+
+  readonly indexerStuck = new Gauge({
+    name: 'halyard_indexer_stuck',
+    help: '1 while a network indexer lags more than indexer.maxLagBlocks or keeps failing on a block',
+    labelNames: ['network'] as const,
+    aggregator: 'max',
+    registers: [this.registry],
+  })
+
+  // WebSocket subscriptions (src/ws).
+  readonly wsConnections = new Gauge({
+    name: 'halyard_ws_connections',
+    help: 'Open client WebSocket connections by network',
+    labelNames: ['network'] as const,
+    registers: [this.registry],
+  })
+
+  readonly wsPushes = new Counter({
+    name: 'halyard_ws_pushes_total',
+    help: 'Subscription pushes sent to clients, by network and kind',
+    labelNames: ['network', 'kind'] as const,
+    registers: [this.registry],
+  })
+
+  readonly wsSlowClients = new Counter({
+    name: 'halyard_ws_slow_clients_total',
+    help: 'Clients closed because their send buffer passed the cap, by network',
+    labelNames: ['network'] as const,
+    registers: [this.registry],
+  })
+
+  readonly wsUpstreamConnects = new Counter({
+    name: 'halyard_ws_upstream_connects_total',
+    help: 'Upstream WebSocket connections opened (first connects and reconnects), by network',
+    labelNames: ['network'] as const,
+    registers: [this.registry],
+  })
+
+  constructor(opts: { defaultMetrics?: boolean } = {}) {
+    if (opts.defaultMetrics !== false) collectDefaultMetrics({ register: this.registry, prefix: 'halyard_' })
+  }
+}

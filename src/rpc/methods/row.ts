@@ -1,0 +1,33 @@
+import type { Scope } from '../../auth/scopes.ts'
+import { never, type PlanOf } from '../cache-policy.ts'
+import { FORWARD, flat, type MethodSpec } from './spec.ts'
+
+type RowOptions = Partial<Omit<MethodSpec, 'name' | 'cost'>>
+
+/**
+ * One row: a name, its compute units (a number, or a function of the params) and what differs
+ * from the default: scope rpc:read, never cached, shared with identical in-flight calls,
+ * forwarded to one upstream.
+ */
+export function m(
+  name: string,
+  cost: number | ((params: readonly unknown[]) => number),
+  o: RowOptions = {},
+): MethodSpec {
+  const scope: Scope = o.scope ?? 'rpc:read'
+  const cache: PlanOf = o.cache ?? never
+  return {
+    name,
+    label: o.label ?? name,
+    scope,
+    cost: typeof cost === 'number' ? flat(cost) : cost,
+    cache,
+    // A write is its own call: two users' identical devnet writes (evm_mine…) are two writes.
+    coalesce: o.coalesce ?? scope !== 'rpc:write',
+    upstream: o.upstream ?? FORWARD,
+    ...(o.run ? { run: o.run } : {}),
+    ...(o.ws ? { ws: o.ws } : {}),
+    ...(o.gate ? { gate: o.gate } : {}),
+    ...(o.refusal !== undefined ? { refusal: o.refusal } : {}),
+  }
+}

@@ -1,0 +1,83 @@
+import type { Scope } from '../../auth/scopes.ts'
+import type { Caller } from '../../auth/service.ts'
+import type { Network } from '../../chains/registry.ts'
+import type { UpstreamPolicy } from '../../chains/upstream-pool.ts'
+import type { JsonRpcErrorObject, RpcOutcome } from '../../jsonrpc.ts'
+import type { CachePlan } from '../cache-policy.ts'
+import type { GetLogsGuard } from '../get-logs.ts'
+
+/**
+ * Everything Halyard knows about one JSON-RPC method, in one row: who may call it, what it
+ * costs, whether and how its answer is cached or shared, how it goes upstream, and where it is
+ * served. `/v1/rpc`, WebSocket and the upstream pool all read these rows (registry.ts).
+ */
+export interface MethodSpec {
+  readonly name: string
+  /** Metric label: the name for a row, "other" for a family member (bounded series). */
+  readonly label: string
+  readonly scope: Scope
+  /** Compute units for these params (spec section 8: eth_blockNumber 1, historical eth_getStorageAt 20). */
+  readonly cost: (params: readonly unknown[]) => number
+  /** May a cached answer exist for these params (cache-policy.ts)? */
+  readonly cache: (params: readonly unknown[]) => CachePlan
+  /**
+   * Identical in-flight calls share one upstream call, and the answer may be cached. False for
+   * writes, filters and the airdrop: each of those is its own call.
+   */
+  readonly coalesce: boolean
+  readonly upstream: UpstreamPolicy
+  /** Answered by Halyard instead of forwarded as is (eth_getLogs: the range guard). */
+  readonly run?: (x: ExecContext, params: readonly unknown[]) => Promise<RpcOutcome>
+  /** Answered by the WebSocket connection itself (subscriptions). */
+  readonly ws?: 'subscribe' | 'unsubscribe'
+  /** Served only where the network allows it (checked per lookup). */
+  readonly gate?: 'debug' | 'devnet' | 'devnet-destructive'
+  /** Never served; the refusal says why. */
+  readonly refusal?: string
+}
+
+/** What a row's `run` may use. */
+export interface ExecContext {
+  readonly network: Network
+  readonly logs: GetLogsGuard
+  /**
+   * The key's caller, for rows whose answer depends on the account (the paymaster's); such
+   * rows must not coalesce, since in-flight sharing ignores who asked.
+   */
+  readonly caller?: Caller
+}
+
+/** Names outside the rows that match a family (debug_*, anvil_*, …): specs made on first use. */
+export interface Family {
+  readonly pattern: RegExp
+  spec(name: string): MethodSpec
+}
+
+export type Lookup = { ok: true; spec: MethodSpec } | { ok: false; error: JsonRpcErrorObject }
+
+export interface MethodRegistry {
+  /** The method as this network serves it, or -32601 with the reason. Never indexes a plain object. */
+  lookup(network: Network, method: string): Lookup
+  /** The spec a name resolves to, whatever the network (the pool's policy and metric label). */
+  describe(method: string): MethodSpec | undefined
+  /** Every row (metric children, docs, the parity test). */
+  specs(): Iterable<MethodSpec>
+}
+
+export const FORWARD: UpstreamPolicy = { sticky: false, write: false, broadcast: false }
+export const STICKY: UpstreamPolicy = { sticky: true, write: false, broadcast: false }
+export const WRITE: UpstreamPolicy = { sticky: false, write: true, broadcast: false }
+export const BROADCAST_WRITE: UpstreamPolicy = { sticky: false, write: true, broadcast: true }
+
+/** Block tags that read current state. Anything else (a number, a hash) is historical. */
+const CURRENT_TAGS = new Set(['latest', 'pending', 'safe', 'finalized'])
+
+/** `cu` at the head; `historicalCu` when the block parameter at `blockParam` names a past block. */
+export const historical =
+  (blockParam: number, cu: number, historicalCu: number) =>
+  (params: readonly unknown[]): number => {
+    const block = params[blockParam]
+    return block !== undefined && !(typeof block === 'string' && CURRENT_TAGS.has(block)) ? historicalCu : cu
+  }
+
+export const flat = (cu: number) => () => cu
