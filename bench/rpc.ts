@@ -11,6 +11,10 @@
  *   nginx → anvil        `proxy_pass` with as many nginx workers (skipped without nginx)
  *   bare node:http       a constant answer (bench/lib/floor-http.ts; node:cluster for N): the
  *                        runtime's floor, what no Node gateway can beat
+ *   bare node:http → anvil  the body's bytes forwarded over an undici keep-alive pool: the
+ *                        least any Node gateway pays per uncached call
+ *   Halyard, no fast lane  uncached and cached with HALYARD_FAST_LANE=0 (the framework's
+ *                        generic pipeline), for the lane's effect in the same run (BENCH_LANE_AB=0 skips)
  *   Halyard              /v1/rpc/ethereum/devnet: uncached eth_blockNumber, cached eth_chainId,
  *                        a batch of 10, and the same two calls with a key on a limited plan
  *                        (counted by the limiter on every call) next to the enterprise key
@@ -46,6 +50,7 @@ const WORKERS = Number(process.env.BENCH_WORKERS ?? 2)
 const WRK = process.env.BENCH_LOADGEN === 'autocannon' ? undefined : findWrk()
 const PROFILE = process.env.BENCH_PROFILE === '1'
 const PROFILE_TOP = Number(process.env.BENCH_PROFILE_TOP ?? 25)
+const LANE_AB = process.env.BENCH_LANE_AB !== '0'
 
 const call = (method: string, params: unknown[] = [], id = 1) => ({ jsonrpc: '2.0', id, method, params })
 
@@ -115,6 +120,16 @@ async function load(
     errors: r.errors + r.timeouts + r.non2xx,
     cpuUsPerReq: perReq(cpu0, r.requests.average),
     window: { from, to: monotonicUs() },
+  }
+}
+
+/**
+ * A freshly started Halyard is still compiling its hot paths: its first row read lower than the
+ * same row later in the run. Each Halyard gets a few seconds of the rows' calls, unmeasured.
+ */
+async function warmUp(target: Target, headers: Record<string, string>) {
+  for (const body of [call('eth_blockNumber'), call('eth_chainId')]) {
+    await load('warm-up', target, body, headers)
   }
 }
 
@@ -200,11 +215,14 @@ interface Direct {
   batch: Row
 }
 
-/** One configuration's rows: nginx, the floor and Halyard, all with `workers` processes. */
+/** One configuration's rows: nginx, the floors and Halyard, all with `workers` processes. */
 interface Config {
   title: string
   nginx: Row | undefined
   floor: Row
+  proxyFloor: Row
+  /** Halyard with HALYARD_FAST_LANE=0 (one process only). */
+  laneOff: { uncached: Row; cached: Row } | undefined
   uncached: Row
   cached: Row
   batch: Row
@@ -246,6 +264,37 @@ async function measure(
   } finally {
     await floor.stop()
   }
+  const proxyFloor = await startFloor(workers, anvil.url)
+  let proxyRow: Row
+  try {
+    proxyRow = await run(
+      `bare node:http ${tag} → anvil · eth_blockNumber`,
+      proxyFloor,
+      call('eth_blockNumber'),
+    )
+  } finally {
+    await proxyFloor.stop()
+  }
+  let laneOff: Config['laneOff']
+  if (!cluster && LANE_AB) {
+    const off = await startHalyardChild(import.meta.filename, anvil.url, { env: { HALYARD_FAST_LANE: '0' } })
+    try {
+      const hk = { 'x-api-key': off.key }
+      const t = { url: off.url, pid: off.child.pid }
+      await warmUp(t, hk)
+      laneOff = {
+        uncached: await run(
+          `Halyard ${tag}, no fast lane · eth_blockNumber (uncached)`,
+          t,
+          call('eth_blockNumber'),
+          hk,
+        ),
+        cached: await run(`Halyard ${tag}, no fast lane · eth_chainId (cached)`, t, call('eth_chainId'), hk),
+      }
+    } finally {
+      await stopChild(off)
+    }
+  }
 
   const profileDir = PROFILE ? mkdtempSync(path.join(tmpdir(), 'halyard-bench-prof-')) : undefined
   const halyard = await startHalyardChild(import.meta.filename, anvil.url, {
@@ -257,10 +306,13 @@ async function measure(
     const lk = { 'x-api-key': halyard.limitedKey }
     const h = `Halyard ${tag}`
     const target = { url: halyard.url, pid: halyard.child.pid }
+    await warmUp(target, hk)
     const config: Config = {
       title,
       nginx: nginxRow,
       floor: floorRow,
+      proxyFloor: proxyRow,
+      laneOff,
       uncached: await run(`${h} · eth_blockNumber (uncached)`, target, call('eth_blockNumber'), hk),
       cached: await run(`${h} · eth_chainId (cached)`, target, call('eth_chainId'), hk),
       batch: await run(`${h} · batch of 10 eth_blockNumber`, target, batch, hk),
@@ -298,7 +350,14 @@ function printRatios(c: Config, direct: Direct) {
       ? `  uncached Halyard / nginx:               ${target(ratio(c.uncached, c.nginx), 0.8)}`
       : '  uncached Halyard / nginx:               n/a (nginx not installed)',
   )
+  console.log(
+    `  uncached Halyard / bare node proxy:     ${fmt(ratio(c.uncached, c.proxyFloor), 2)}×  (bare node proxy / nginx: ${c.nginx ? fmt(ratio(c.proxyFloor, c.nginx), 2) : 'n/a'}×)`,
+  )
   console.log(`  cached eth_chainId / bare node:http:    ${target(ratio(c.cached, c.floor), 0.7)}`)
+  if (c.laneOff) {
+    console.log(`  fast lane on / off, uncached:           ${fmt(ratio(c.uncached, c.laneOff.uncached), 2)}×`)
+    console.log(`  fast lane on / off, cached:             ${fmt(ratio(c.cached, c.laneOff.cached), 2)}×`)
+  }
   console.log(
     `  limited / unlimited key, uncached:      ${target(ratio(c.limitedUncached, c.uncached), 0.8)}`,
   )
@@ -316,6 +375,7 @@ function printRatios(c: Config, direct: Direct) {
     )
   }
   cpuRatio('uncached Halyard vs nginx:', c.uncached, c.nginx)
+  cpuRatio('uncached Halyard vs bare proxy:', c.uncached, c.proxyFloor)
   cpuRatio('cached Halyard vs bare node:', c.cached, c.floor)
   cpuRatio('limited vs unlimited, uncached:', c.limitedUncached, c.uncached)
   cpuRatio('limited vs unlimited, cached:', c.limitedCached, c.cached)

@@ -17,6 +17,7 @@
  *    per second (mine → last event acknowledged), with the ratio to the baseline.
  * DATABASE_URL (default postgres://postgres@127.0.0.1:5432/test) names the server.
  * BENCH_PER_BLOCK=1 prints each latency block's timeline.
+ * BENCH_FORMAT=B creates the webhooks with delivery form B (spec 6.2) instead of A.
  * BENCH_UPSTREAM_WS=1 gives the network anvil's WebSocket URL, so the indexer wakes on each
  * pushed head instead of at its next poll; BENCH_BLOCK_TIME_MS (default 80: a 20 ms head poll)
  * sets the network's block time, and with it the poll interval (12000: a mainnet-like 1 s poll).
@@ -85,6 +86,8 @@ function stageLog() {
 /** The address DemoERC20.spray(seed, …) mints to at position i. */
 const sprayed = (seed: number, i: number): Address =>
   `0x${keccak256(encodeAbiParameters([{ type: 'uint256' }, { type: 'uint256' }], [BigInt(seed), BigInt(i)])).slice(-40)}` as Address
+
+const FORMAT = process.env.BENCH_FORMAT === 'B' ? 'B' : 'A'
 
 async function main() {
   // 1. Receiver: records arrival time and block per event; answers 200 at once.
@@ -175,6 +178,7 @@ async function main() {
               chain: 'ethereum-devnet',
               event_type: 'token_transfer',
               config: { addresses },
+              format: FORMAT,
             }),
           })
           if (res.status !== 201) throw new Error(`create webhook: ${res.status} ${await res.text()}`)

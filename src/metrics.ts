@@ -1,13 +1,15 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client'
+import { CounterTally } from './metrics-tally.ts'
 
 /** Every Prometheus series Halyard exports, in one registry per app instance. */
 export class Metrics {
   readonly registry = new Registry()
 
-  readonly httpRequests = new Counter({
+  readonly httpRequests: Counter<'route' | 'status' | 'network' | 'method'> = new Counter({
     name: 'halyard_http_requests_total',
     help: 'HTTP requests by route, status, network and JSON-RPC method',
     labelNames: ['route', 'status', 'network', 'method'] as const,
+    collect: (): void => this.httpTally.flushInto(this.httpRequests),
     registers: [this.registry],
   })
 
@@ -19,10 +21,18 @@ export class Metrics {
     registers: [this.registry],
   })
 
-  readonly computeUnits = new Counter({
+  readonly fastLaneRequests: Counter<string> = new Counter({
+    name: 'halyard_http_fast_lane_requests_total',
+    help: 'HTTP requests answered by a fast lane (below the framework pipeline; src/http/fast-lane.ts)',
+    collect: (): void => this.fastLaneTally.flushInto(this.fastLaneRequests),
+    registers: [this.registry],
+  })
+
+  readonly computeUnits: Counter<'route'> = new Counter({
     name: 'halyard_compute_units_total',
     help: 'Compute units charged, by route',
     labelNames: ['route'] as const,
+    collect: (): void => this.computeUnitTally.flushInto(this.computeUnits),
     registers: [this.registry],
   })
 
@@ -33,10 +43,11 @@ export class Metrics {
     registers: [this.registry],
   })
 
-  readonly rpcCalls = new Counter({
+  readonly rpcCalls: Counter<'network' | 'method' | 'outcome'> = new Counter({
     name: 'halyard_rpc_calls_total',
     help: 'JSON-RPC calls by network, method and outcome',
     labelNames: ['network', 'method', 'outcome'] as const,
+    collect: (): void => this.rpcCallTally.flushInto(this.rpcCalls),
     registers: [this.registry],
   })
 
@@ -77,10 +88,11 @@ export class Metrics {
     registers: [this.registry],
   })
 
-  readonly cacheLookups = new Counter({
+  readonly cacheLookups: Counter<'network' | 'result'> = new Counter({
     name: 'halyard_rpc_cache_lookups_total',
     help: 'JSON-RPC cache lookups of cacheable calls by network and result (hit, miss)',
     labelNames: ['network', 'result'] as const,
+    collect: (): void => this.cacheLookupTally.flushInto(this.cacheLookups),
     registers: [this.registry],
   })
 
@@ -163,6 +175,57 @@ export class Metrics {
     labelNames: ['network'] as const,
     registers: [this.registry],
   })
+
+  // The hot series are tallied in plain numbers and added at collection (metrics-tally.ts).
+  private readonly httpTally = new CounterTally<'route' | 'status' | 'network' | 'method'>()
+  private readonly fastLaneTally = new CounterTally<string>()
+  private readonly computeUnitTally = new CounterTally<'route'>()
+  private readonly rpcCallTally = new CounterTally<'network' | 'method' | 'outcome'>()
+  private readonly cacheLookupTally = new CounterTally<'network' | 'result'>()
+  /** Latency label sets by route and network, made once (prom-client keeps no child state). */
+  private readonly durationLabels = new Map<string, Map<string, { route: string; network: string }>>()
+
+  /** One answered HTTP request: its count and its latency. */
+  recordHttp(route: string, status: number, network: string, method: string, seconds: number): void {
+    const t = this.httpTally
+    const s =
+      t.get(route, network, method, status) ??
+      t.create([route, network, method, status], { route, status: String(status), network, method })
+    s.n++
+    let byNetwork = this.durationLabels.get(route)
+    if (!byNetwork) {
+      byNetwork = new Map()
+      this.durationLabels.set(route, byNetwork)
+    }
+    let labels = byNetwork.get(network)
+    if (!labels) {
+      labels = { route, network }
+      byNetwork.set(network, labels)
+    }
+    this.httpDuration.observe(labels, seconds)
+  }
+
+  /** A request the fast lane took (http/fast-lane.ts). */
+  recordFastLane(): void {
+    const t = this.fastLaneTally
+    ;(t.get('') ?? t.create([''], {})).n++
+  }
+
+  recordRpcCall(network: string, method: string, outcome: 'ok' | 'error'): void {
+    const t = this.rpcCallTally
+    ;(t.get(network, method, outcome) ?? t.create([network, method, outcome], { network, method, outcome }))
+      .n++
+  }
+
+  recordCacheLookup(network: string, result: 'hit' | 'miss'): void {
+    const t = this.cacheLookupTally
+    ;(t.get(network, result) ?? t.create([network, result], { network, result })).n++
+  }
+
+  recordComputeUnits(route: string, units: number): void {
+    const t = this.computeUnitTally
+    ;(t.get(route) ?? t.create([route], { route })).n += units
+  }
 
   constructor(opts: { defaultMetrics?: boolean } = {}) {
     if (opts.defaultMetrics !== false) collectDefaultMetrics({ register: this.registry, prefix: 'halyard_' })

@@ -1,26 +1,74 @@
 /**
- * The floor for bench:rpc: the least a Node process can do to answer a JSON-RPC POST. It reads
- * the body and writes one constant answer: no parsing, no auth, no limits, no upstream. With N
- * > 1 it runs N processes behind node:cluster on one port, like `HALYARD_WORKERS`. Halyard's
- * cached rows are read against it: the gap is Halyard's own cost, the rest is the runtime's.
+ * The floors for bench:rpc: the least a Node process can do to answer a JSON-RPC POST.
+ * - constant: reads the body and writes one constant answer: no parsing, no auth, no limits,
+ *   no upstream. Halyard's cached rows are read against it.
+ * - proxy (`proxyTo`): reads the body and forwards its bytes to the upstream over an undici
+ *   keep-alive pool, then writes the upstream's bytes back: no parsing, no auth, no limits.
+ *   The least any Node gateway pays per uncached call; Halyard's uncached rows are read
+ *   against it beside nginx.
+ * With N > 1 it runs N processes behind node:cluster on one port, like `HALYARD_WORKERS`.
  *
  * Started by `startFloor` (a forked child, so it never shares the load generator's loop).
  */
 import { type ChildProcess, fork } from 'node:child_process'
 import cluster from 'node:cluster'
-import { createServer } from 'node:http'
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
+import { type Dispatcher, Pool } from 'undici'
 
 const ANSWER = Buffer.from('{"jsonrpc":"2.0","id":1,"result":"0x7a69"}')
 const HEADERS = { 'content-type': 'application/json', 'content-length': String(ANSWER.length) }
 
-function listen(): Promise<number> {
-  const server = createServer((req, res) => {
-    req.on('data', () => {})
-    req.on('end', () => {
-      res.writeHead(200, HEADERS)
-      res.end(ANSWER)
-    })
+type Handler = (req: IncomingMessage, res: ServerResponse) => void
+
+const constant: Handler = (req, res) => {
+  req.on('data', () => {})
+  req.on('end', () => {
+    res.writeHead(200, HEADERS)
+    res.end(ANSWER)
   })
+}
+
+/**
+ * Forwards the body's bytes with `Pool.dispatch` and a handler that collects the answer's
+ * chunks: the leanest undici path (no response stream, no promise per step), the one Halyard's
+ * own upstream client uses (src/chains/http-upstream.ts), so the floor is not a slow client.
+ */
+function proxy(upstream: string): Handler {
+  const pool = new Pool(upstream, { connections: 128, keepAliveTimeout: 30_000 })
+  const headers = { 'content-type': 'application/json' }
+  return (req, res) => {
+    const chunks: Buffer[] = []
+    req.on('data', (c: Buffer) => chunks.push(c))
+    req.on('end', () => {
+      const answer: Buffer[] = []
+      let status = 502
+      const handler: Dispatcher.DispatchHandler = {
+        // undici tells the new handler shape from the old by this method.
+        onRequestStart: () => {},
+        onResponseStart: (_c, statusCode) => {
+          status = statusCode
+        },
+        onResponseData: (_c, chunk: Buffer) => {
+          answer.push(chunk)
+        },
+        onResponseEnd: () => {
+          const body = answer.length === 1 ? answer[0]! : Buffer.concat(answer)
+          res.writeHead(status, { 'content-type': 'application/json', 'content-length': body.length })
+          res.end(body)
+        },
+        onResponseError: () => {
+          res.writeHead(502)
+          res.end()
+        },
+      }
+      const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)
+      pool.dispatch({ path: '/', method: 'POST', headers, body }, handler)
+    })
+  }
+}
+
+function listen(handler: Handler): Promise<number> {
+  const server = createServer(handler)
   server.keepAliveTimeout = 30_000
   return new Promise((resolve) => {
     // Port 0 in cluster workers: the primary hands every worker the same port.
@@ -28,15 +76,16 @@ function listen(): Promise<number> {
   })
 }
 
-async function serve(workers: number): Promise<void> {
+async function serve(workers: number, upstream: string | undefined): Promise<void> {
+  const handler = upstream ? proxy(upstream) : constant
   if (cluster.isWorker) {
-    const port = await listen()
+    const port = await listen(handler)
     process.send?.({ port })
     return
   }
   let port: number
   if (workers <= 1) {
-    port = await listen()
+    port = await listen(handler)
   } else {
     const ports = await Promise.all(
       Array.from(
@@ -60,9 +109,10 @@ export interface Floor {
   stop(): Promise<void>
 }
 
-/** Forks the floor server with `workers` processes and waits until it listens. */
-export async function startFloor(workers: number): Promise<Floor> {
-  const child: ChildProcess = fork(import.meta.filename, ['--floor', String(workers)], {
+/** Forks the floor server with `workers` processes (a proxy to `proxyTo` if given) and waits until it listens. */
+export async function startFloor(workers: number, proxyTo?: string): Promise<Floor> {
+  const args = ['--floor', String(workers), ...(proxyTo ? [proxyTo] : [])]
+  const child: ChildProcess = fork(import.meta.filename, args, {
     execArgv: ['--import', 'tsx'],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   })
@@ -83,4 +133,4 @@ export async function startFloor(workers: number): Promise<Floor> {
   }
 }
 
-if (process.argv[2] === '--floor') await serve(Number(process.argv[3] ?? 1))
+if (process.argv[2] === '--floor') await serve(Number(process.argv[3] ?? 1), process.argv[4])

@@ -70,7 +70,8 @@ export async function serveHalyardChild(
   const dataDir = mkdtempSync(path.join(tmpdir(), 'halyard-bench-'))
   // With REDIS_URL the limited key is counted in Redis, as it would be in a cluster.
   const redis = process.env.REDIS_URL ? { REDIS_URL: process.env.REDIS_URL } : {}
-  const env = loadEnv({ HALYARD_LOG_LEVEL: 'warn', HALYARD_DATA_DIR: dataDir, ...redis })
+  const lane = process.env.HALYARD_FAST_LANE ? { HALYARD_FAST_LANE: process.env.HALYARD_FAST_LANE } : {}
+  const env = loadEnv({ HALYARD_LOG_LEVEL: 'warn', HALYARD_DATA_DIR: dataDir, ...redis, ...lane })
   const storage = await openStorage({ dataDir })
   const config = benchNetwork(anvilUrl, network)
   const h = await startHalyard({ env, networks: [config], storage, secretKey: randomBytes(32), port: 0 })
@@ -112,13 +113,13 @@ function benchNetwork(anvilUrl: string, network: Partial<NetworkConfigInput>) {
 export async function startHalyardChild(
   script: string,
   anvilUrl: string,
-  opts: { workers?: number; profileDir?: string } = {},
+  opts: { workers?: number; profileDir?: string; env?: Record<string, string> } = {},
 ): Promise<HalyardChild> {
   const profile = opts.profileDir ? ['--cpu-prof', '--cpu-prof-dir', opts.profileDir] : []
   const child = fork(script, ['--server', anvilUrl], {
     execArgv: ['--import', 'tsx', ...profile],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-    env: { ...process.env, [WORKERS_ENV]: String(opts.workers ?? 0) },
+    env: { ...process.env, ...opts.env, [WORKERS_ENV]: String(opts.workers ?? 0) },
   })
   type Hello = { url: string; key: string; limitedKey: string }
   const msg = await new Promise<Hello>((resolve, reject) => {

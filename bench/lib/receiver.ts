@@ -32,7 +32,7 @@ function serve(http, times, blocks, meta, onListening) {
         const i = Atomics.load(meta, 0)
         if (i < times.length) {
           times[i] = performance.timeOrigin + performance.now()
-          blocks[i] = body.data.block_number
+          blocks[i] = body.data.block_number ?? body.data.blockNumber
           Atomics.store(meta, 0, i + 1)
         }
       }

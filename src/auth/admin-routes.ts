@@ -5,14 +5,10 @@ import { forbidden, unauthorized } from '../errors.ts'
 import { definePublicRoute } from '../http/route.ts'
 import type { AuthService } from './service.ts'
 
-/**
- * The loopback admin API the CLI uses while a server holds a PGlite data dir (PGlite is
- * single-process). Reachable only from loopback and only with the token the server wrote
- * to its data dir.
- */
-export function registerAdminRoutes(app: FastifyInstance, auth: AuthService, adminToken: string) {
+/** The admin API's guard: loopback only, and the token the server wrote to its data dir. */
+export function makeAdminGuard(adminToken: string): (request: FastifyRequest) => Promise<void> {
   const expected = Buffer.from(adminToken)
-  const guard = async (request: FastifyRequest): Promise<void> => {
+  return async (request: FastifyRequest): Promise<void> => {
     const ip = request.socket.remoteAddress ?? ''
     if (!(ip === '127.0.0.1' || ip === '::1' || ip === '::ffff:127.0.0.1')) {
       throw forbidden('the admin API is only reachable from loopback')
@@ -23,6 +19,15 @@ export function registerAdminRoutes(app: FastifyInstance, auth: AuthService, adm
       throw unauthorized('missing or invalid admin token')
     }
   }
+}
+
+/**
+ * The loopback admin API the CLI uses while a server holds a PGlite data dir (PGlite is
+ * single-process). Reachable only from loopback and only with the token the server wrote
+ * to its data dir.
+ */
+export function registerAdminRoutes(app: FastifyInstance, auth: AuthService, adminToken: string) {
+  const guard = makeAdminGuard(adminToken)
   // PostgreSQL text cannot hold NUL: refused here with a 400 naming the field, not by the
   // database with a 500.
   const text = z

@@ -35,6 +35,8 @@ export interface KeyView {
   scopes: string[]
   created_at: string
   revoked_at: string | null
+  /** When the key last authenticated, to within a flush interval; null if never since recorded. */
+  last_used_at: string | null
 }
 
 export interface CreatedKey extends KeyView {
@@ -57,6 +59,9 @@ const KNOWN_MAX = 50_000
 const UNKNOWN_MAX = 10_000
 /** Entries this old are refreshed in the background while still being served. */
 const REFRESH_AFTER_MS = 750
+
+/** How often the keys used since the last flush get their last_used_at written (one UPDATE). */
+export const LAST_USED_FLUSH_MS = 5_000
 
 /** Cold lookups per store query, and queries in flight at once (see `lookup`). */
 const LOOKUP_BATCH = 256
@@ -89,6 +94,13 @@ export class AuthService {
   private running = 0
   private lookups = 0
   private queries = 0
+  /**
+   * Ids of keys that authenticated since the last flush. Recording a use is one Set.add on the
+   * request path; the database hears of it in one UPDATE per flush, never per request.
+   */
+  private used = new Set<string>()
+  private flushing: Promise<void> | undefined
+  private flushTimer: NodeJS.Timeout | undefined
 
   constructor(
     private readonly store: AuthStore,
@@ -195,7 +207,10 @@ export class AuthService {
    * path); undefined when the key must go through `authenticate` (unknown, stale, invalid).
    */
   cachedCaller(presented: string): Caller | undefined {
-    return this.fresh(presented)?.caller ?? undefined
+    const caller = this.fresh(presented)?.caller
+    if (!caller) return undefined
+    this.used.add(caller.keyId)
+    return caller
   }
 
   /** Resolves a presented key to its caller, or throws 401. */
@@ -207,7 +222,45 @@ export class AuthService {
     const hit = this.fresh(presented)
     const caller = hit ? hit.caller : await this.refresh(presented)
     if (!caller) throw unauthorized('invalid or revoked API key')
+    this.used.add(caller.keyId)
     return caller
+  }
+
+  /**
+   * Writes last_used_at for every key used since the previous flush (one at a time; a call
+   * during one waits for it, then runs). A failed write keeps its ids for the next flush.
+   */
+  async flushLastUsed(): Promise<void> {
+    while (this.flushing) await this.flushing
+    const ids = [...this.used]
+    if (ids.length === 0) return
+    this.used = new Set()
+    this.flushing = this.store
+      .touchKeys(ids)
+      .catch((err: unknown) => {
+        for (const id of ids) this.used.add(id)
+        throw err
+      })
+      .finally(() => {
+        this.flushing = undefined
+      })
+    await this.flushing
+  }
+
+  /** Flushes last-used marks every `intervalMs` until stopLastUsedFlush(). */
+  startLastUsedFlush(intervalMs = LAST_USED_FLUSH_MS, onError: (err: unknown) => void = () => {}): void {
+    if (this.flushTimer) return
+    this.flushTimer = setInterval(() => {
+      this.flushLastUsed().catch(onError)
+    }, intervalMs)
+    this.flushTimer.unref()
+  }
+
+  /** Stops the timer and writes what is left (the server's close, before storage closes). */
+  async stopLastUsedFlush(): Promise<void> {
+    if (this.flushTimer) clearInterval(this.flushTimer)
+    this.flushTimer = undefined
+    await this.flushLastUsed()
   }
 
   /** The cached resolution of a presented key while it is younger than CACHE_TTL_MS. */
@@ -334,5 +387,6 @@ function keyView(row: KeyRow): KeyView {
     scopes: row.scopes,
     created_at: row.created_at.toISOString(),
     revoked_at: row.revoked_at ? row.revoked_at.toISOString() : null,
+    last_used_at: row.last_used_at ? row.last_used_at.toISOString() : null,
   }
 }

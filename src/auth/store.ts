@@ -1,4 +1,4 @@
-import type { Generated, Selectable } from 'kysely'
+import { type Generated, type Selectable, sql } from 'kysely'
 import type { DB } from '../storage/database.ts'
 import type { KeyEnv } from './key-format.ts'
 
@@ -22,6 +22,8 @@ export interface ApiKeysTable {
   scopes: string[]
   created_at: Generated<Date>
   revoked_at: Date | null
+  /** Set in batches by AuthService's last-used flush (migration 0090); lags by up to a flush. */
+  last_used_at: Generated<Date | null>
 }
 
 export interface AuthTables {
@@ -66,7 +68,7 @@ export class AuthStore {
     await this.db.updateTable('accounts').set({ plan }).where('id', '=', accountId).execute()
   }
 
-  insertKey(row: Omit<KeyRow, 'created_at' | 'revoked_at'>): Promise<KeyRow> {
+  insertKey(row: Omit<KeyRow, 'created_at' | 'revoked_at' | 'last_used_at'>): Promise<KeyRow> {
     return this.db.insertInto('api_keys').values(row).returningAll().executeTakeFirstOrThrow()
   }
 
@@ -114,6 +116,12 @@ export class AuthStore {
         'a.limit_rpd',
         'a.limit_cups',
       ])
+  }
+
+  /** Marks keys as used now: one statement for every key used since the last flush. */
+  async touchKeys(ids: readonly string[]): Promise<void> {
+    if (ids.length === 0) return
+    await sql`update api_keys set last_used_at = now() where id = any(${[...ids]}::text[])`.execute(this.db)
   }
 
   async revokeKey(id: string): Promise<boolean> {

@@ -14,8 +14,9 @@ import { encodeHandleOps } from './userop.ts'
  * bundles against reorgs and settles the bundle in flight (inflight.ts), then, if none is, builds
  * the next one for one EntryPoint: best fee first, one op per sender (a sender's next nonce under
  * a key only once the one before it is mined), expired ops dropped, the rest simulated together
- * as one `handleOps` (eth_estimateGas) and every op the EntryPoint names in a `FailedOp` dropped
- * with its reason, until the bundle passes.
+ * as one `handleOps` (an eth_call at the ops' own gas limits; eth_estimateGas when that fails)
+ * and every op the EntryPoint names in a `FailedOp` dropped with its reason, until the bundle
+ * passes.
  *
  * The signed transaction and the ops' `submitted` state are committed before it is broadcast:
  * after a crash the next round (here or on another instance) re-sends the same bytes or finds
@@ -115,9 +116,19 @@ export class BundleBuilder {
         ops.map((o) => o.op),
         executor.address,
       )
+      // One execution with the ops' own limits as the gas limit settles a passing bundle; only
+      // a failing one pays for eth_estimateGas's search (it names the failing op, or says the
+      // limit was short). anvil runs EVM calls one at a time, so every accept waits behind this.
+      const limit = bundleGasLimit(ops, head.gasLimit)
+      const quick = await chain.call({ from: executor.address, to: ep.address, data, gas: limit })
+      if (quick.ok) {
+        gas = limit
+        break
+      }
       const est = await chain.estimateGas({ from: executor.address, to: ep.address, data })
       if (est.ok) {
-        gas = est.gas
+        // The limits were short for the bundle as a whole: the node's estimate, with headroom.
+        if (est.gas !== undefined) gas = lesser((est.gas * 5n) / 4n + 20_000n, head.gasLimit)
         break
       }
       const i = failedOpIndex(est.revert)
@@ -151,7 +162,6 @@ export class BundleBuilder {
     const min = (f: (o: StoredOp) => bigint) => ops.map(f).reduce(lesser)
     const maxFeePerGas = min((o) => o.op.maxFeePerGas)
     const tip = min((o) => o.op.maxPriorityFeePerGas)
-    const gasLimit = (gas * 5n) / 4n + 20_000n
     const nonce = await chain.transactionCount(executor.address, 'pending')
     const signed = await executor.sign({
       to: ep.address,
@@ -159,7 +169,7 @@ export class BundleBuilder {
         ops.map((o) => o.op),
         executor.address,
       ),
-      gas: lesser(gasLimit, head.gasLimit),
+      gas,
       nonce,
       maxFeePerGas,
       maxPriorityFeePerGas: lesser(tip, maxFeePerGas),
@@ -200,6 +210,31 @@ export class BundleBuilder {
     await setOpState(db, this.d.network, [op.hash], 'dropped', { reason })
     this.d.logger.info({ network: this.d.network, userOpHash: op.hash, reason }, 'UserOperation dropped')
   }
+}
+
+/**
+ * Gas a bundle transaction may use at most: what the EntryPoint lets each op use (its prefund
+ * gas: v0.6 counts verificationGasLimit three times with a paymaster, for postOp), the
+ * transaction's base cost, and room for handleOps's own loop; never above the block's limit.
+ */
+export function bundleGasLimit(ops: readonly StoredOp[], blockGasLimit: bigint): bigint {
+  let total = 21_000n + 50_000n
+  for (const { op } of ops) {
+    if (op.version === 'v06')
+      total +=
+        op.preVerificationGas +
+        op.callGasLimit +
+        op.verificationGasLimit * (op.paymasterAndData === '0x' ? 1n : 3n)
+    else
+      total +=
+        op.preVerificationGas +
+        op.callGasLimit +
+        op.verificationGasLimit +
+        op.paymasterVerificationGasLimit +
+        op.paymasterPostOpGasLimit
+    total += 10_000n
+  }
+  return lesser(total, blockGasLimit)
 }
 
 /** Math.min for bigint (Math.min takes numbers only). */

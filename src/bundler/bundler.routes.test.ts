@@ -54,13 +54,23 @@ describe('bundler over HTTP', () => {
   async function smartAccount(version: EntryPointVersion) {
     const chain = chainOf()
     const publicClient = createPublicClient({ chain, transport: http(fx.anvil.url) })
+    const owner = privateKeyToAccount(generatePrivateKey())
     const account = await toSimpleSmartAccount({
       client: publicClient,
-      owner: privateKeyToAccount(generatePrivateKey()),
+      owner,
       factoryAddress: fx.aa.simpleAccountFactory[version],
       entryPoint: { address: fx.aa.entryPoints[version], version: version === 'v06' ? '0.6' : '0.7' },
     })
-    return { chain, publicClient, account, address: (await account.getAddress()).toLowerCase() as Address }
+    const address = (await account.getAddress()).toLowerCase() as Address
+    return { chain, publicClient, account, address, owner: owner.address.toLowerCase() as Address }
+  }
+
+  const wallet = async (address: Address) => {
+    const r = await fetch(`${h.baseUrl}/wallets/${address}?chain=${NETWORK}`, {
+      headers: { 'x-api-key': key },
+    })
+    expect(r.status).toBe(200)
+    return (await r.json()) as Record<string, unknown>
   }
 
   const mint = (to: Address, amount: bigint) => ({
@@ -72,7 +82,17 @@ describe('bundler over HTTP', () => {
   it.each<EntryPointVersion>(['v07', 'v06'])(
     '%s: permissionless deploys a counterfactual account with its first op, then sends a second',
     async (version) => {
-      const { chain, publicClient, account, address } = await smartAccount(version)
+      const { chain, publicClient, account, address, owner } = await smartAccount(version)
+      // /v1/wallets creates v0.7 SimpleAccounts (its factory): the same address permissionless computes.
+      if (version === 'v07') {
+        const created = await fetch(`${h.baseUrl}/wallets/create`, {
+          method: 'POST',
+          headers: { 'x-api-key': key, 'content-type': 'application/json' },
+          body: JSON.stringify({ owner, chain: NETWORK }),
+        })
+        expect(created.status).toBe(201)
+        expect(await created.json()).toMatchObject({ address, status: 'counterfactual' })
+      }
       await fx.fund(address)
       const client = createSmartAccountClient({
         account,
@@ -80,11 +100,20 @@ describe('bundler over HTTP', () => {
         client: publicClient,
         bundlerTransport: http(url, headers()),
       })
+      const bundleTxs: string[] = []
       for (const amount of [5n, 7n]) {
         const hash = await client.sendUserOperation({ calls: [mint(address, amount)] })
         const receipt = await client.waitForUserOperationReceipt({ hash, pollingInterval: 100 })
         expect(receipt.success).toBe(true)
         expect(receipt.sender.toLowerCase()).toBe(address)
+        bundleTxs.push(receipt.receipt.transactionHash)
+        if (version === 'v07')
+          // Deployed by the first op's bundle; nonce counts the account's executed operations.
+          expect(await wallet(address)).toMatchObject({
+            status: 'deployed',
+            deploy_tx: bundleTxs[0],
+            nonce: bundleTxs.length,
+          })
       }
       expect(await fx.client.getCode({ address })).not.toBe(undefined)
       const tokens = await fx.client.readContract({

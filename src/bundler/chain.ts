@@ -73,6 +73,8 @@ function revertData(data: unknown): Hex {
  */
 export class BundlerChain {
   private readonly rpc: RpcCaller
+  /** The node without the execution gate: view calls that run a few thousand gas (getNonce). */
+  private readonly direct: RpcCaller
 
   /**
    * `maxConcurrentExecutions` bounds the calls that run the EVM (eth_call, eth_estimateGas,
@@ -80,6 +82,7 @@ export class BundlerChain {
    * faster, with many in flight (16 simulations: ~35 ms one by one, ~100 ms all at once).
    */
   constructor(rpc: RpcCaller, maxConcurrentExecutions = Number.POSITIVE_INFINITY) {
+    this.direct = rpc
     if (!Number.isFinite(maxConcurrentExecutions)) {
       this.rpc = rpc
       return
@@ -107,6 +110,7 @@ export class BundlerChain {
     tx: { to: Address; data: Hex; from?: Address; gas?: bigint },
     override?: StateOverride,
     block: Hex | 'latest' = 'latest',
+    opts: { light?: boolean } = {},
   ): Promise<CallOutcome> {
     const params: unknown[] = [
       {
@@ -118,7 +122,9 @@ export class BundlerChain {
       block,
     ]
     if (override && Object.keys(override).length > 0) params.push(override)
-    const out = await this.execute('eth_call', params)
+    // A light view call (a nonce, a deposit) is not held behind simulations in the gate: it
+    // would add a full simulation's wait to every accept for a call that costs the node nothing.
+    const out = await this.execute('eth_call', params, opts.light ? this.direct : this.rpc)
     return out.ok ? { ok: true, data: (hexOf(out.result) ?? '0x') as Hex } : out
   }
 
@@ -131,10 +137,11 @@ export class BundlerChain {
   private async execute(
     method: 'eth_call' | 'eth_estimateGas',
     params: readonly unknown[],
+    rpc: RpcCaller = this.rpc,
   ): Promise<{ ok: true; result: unknown } | { ok: false; revert: Hex; message: string }> {
     let out: RpcOutcome
     try {
-      out = await this.rpc.call(method, params)
+      out = await rpc.call(method, params)
     } catch (err) {
       throw new BundlerError(BundlerErrorCode.internal, `${method} failed: ${(err as Error).message}`)
     }

@@ -205,6 +205,32 @@ export async function liveOpAt(
   return r ? toStored(r) : null
 }
 
+/**
+ * A sender's live ops (pending or submitted) on the network, any EntryPoint: one read gives the
+ * mempool both the op at a nonce (a replacement) and the sender's count (its limit).
+ */
+export async function liveOfSender(
+  trx: Db,
+  network: string,
+  sender: Address,
+): Promise<{ count: number; at(entryPoint: Address, nonce: bigint): StoredOp | null }> {
+  const rows = await trx
+    .selectFrom('bundler_user_ops')
+    .select([...OP_COLUMNS, 'nonce'])
+    .where('network', '=', network)
+    .where('sender', '=', sender)
+    .where('state', 'in', ['pending', 'submitted'])
+    .execute()
+  return {
+    count: rows.length,
+    at(entryPoint, nonce) {
+      const n = nonce.toString()
+      const r = rows.find((x) => x.entry_point === entryPoint && x.nonce === n)
+      return r ? toStored(r) : null
+    },
+  }
+}
+
 /** Live nonces of a sender under one nonce key, lowest first. */
 export async function liveNonces(
   db: Db,

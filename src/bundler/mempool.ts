@@ -1,12 +1,14 @@
 import type { DB } from '../storage/database.ts'
 import type { Address, Hash } from '../types.ts'
+import { insertOpIfFree } from './mempool-insert.ts'
 import {
   countLiveOfEntity,
   getOp,
   insertOp,
   liveNonces,
-  liveOpAt,
+  liveOfSender,
   lockSender,
+  type NewOp,
   paymasterCommitted,
   type StoredOp,
   setOpState,
@@ -25,8 +27,9 @@ import type { ValidatedOp } from './validation.ts'
 
 /**
  * The durable mempool of one network: an accepted op is a committed row before its hash goes
- * back to the client, so no crash loses it. Accepts for one sender are serialised (transaction
- * advisory lock), so the per-sender rules hold across instances sharing the database.
+ * back to the client, so no crash loses it. Accepts are committed one group at a time per
+ * process, and on PostgreSQL each sender's under a transaction advisory lock, so the per-sender
+ * rules hold across instances sharing the database.
  */
 
 export interface MempoolSettings {
@@ -48,6 +51,22 @@ export const DEFAULT_MEMPOOL: MempoolSettings = {
 
 const bumped = (v: bigint, percent: bigint) => (v * (100n + percent) + 99n) / 100n
 
+/** Most accepts committed in one transaction. */
+const MAX_GROUP = 64
+
+interface QueuedAdd {
+  op: UserOperation
+  ep: EntryPointRef
+  v: ValidatedOp
+  resolve(hash: Hash): void
+  reject(err: unknown): void
+}
+
+const alreadyKnown = (hash: Hash, known: StoredOp | null) =>
+  invalidFields(
+    `UserOperation ${hash} is already known (${known?.state ?? 'seen'}${known?.bundleTx ? ` in ${known.bundleTx}` : ''})`,
+  )
+
 export function isStaked(info: StakeInfo, s: MempoolSettings): boolean {
   return info.stake >= s.minStake && info.unstakeDelaySec >= s.minUnstakeDelaySec
 }
@@ -58,60 +77,141 @@ export class Mempool {
     readonly network: string,
     private readonly settings: MempoolSettings = DEFAULT_MEMPOOL,
     private readonly reputation?: Reputation,
+    /** Other processes write this database (PostgreSQL): accepts take a per-sender lock. */
+    private readonly shared = true,
   ) {}
 
   /**
    * Adds a validated op (or replaces the pending one at the same sender and nonce). Returns its
    * hash once the row is committed; the same op sent again returns the same hash.
+   *
+   * Accepts arriving while a commit is under way are grouped into the next transaction (group
+   * commit): one commit for many ops, each answered only after that commit. Each op's checks run
+   * before any of its writes, so an op refused by a rule leaves the shared transaction as it
+   * found it; any other failure replays the group one op per transaction.
    */
-  async add(op: UserOperation, ep: EntryPointRef, v: ValidatedOp): Promise<Hash> {
+  add(op: UserOperation, ep: EntryPointRef, v: ValidatedOp): Promise<Hash> {
+    if (!this.shared && !this.reputation && !paymasterOf(op)) return this.addOneStatement(op, ep, v)
+    return this.enqueue(op, ep, v)
+  }
+
+  /**
+   * PGlite (this process alone writes): the plain new op — no paymaster, no reputation — is one
+   * statement holding every check (mempool-insert.ts); anything else takes the group.
+   */
+  private async addOneStatement(op: UserOperation, ep: EntryPointRef, v: ValidatedOp): Promise<Hash> {
+    const staked = isStaked(v.outcome.senderInfo, this.settings)
+    const row = this.newOp(op, ep, v, staked)
+    if (await insertOpIfFree(this.db, row, staked ? null : this.settings.maxOpsPerUnstakedSender))
+      return v.hash
+    return this.enqueue(op, ep, v)
+  }
+
+  private newOp(op: UserOperation, ep: EntryPointRef, v: ValidatedOp, staked: boolean): NewOp {
+    return {
+      network: this.network,
+      hash: v.hash,
+      entryPoint: ep.address,
+      op,
+      paymaster: paymasterOf(op),
+      factory: factoryOf(op),
+      prefund: v.outcome.prefund,
+      validUntil: v.outcome.validUntil,
+      senderStaked: staked,
+    }
+  }
+
+  private enqueue(op: UserOperation, ep: EntryPointRef, v: ValidatedOp): Promise<Hash> {
+    return new Promise<Hash>((resolve, reject) => {
+      this.queue.push({ op, ep, v, resolve, reject })
+      if (!this.flushing) void this.flush()
+    })
+  }
+
+  private readonly queue: QueuedAdd[] = []
+  private flushing = false
+
+  private async flush(): Promise<void> {
+    this.flushing = true
+    try {
+      while (this.queue.length > 0) await this.commitGroup(this.queue.splice(0, MAX_GROUP))
+    } finally {
+      this.flushing = false
+    }
+  }
+
+  private async commitGroup(group: QueuedAdd[]): Promise<void> {
+    const results: ({ ok: true; hash: Hash } | { ok: false; err: unknown })[] = []
+    try {
+      await this.db.transaction().execute(async (trx) => {
+        results.length = 0
+        // Sender locks (only where other instances share the database), in one order for every
+        // instance: two groups never wait on each other in a cycle.
+        if (this.shared)
+          for (const sender of [...new Set(group.map((g) => g.op.sender))].sort())
+            await lockSender(trx, this.network, sender)
+        for (const g of group) {
+          try {
+            results.push({ ok: true, hash: await this.addIn(trx, g.op, g.ep, g.v) })
+          } catch (err) {
+            if (!(err instanceof BundlerError)) throw err
+            results.push({ ok: false, err })
+          }
+        }
+      })
+    } catch (err) {
+      if (group.length === 1) {
+        group[0]?.reject(err)
+        return
+      }
+      for (const g of group) await this.commitGroup([g])
+      return
+    }
+    for (const [i, g] of group.entries()) {
+      const r = results[i]
+      if (r?.ok) g.resolve(r.hash)
+      else g.reject(r?.err ?? new Error('mempool: no result'))
+    }
+  }
+
+  /** One op's checks, then its writes, in `trx` (its sender locked). */
+  private async addIn(trx: DB, op: UserOperation, ep: EntryPointRef, v: ValidatedOp): Promise<Hash> {
     const s = this.settings
     const staked = isStaked(v.outcome.senderInfo, s)
     const paymaster = paymasterOf(op)
-    return this.db.transaction().execute(async (trx) => {
-      await lockSender(trx, this.network, op.sender)
-      const existing = await liveOpAt(trx, this.network, ep.address, op.sender, op.nonce)
-      if (existing?.hash === v.hash) return v.hash
-      if (existing) this.checkReplacement(existing, op)
-      else if (!staked) {
-        const live = await countLiveOfEntity(trx, this.network, 'sender', op.sender)
-        if (live >= s.maxOpsPerUnstakedSender)
-          throw new BundlerError(
-            BundlerErrorCode.entityThrottled,
-            `sender ${op.sender} already has ${live} UserOperations waiting; an unstaked sender may have at most ${s.maxOpsPerUnstakedSender}: wait for them to be included, or stake the account`,
-          )
-      }
-      await this.reputation?.checkAccept(trx, op, v.outcome)
-      if (existing)
-        await setOpState(trx, this.network, [existing.hash], 'dropped', { reason: `replaced by ${v.hash}` })
-      if (paymaster && v.paymasterDeposit !== null) {
-        const committed = await paymasterCommitted(trx, this.network, paymaster)
-        if (committed + v.outcome.prefund > v.paymasterDeposit)
-          throw new BundlerError(
-            BundlerErrorCode.paymasterDepositTooLow,
-            `paymaster ${paymaster} has a deposit of ${v.paymasterDeposit} wei at the EntryPoint; its waiting ops may cost ${committed} and this one up to ${v.outcome.prefund}: the paymaster must add to its deposit`,
-          )
-      }
-      const inserted = await insertOp(trx, {
-        network: this.network,
-        hash: v.hash,
-        entryPoint: ep.address,
-        op,
-        paymaster,
-        factory: factoryOf(op),
-        prefund: v.outcome.prefund,
-        validUntil: v.outcome.validUntil,
-        senderStaked: staked,
-      })
-      if (!inserted) {
-        const known = await getOp(trx, this.network, v.hash)
-        throw invalidFields(
-          `UserOperation ${v.hash} is already known (${known?.state ?? 'seen'}${known?.bundleTx ? ` in ${known.bundleTx}` : ''})`,
+    const live = await liveOfSender(trx, this.network, op.sender)
+    const existing = live.at(ep.address, op.nonce)
+    if (existing?.hash === v.hash) return v.hash
+    if (existing) {
+      this.checkReplacement(existing, op)
+      // Checked before the replaced op is dropped: a refusal must leave no write behind.
+      const known = await getOp(trx, this.network, v.hash)
+      if (known && known.state !== 'dropped' && known.state !== 'failed') throw alreadyKnown(v.hash, known)
+    } else if (!staked) {
+      if (live.count >= s.maxOpsPerUnstakedSender)
+        throw new BundlerError(
+          BundlerErrorCode.entityThrottled,
+          `sender ${op.sender} already has ${live.count} UserOperations waiting; an unstaked sender may have at most ${s.maxOpsPerUnstakedSender}: wait for them to be included, or stake the account`,
         )
-      }
-      await this.reputation?.seen(trx, op)
-      return v.hash
-    })
+    }
+    await this.reputation?.checkAccept(trx, op, v.outcome)
+    if (paymaster && v.paymasterDeposit !== null) {
+      // The op it replaces stops counting against the paymaster.
+      const replaced = existing && paymasterOf(existing.op) === paymaster ? existing.prefund : 0n
+      const committed = (await paymasterCommitted(trx, this.network, paymaster)) - replaced
+      if (committed + v.outcome.prefund > v.paymasterDeposit)
+        throw new BundlerError(
+          BundlerErrorCode.paymasterDepositTooLow,
+          `paymaster ${paymaster} has a deposit of ${v.paymasterDeposit} wei at the EntryPoint; its waiting ops may cost ${committed} and this one up to ${v.outcome.prefund}: the paymaster must add to its deposit`,
+        )
+    }
+    if (existing)
+      await setOpState(trx, this.network, [existing.hash], 'dropped', { reason: `replaced by ${v.hash}` })
+    const inserted = await insertOp(trx, this.newOp(op, ep, v, staked))
+    // Without a replaced op nothing was written yet, so refusing here leaves no write behind.
+    if (!inserted) throw alreadyKnown(v.hash, await getOp(trx, this.network, v.hash))
+    await this.reputation?.seen(trx, op)
+    return v.hash
   }
 
   private checkReplacement(existing: StoredOp, op: UserOperation): void {

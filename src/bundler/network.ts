@@ -60,7 +60,12 @@ export class NetworkBundler {
   private queue: Promise<unknown> = Promise.resolve()
   /** The connection holding the builder lock, while this instance's loop holds it (PostgreSQL). */
   lockConn: DB | null = null
+  /** Ends the builder loop's current sleep (stop, a bundling mode change). */
   wake: (() => void) | null = null
+  /** Set while the builder sleeps with nothing to do: a new op ends that sleep at once. */
+  idleWake: (() => void) | null = null
+  /** An op arrived since the builder's round began: it looks again instead of idling. */
+  nudged = false
   lastDecay = 0
   /** ERC-7562 MIN_STAKE_VALUE / MIN_UNSTAKE_DELAY for this network. */
   readonly stake: StakeRule
@@ -89,7 +94,7 @@ export class NetworkBundler {
       stake,
     )
     const rep = (spec.reputation?.enabled ?? validation.mode === 'safe') ? this.reputation : null
-    this.mempool = new Mempool(storage.db, network, pool, rep ?? undefined)
+    this.mempool = new Mempool(storage.db, network, pool, rep ?? undefined, storage.sharedAccess)
     const outcome = (o: string) => metrics.bundles.inc({ network, outcome: o })
     this.builder = new BundleBuilder({
       network,
@@ -118,6 +123,15 @@ export class NetworkBundler {
         },
       },
     })
+  }
+
+  /**
+   * A new op is waiting. Only an idle builder is woken: one following a bundle in flight keeps
+   * its poll interval, else every accept would cost a builder round (node and database reads).
+   */
+  nudge(): void {
+    this.nudged = true
+    this.idleWake?.()
   }
 
   entryPoint(address: Address): EntryPointRef {

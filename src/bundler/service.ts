@@ -119,7 +119,7 @@ export class BundlerService {
       })
       const hash = await n.mempool.add(op, ep, validated)
       this.metrics.opsAccepted.inc({ network })
-      n.wake?.()
+      n.nudge()
       return hash
     } catch (err) {
       this.metrics.opsRejected.inc({
@@ -260,10 +260,12 @@ export class BundlerService {
     let failures = 0
     while (!this.stopping) {
       try {
+        n.nudged = false
         const r = await n.exclusive(() => n.builder.tick(db, { build: n.mode === 'auto' }))
         await n.maybeDecay()
         failures = 0
-        await this.sleep(n, r === 'idle' ? (n.spec.idleMs ?? 1000) : (n.spec.pollMs ?? 250))
+        if (r !== 'idle') await this.sleep(n, n.spec.pollMs ?? 250)
+        else if (!n.nudged) await this.sleep(n, n.spec.idleMs ?? 1000, { idle: true })
       } catch (err) {
         if (++failures >= 5) throw err
         this.opts.logger.debug({ network: n.spec.slug, err: (err as Error).message }, 'bundler round failed')
@@ -272,16 +274,19 @@ export class BundlerService {
     }
   }
 
-  private sleep(n: NetworkBundler, ms: number): Promise<void> {
+  /** Sleeps `ms`; `stop()` ends it early, and so does a new op when `idle`. */
+  private sleep(n: NetworkBundler, ms: number, opts: { idle?: boolean } = {}): Promise<void> {
     if (this.stopping) return Promise.resolve()
     return new Promise((resolve) => {
       const done = () => {
         clearTimeout(t)
         n.wake = null
+        n.idleWake = null
         resolve()
       }
       const t = setTimeout(done, ms)
       n.wake = done
+      if (opts.idle) n.idleWake = done
     })
   }
 }

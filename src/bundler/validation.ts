@@ -1,7 +1,7 @@
 import { encodeFunctionData, size } from 'viem'
 import { entryPointAbi } from '../aa/contracts.ts'
 import type { Address, Hash } from '../types.ts'
-import type { BundlerChain, StateOverride } from './chain.ts'
+import type { BlockInfo, BundlerChain, StateOverride } from './chain.ts'
 import { nonceOverride, type SimulatedValidation, simulateValidation } from './entrypoint.ts'
 import {
   BundlerError,
@@ -75,6 +75,9 @@ export interface ValidatedOp {
   paymasterDeposit: bigint | null
 }
 
+/** How long accepts share one read of the head block. */
+const HEAD_MAX_AGE_MS = 250
+
 const fmt = (v: bigint) => `${v} (0x${v.toString(16)})`
 
 export class Validator {
@@ -127,7 +130,7 @@ export class Validator {
       factory ? this.chain.code(factory) : Promise.resolve(null),
       paymaster ? this.chain.code(paymaster) : Promise.resolve(null),
       this.readNonce(ep.address, op.sender, key),
-      this.chain.block('latest'),
+      this.head(),
       paymaster ? this.readDeposit(ep.address, paymaster) : Promise.resolve(null),
     ])
     const deployed = senderCode !== '0x'
@@ -163,6 +166,24 @@ export class Validator {
         paymasterContext: simulation.paymasterContext,
       },
     }
+  }
+
+  private headCache: { at: number; block: Promise<BlockInfo> } | null = null
+
+  /**
+   * The head block, shared by the accepts of HEAD_MAX_AGE_MS: its base fee and time are floors
+   * checked again when the builder bundles, so a block-old head costs nothing but a node read.
+   */
+  private head(): Promise<BlockInfo> {
+    const now = Date.now()
+    const cached = this.headCache
+    if (cached && now - cached.at < HEAD_MAX_AGE_MS) return cached.block
+    const block = this.chain.block('latest')
+    this.headCache = { at: now, block }
+    block.catch(() => {
+      if (this.headCache?.block === block) this.headCache = null
+    })
+    return block
   }
 
   /**
@@ -250,7 +271,7 @@ export class Validator {
 
   async readNonce(entryPoint: Address, sender: Address, key: bigint): Promise<bigint> {
     const data = encodeFunctionData({ abi: entryPointAbi, functionName: 'getNonce', args: [sender, key] })
-    const out = await this.chain.call({ to: entryPoint, data })
+    const out = await this.chain.call({ to: entryPoint, data }, undefined, 'latest', { light: true })
     if (!out.ok)
       throw new BundlerError(BundlerErrorCode.internal, `EntryPoint.getNonce reverted: ${out.message}`)
     return BigInt(out.data)
@@ -258,7 +279,7 @@ export class Validator {
 
   async readDeposit(entryPoint: Address, account: Address): Promise<bigint> {
     const data = encodeFunctionData({ abi: entryPointAbi, functionName: 'balanceOf', args: [account] })
-    const out = await this.chain.call({ to: entryPoint, data })
+    const out = await this.chain.call({ to: entryPoint, data }, undefined, 'latest', { light: true })
     if (!out.ok)
       throw new BundlerError(BundlerErrorCode.internal, `EntryPoint.balanceOf reverted: ${out.message}`)
     return BigInt(out.data)

@@ -3,6 +3,8 @@ import { AuthService } from '../auth/service.ts'
 import type { AccountRow } from '../auth/store.ts'
 import { AuthStore } from '../auth/store.ts'
 import type { Env } from '../config/env.ts'
+import { loginLinkFor } from '../dashboard/login-link.ts'
+import { createLoginLink } from '../dashboard/sessions.ts'
 import { openStorage } from '../storage/database.ts'
 import { migrate } from '../storage/migrate.ts'
 import { type AdminFile, readAdminFile } from './data-dir.ts'
@@ -16,6 +18,8 @@ export interface AdminBackend {
   createKey(opts: { account: string; env: string; scopes?: string[]; name?: string }): Promise<CreatedKey>
   listKeys(account: string): Promise<KeyView[]>
   revokeKey(id: string): Promise<KeyView>
+  /** A one-time dashboard sign-in link for the account, pointing at `baseUrl` (or the running server). */
+  loginLink(account: string, baseUrl: string | undefined): Promise<string>
   close(): Promise<void>
 }
 
@@ -36,6 +40,13 @@ export async function openAdminBackend(env: Env): Promise<AdminBackend> {
     createKey: (o) => auth.createKey({ accountEmail: o.account, env: o.env, scopes: o.scopes, name: o.name }),
     listKeys: (account) => auth.listKeys(account),
     revokeKey: (id) => auth.revokeKey(id),
+    loginLink: (account, baseUrl) =>
+      loginLinkFor(
+        auth,
+        { createLink: (id, origin) => createLoginLink(storage.db, id, origin) },
+        account,
+        baseUrl ?? `http://${env.HALYARD_HOST}:${env.HALYARD_PORT}`,
+      ),
     close: () => storage.close(),
   }
 }
@@ -73,6 +84,10 @@ class HttpAdminBackend implements AdminBackend {
   }
   revokeKey(id: string) {
     return this.call<KeyView>('POST', `/admin/keys/${encodeURIComponent(id)}/revoke`)
+  }
+  async loginLink(account: string, baseUrl: string | undefined) {
+    const body = { account, base_url: baseUrl ?? this.admin.origin }
+    return (await this.call<{ url: string }>('POST', '/admin/login-links', body)).url
   }
   async close() {}
 }

@@ -3,7 +3,7 @@ import type { Env } from '../config/env.ts'
 import { openAdminBackend } from './admin-backend.ts'
 import { UsageError } from './usage.ts'
 
-/** `accounts create|set-plan` and `keys create|list|revoke`. */
+/** `accounts create|set-plan|login-link` and `keys create|list|revoke`. */
 export async function runAdminCommand(group: string, argv: string[], env: Env): Promise<void> {
   const [sub, ...rest] = argv
   const { values, positionals } = parseArgs({
@@ -15,6 +15,7 @@ export async function runAdminCommand(group: string, argv: string[], env: Env): 
       env: { type: 'string' },
       scopes: { type: 'string' },
       name: { type: 'string' },
+      'base-url': { type: 'string' },
     },
     allowPositionals: true,
     strict: true,
@@ -33,6 +34,10 @@ export async function runAdminCommand(group: string, argv: string[], env: Env): 
     } else if (group === 'accounts' && sub === 'set-plan') {
       const a = await backend.setPlan(need('account'), need('plan'))
       console.log(`account ${a.id} ${a.email} plan=${a.plan}`)
+    } else if (group === 'accounts' && sub === 'login-link') {
+      const url = await backend.loginLink(need('account'), values['base-url'])
+      console.log('Dashboard sign-in link (works once, for 15 minutes):')
+      console.log(url)
     } else if (group === 'keys' && sub === 'create') {
       const scopes = values.scopes
         ?.split(',')

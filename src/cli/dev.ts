@@ -3,12 +3,10 @@ import { z } from 'zod'
 import type { AuthService } from '../auth/service.ts'
 import type { Env } from '../config/env.ts'
 import type { NetworkConfig } from '../config/file.ts'
-import { ensureAccountAbstraction } from '../devnet/account-abstraction.ts'
 import { startAnvil } from '../devnet/anvil.ts'
-import { ensureDemo } from '../devnet/demo.ts'
-import { ensureMulticall3 } from '../devnet/multicall3.ts'
-import { dataFiles, ensureDir, writeSecretFile } from './data-dir.ts'
-import { runServer } from './run-server.ts'
+import { openStorage } from '../storage/database.ts'
+import { dataFiles, ensureDir, readAdminFile, writeSecretFile } from './data-dir.ts'
+import type { runServer } from './run-server.ts'
 
 export const DEV_EMAIL = 'dev@halyard.local'
 const devKeySchema = z.object({ email: z.string(), key: z.string() })
@@ -22,11 +20,34 @@ export interface DevOptions {
 /** `halyard dev` (= `npm start`): anvil devnet + PGlite + in-memory limits, one command. */
 export async function dev(env: Env, opts: DevOptions): Promise<void> {
   ensureDir(env.dataDir)
-  const anvil = await startAnvil({
+  // Checked before anything starts: PGlite must never be opened on a data dir a live server holds.
+  const holder = env.DATABASE_URL ? undefined : readAdminFile(env.dataDir)
+  if (holder) throw new Error(`another Halyard (pid ${holder.pid}) is serving the data dir ${env.dataDir}`)
+  const anvilStarting = startAnvil({
     chainId: 31337,
     blockTime: opts.blockTime,
     statePath: dataFiles(env.dataDir).anvilState,
   })
+  // anvil boots in its own process while this one loads the server's and the devnet tooling's
+  // modules (seconds through tsx): the two waits overlap instead of adding up.
+  const modules = Promise.all([
+    import('./run-server.ts'),
+    import('../devnet/account-abstraction.ts'),
+    import('../devnet/multicall3.ts'),
+    import('../devnet/demo.ts'),
+  ])
+  // The database opens meanwhile too (PGlite: a second or more), ready when the server wants it.
+  const storageOpening = openStorage({ databaseUrl: env.DATABASE_URL, dataDir: env.dataDir })
+  // Both are awaited below; a failure elsewhere first must not leave them unhandled.
+  modules.catch(() => {})
+  storageOpening.catch(() => {})
+  let anvil: Awaited<typeof anvilStarting>
+  try {
+    anvil = await anvilStarting
+  } catch (err) {
+    await closeQuietly(storageOpening)
+    throw err
+  }
   const network: NetworkConfig = {
     chain: 'ethereum',
     network: 'devnet',
@@ -44,6 +65,7 @@ export async function dev(env: Env, opts: DevOptions): Promise<void> {
   let demoLines: string[] = []
   let aaLines: string[] = []
   try {
+    const [{ runServer }, { ensureAccountAbstraction }, { ensureMulticall3 }, { ensureDemo }] = await modules
     await ensureMulticall3(anvil.url)
     const aa = await ensureAccountAbstraction(anvil.url, env.dataDir)
     network.accountAbstraction = aa.config
@@ -52,13 +74,17 @@ export async function dev(env: Env, opts: DevOptions): Promise<void> {
       `                  SimpleAccountFactory v0.7 ${aa.config.simpleAccountFactory.v07}, VerifyingPaymaster ${aa.config.paymaster}`,
     ]
     if (opts.demo) demoLines = await ensureDemo(anvil.url, env.dataDir)
-    run = await runServer({ env, networks: [network], devMode: true, cleanup: () => anvil.stop() })
+    const storage = await storageOpening
+    run = await runServer({ env, networks: [network], devMode: true, storage, cleanup: () => anvil.stop() })
   } catch (err) {
+    await closeQuietly(storageOpening)
     await anvil.stop()
     throw err
   }
   const { halyard, stopped } = run
   const key = await ensureDevKey(halyard.ctx.auth, env.dataDir)
+  const devAccount = await halyard.ctx.auth.accountByEmail(DEV_EMAIL)
+  const signInLink = await halyard.services.dashboard.createLink(devAccount.id, halyard.origin)
   console.log(
     [
       '',
@@ -67,6 +93,8 @@ export async function dev(env: Env, opts: DevOptions): Promise<void> {
       `  JSON-RPC:       ${halyard.baseUrl}/rpc/ethereum/devnet`,
       `  WebSocket URL:  ${halyard.wsOrigin}/v1/ws/ethereum/devnet?apiKey=<key>`,
       `  API key:        ${key}`,
+      `  Dashboard:      ${signInLink}`,
+      '                  (sign-in link for dev@halyard.local: works once, for 15 minutes)',
       ...aaLines,
       '',
       'Try:',
@@ -96,4 +124,8 @@ async function ensureDevKey(auth: AuthService, dataDir: string): Promise<string>
   const created = await auth.createKey({ accountEmail: DEV_EMAIL, env: 'test', name: 'dev' })
   writeSecretFile(file, JSON.stringify({ email: DEV_EMAIL, key: created.key }))
   return created.key
+}
+
+async function closeQuietly(storage: ReturnType<typeof openStorage>): Promise<void> {
+  await storage.then((s) => s.close()).catch(() => {})
 }

@@ -2,13 +2,11 @@ import { parseArgs } from 'node:util'
 import { loadEnv } from '../config/env.ts'
 import { ConfigError } from '../config/validation.ts'
 import { HalyardError } from '../errors.ts'
-import { openStorage } from '../storage/database.ts'
-import { migrate } from '../storage/migrate.ts'
-import { runAdminCommand } from './admin-commands.ts'
 import { readAdminFile } from './data-dir.ts'
-import { dev } from './dev.ts'
-import { serve } from './serve.ts'
 import { USAGE, UsageError } from './usage.ts'
+
+// Each command imports only its own module graph when it runs: `keys create` need not load the
+// server, and `serve` need not load the devnet tooling (bench/footprint.ts measures start-up).
 
 export async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv
@@ -29,11 +27,13 @@ export async function main(argv: string[]): Promise<number> {
         if (!Number.isFinite(blockTime) || blockTime < 0 || blockTime > 3600) {
           throw new UsageError('--block-time must be a number of seconds between 0 and 3600')
         }
+        const { dev } = await import('./dev.ts')
         await dev(env, { blockTime, demo: values.demo === true })
         return 0
       }
       case 'serve': {
         const { values } = parseArgs({ args: rest, options: { config: { type: 'string' } }, strict: true })
+        const { serve } = await import('./serve.ts')
         await serve(env, values.config)
         return 0
       }
@@ -42,6 +42,8 @@ export async function main(argv: string[]): Promise<number> {
           console.log('a running server holds the data dir and has applied every migration')
           return 0
         }
+        const { openStorage } = await import('../storage/database.ts')
+        const { migrate } = await import('../storage/migrate.ts')
         const storage = await openStorage({ databaseUrl: env.DATABASE_URL, dataDir: env.dataDir })
         try {
           const applied = await migrate(storage.db)
@@ -52,9 +54,11 @@ export async function main(argv: string[]): Promise<number> {
         return 0
       }
       case 'accounts':
-      case 'keys':
+      case 'keys': {
+        const { runAdminCommand } = await import('./admin-commands.ts')
         await runAdminCommand(command, rest, env)
         return 0
+      }
       default:
         throw new UsageError(`unknown command: ${command}`)
     }

@@ -3,6 +3,7 @@ import type { NetworkConfig } from '../config/file.ts'
 import { createLogger, type Logger } from '../logger.ts'
 import type { ClusterWorker } from '../server/cluster.ts'
 import { type Halyard, randomToken, startHalyard } from '../server/runtime.ts'
+import type { Storage } from '../storage/database.ts'
 import {
   ensureDir,
   loadOrCreateSecretKey,
@@ -29,6 +30,11 @@ export async function runServer(opts: {
   cleanup?: () => Promise<void>
   /** Set in a cluster worker: only the leader runs background jobs and publishes the admin file. */
   worker?: ClusterWorker | undefined
+  /**
+   * Storage the caller opened early (dev overlaps PGlite's start with the devnet's) after its
+   * own holder check; closed here after the server on stop (on a failed start, by the caller).
+   */
+  storage?: Storage
 }): Promise<ServerRun> {
   const { worker } = opts
   const { env } = opts
@@ -40,7 +46,9 @@ export async function runServer(opts: {
   }
   const secretKey = loadOrCreateSecretKey(env.dataDir, env.HALYARD_SECRET_KEY)
   const adminToken = worker?.adminToken ?? randomToken()
+  const startWith = opts.storage ? { storage: opts.storage } : {}
   const halyard = await startHalyard({
+    ...startWith,
     env,
     networks: opts.networks,
     devMode: opts.devMode,
@@ -69,6 +77,7 @@ export async function runServer(opts: {
     } catch (err) {
       logger.error({ err }, 'error while closing the server')
     }
+    await opts.storage?.close().catch((err) => logger.error({ err }, 'error while closing storage'))
     await opts.cleanup?.().catch((err) => logger.error({ err }, 'error during cleanup'))
     if (publishes) removeAdminFile(env.dataDir, process.pid)
     resolveStopped()

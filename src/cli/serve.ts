@@ -2,10 +2,6 @@ import cluster from 'node:cluster'
 import type { Env } from '../config/env.ts'
 import { loadConfigFile } from '../config/file.ts'
 import { ConfigError } from '../config/validation.ts'
-import { createLogger } from '../logger.ts'
-import { clusterWorker, reportReady, superviseWorkers } from '../server/cluster.ts'
-import { randomToken } from '../server/runtime.ts'
-import { runServer } from './run-server.ts'
 
 /** `halyard serve [--config FILE]`: production mode; HALYARD_WORKERS > 1 runs a cluster. */
 export async function serve(env: Env, configFile: string | undefined): Promise<void> {
@@ -19,6 +15,12 @@ export async function serve(env: Env, configFile: string | undefined): Promise<v
     // PGlite is one process's database, and the memory limiter would give each worker its own limits.
     throw new ConfigError('HALYARD_WORKERS above 1 needs DATABASE_URL and REDIS_URL')
   }
+  // The server's module graph loads only once the config has passed: a bad config or
+  // environment is refused in the time it takes to read it.
+  const { clusterWorker, reportReady, superviseWorkers } = await import('../server/cluster.ts')
+  const { randomToken } = await import('../server/runtime.ts')
+  const { createLogger } = await import('../logger.ts')
+  const { runServer } = await import('./run-server.ts')
   if (env.HALYARD_WORKERS > 1 && cluster.isPrimary) {
     const logger = createLogger(env.HALYARD_LOG_LEVEL)
     const workers = superviseWorkers(env.HALYARD_WORKERS, { logger, adminToken: randomToken() })

@@ -13,6 +13,7 @@ export const USAGE = `usage: halyard <command>
   migrate                                 apply database migrations and exit
   accounts create --email E [--plan free|growth|enterprise]
   accounts set-plan --account E --plan P
+  accounts login-link --account E [--base-url URL]   one-time dashboard sign-in link
   keys create --account E --env test|live [--scopes a,b] [--name N]
   keys list --account E
   keys revoke KEY_ID

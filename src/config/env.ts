@@ -1,5 +1,6 @@
 import path from 'node:path'
 import { z } from 'zod'
+import { pgliteEnvShape } from '../storage/pglite-settings.ts'
 import { ConfigError, describeZodError, parseDuration } from './validation.ts'
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
@@ -34,11 +35,21 @@ const envSchema = z.object({
     .regex(/^[1-9]\d*(ms|s|m)$/, 'must be a duration such as 30s or 1500ms')
     .transform(parseDuration)
     .default(30_000),
+  // 0 sends every request through Fastify's pipeline (src/http/fast-lane.ts); for comparisons.
+  HALYARD_FAST_LANE: z.enum(['0', '1'], { message: 'must be 0 or 1' }).default('1'),
   // Webhook delivery (src/webhooks/settings.ts): durations like 500ms, 10s, 1m, 6h.
   HALYARD_WEBHOOK_RETRY_SCHEDULE: z
     .string()
     .regex(/^\d+(ms|s|m|h)(,\d+(ms|s|m|h))*$/, 'must be comma-separated durations such as 10s,1m,10m,1h,6h')
     .optional(),
+  // Form B's retry delays (spec 6.2; default 1s,5s,30s,5m,30m,2h,8h).
+  HALYARD_WEBHOOK_RETRY_SCHEDULE_B: z
+    .string()
+    .regex(/^\d+(ms|s|m|h)(,\d+(ms|s|m|h))*$/, 'must be comma-separated durations such as 1s,5s,30s,5m')
+    .optional(),
+  // Per-plan webhook limits (src/webhooks/quota.ts), e.g. free=1000,growth=100000,enterprise=unlimited.
+  HALYARD_WEBHOOK_DAILY_DELIVERIES: z.string().optional(),
+  HALYARD_WEBHOOK_MAX_WEBHOOKS: z.string().optional(),
   HALYARD_WEBHOOK_TIMEOUT: z
     .string()
     .regex(/^\d+(ms|s|m)$/, 'must be a duration such as 15s or 500ms')
@@ -48,6 +59,8 @@ const envSchema = z.object({
   HALYARD_WEBHOOK_CA_FILE: z.string().optional(),
   HALYARD_WEBHOOK_CONCURRENCY: z.coerce.number().int().min(1).max(4096).optional(),
   HALYARD_WEBHOOK_PER_HOST: z.coerce.number().int().min(1).max(4096).optional(),
+  // Embedded PGlite's memory settings and template cache dir (src/storage/pglite-settings.ts).
+  ...pgliteEnvShape,
 })
 
 export type Env = Readonly<z.infer<typeof envSchema> & { dataDir: string }>

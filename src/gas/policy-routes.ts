@@ -20,6 +20,32 @@ const policyId = idParam(
 )
 const byId = z.object({ id: policyId })
 
+/* Response bodies (spec 2.9 plus the spend so far), for the OpenAPI document. */
+const policy = z.object({
+  id: z.string(),
+  name: z.string(),
+  chain: z.string(),
+  rules: z.record(z.string(), z.unknown()),
+  status: z.string(),
+  created_at: z.string().meta({ format: 'date-time' }),
+  updated_at: z.string().meta({ format: 'date-time' }),
+  spend: z.object({
+    operations: z.number().int(),
+    settled_operations: z.number().int(),
+    total_usd: z.string(),
+    reserved_usd: z.string(),
+    settled_usd: z.string(),
+    reserved_wei: z.string(),
+    settled_wei: z.string(),
+  }),
+})
+const policyList = z.object({
+  policies: z.array(policy),
+  page: z.number().int(),
+  limit: z.number().int(),
+  total: z.number().int(),
+})
+
 export function registerPolicyRoutes(
   app: FastifyInstance,
   networks: NetworkRegistry,
@@ -32,6 +58,7 @@ export function registerPolicyRoutes(
     method: 'POST',
     url: '/v1/gas/policies',
     schema: { body: createPolicySchema },
+    responses: { 201: policy },
     handler: async ({ caller, body, reply }) => {
       requireNetworkAccess(caller, networks.getBySlug(body.chain))
       const created = await policies.create(caller.accountId, body)
@@ -45,6 +72,7 @@ export function registerPolicyRoutes(
     method: 'GET',
     url: '/v1/gas/policies',
     schema: { query: pageQuery(25) },
+    responses: { 200: policyList },
     handler: ({ caller, query }) => policies.list(caller.accountId, query),
   })
 
@@ -53,6 +81,7 @@ export function registerPolicyRoutes(
     method: 'GET',
     url: '/v1/gas/policies/:id',
     schema: { params: byId },
+    responses: { 200: policy },
     handler: ({ caller, params }) => policies.get(caller.accountId, params.id),
   })
 
@@ -61,6 +90,7 @@ export function registerPolicyRoutes(
     method: 'PATCH',
     url: '/v1/gas/policies/:id',
     schema: { params: byId, body: updatePolicySchema },
+    responses: { 200: policy },
     handler: ({ caller, params, body }) => policies.update(caller.accountId, params.id, body),
   })
 

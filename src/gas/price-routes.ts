@@ -4,6 +4,21 @@ import { chainSlug } from '../http/params.ts'
 import { defineRoute } from '../http/route.ts'
 import type { GasPriceService } from './price-service.ts'
 
+const estimate = z.object({
+  max_fee_gwei: z.string(),
+  max_priority_fee_gwei: z.string(),
+  estimated_seconds: z.number().int(),
+})
+
+/** Spec 2.8: the response body, for the OpenAPI document. */
+const gasPrices = z.object({
+  chain: z.string(),
+  block_number: z.number().int(),
+  base_fee_gwei: z.string(),
+  estimates: z.object({ slow: estimate, standard: estimate, fast: estimate }),
+  updated_at: z.string().meta({ format: 'date-time' }),
+})
+
 /** Spec 4.6 `GET /gas/{chain}/prices`. */
 export function registerGasPriceRoutes(app: FastifyInstance, gas: GasPriceService) {
   defineRoute(app, {
@@ -13,6 +28,7 @@ export function registerGasPriceRoutes(app: FastifyInstance, gas: GasPriceServic
     cost: 2,
     network: { from: 'slug', param: 'chain' },
     schema: { params: z.object({ chain: chainSlug }) },
+    responses: { 200: gasPrices },
     handler: ({ network }) => gas.prices(network),
   })
 }

@@ -7,7 +7,7 @@ import { forbidden, unauthorized } from '../errors.ts'
 import type { RouteScope } from './route.ts'
 
 /** The key in a request's headers: `X-API-Key`, then `Authorization: Bearer`. */
-function headerKey(headers: IncomingHttpHeaders): string | undefined {
+export function headerKey(headers: IncomingHttpHeaders): string | undefined {
   const header = headers['x-api-key']
   if (typeof header === 'string' && header !== '') return header.trim()
   const auth = headers.authorization

@@ -9,6 +9,7 @@ import {
   type RateLimiter,
 } from '../limits/limiter.ts'
 import type { Metrics } from '../metrics.ts'
+import type { UsageRecorder } from '../usage/recorder.ts'
 
 const NOTHING_USED = { second: 0, cu: 0, day: 0 }
 
@@ -40,7 +41,10 @@ function refusal(d: LimitDecision, computeUnits: number, caller: Caller): Halyar
   } else {
     message = `rate limit exceeded: ${limits.requestsPerSecond} requests per second`
   }
-  return new HalyardError('rate_limited', message, { 'retry-after': String(d.retryAfterSeconds ?? 1) })
+  return new HalyardError('rate_limited', message, {
+    ...rateLimitHeaders(d),
+    'retry-after': String(d.retryAfterSeconds ?? 1),
+  })
 }
 
 /**
@@ -48,10 +52,18 @@ function refusal(d: LimitDecision, computeUnits: number, caller: Caller): Halyar
  * rate-limit headers, and throws 429 when a limit is hit (a refused request costs nothing).
  */
 export class Charger {
+  /** Usage per account, day and method (src/usage): counted in memory here, flushed in batches. */
+  private usage: UsageRecorder | undefined
+
   constructor(
     private readonly limiter: RateLimiter,
     private readonly metrics: Metrics,
   ) {}
+
+  /** Set once by the usage feature (src/usage/register.ts) when it registers. */
+  recordUsageInto(usage: UsageRecorder): void {
+    this.usage = usage
+  }
 
   /**
    * Resolves (or, with an in-process limiter, returns undefined at once: no promise on the hot
@@ -82,15 +94,60 @@ export class Charger {
   }
 
   private apply(request: FastifyRequest, reply: FastifyReply, decision: LimitDecision, computeUnits: number) {
-    const caller = request.caller as Caller
     request.charged = true
     reply.headers(rateLimitHeaders(decision))
+    const route = request.routeOptions.url ?? 'unmatched'
+    // Usage names the JSON-RPC method (set by the endpoint) or else the REST route.
+    this.settle(
+      request.caller as Caller,
+      decision,
+      computeUnits,
+      route,
+      request.metricMethod ?? `${request.method} ${route}`,
+    )
+  }
+
+  /** Counts an allowed decision's compute units, or throws the 429 (carrying the rate-limit headers). */
+  private settle(
+    caller: Caller,
+    decision: LimitDecision,
+    computeUnits: number,
+    route: string,
+    method = route,
+  ): LimitDecision {
+    this.usage?.record(caller.accountId, method, 1, computeUnits, !decision.allowed)
     if (!decision.allowed) {
       this.metrics.rateLimited.inc({ limit: decision.exceeded ?? 'unknown' })
       throw refusal(decision, computeUnits, caller)
     }
-    if (computeUnits > 0)
-      this.metrics.computeUnits.inc({ route: request.routeOptions.url ?? 'unmatched' }, computeUnits)
+    if (computeUnits > 0) this.metrics.recordComputeUnits(route, computeUnits)
+    return decision
+  }
+
+  /**
+   * Charges one request outside Fastify (the JSON-RPC fast lane, http/fast-lane.ts): the
+   * decision, for the rate-limit headers, at once when no I/O is needed; throws or rejects with
+   * the 429, whose headers include the rate-limit ones.
+   */
+  chargeDirect(
+    caller: Caller,
+    computeUnits: number,
+    route: string,
+    method = route,
+  ): LimitDecision | Promise<LimitDecision> {
+    const d = this.decision(caller, { requests: 1, computeUnits })
+    if (d instanceof Promise) return d.then((x) => this.settle(caller, x, computeUnits, route, method))
+    return this.settle(caller, d, computeUnits, route, method)
+  }
+
+  /** An identified caller's request refused before its charge: one request, no compute units (headers only). */
+  async headersForRefusal(caller: Caller): Promise<Record<string, string>> {
+    try {
+      return rateLimitHeaders(await this.decision(caller, { requests: 1, computeUnits: 0 }))
+    } catch {
+      // The limiter being down must not turn a 4xx into a 500.
+      return {}
+    }
   }
 
   /**
@@ -105,11 +162,12 @@ export class Charger {
     route: string,
   ): Promise<{ decision: LimitDecision; refusal?: HalyardError }> {
     const decision = await this.decision(caller, { requests, computeUnits })
+    this.usage?.record(caller.accountId, route, requests, computeUnits, !decision.allowed)
     if (!decision.allowed) {
       this.metrics.rateLimited.inc({ limit: decision.exceeded ?? 'unknown' })
       return { decision, refusal: refusal(decision, computeUnits, caller) }
     }
-    if (computeUnits > 0) this.metrics.computeUnits.inc({ route }, computeUnits)
+    if (computeUnits > 0) this.metrics.recordComputeUnits(route, computeUnits)
     return { decision }
   }
 
@@ -118,11 +176,6 @@ export class Charger {
     const caller = request.caller
     if (!caller || request.charged) return
     request.charged = true
-    try {
-      const d = await this.decision(caller, { requests: 1, computeUnits: 0 })
-      reply.headers(rateLimitHeaders(d))
-    } catch {
-      // The limiter being down must not turn a 4xx into a 500.
-    }
+    reply.headers(await this.headersForRefusal(caller))
   }
 }

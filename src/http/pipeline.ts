@@ -140,13 +140,8 @@ export function installPipeline(app: FastifyInstance, deps: PipelineDeps): void 
     const route = request.is404 ? 'unmatched' : (request.routeOptions.url ?? 'unmatched')
     // Only a resolved network labels a series: raw path segments would make unbounded series.
     const network = request.network?.slug ?? ''
-    deps.metrics.httpRequests.inc({
-      route,
-      status: String(reply.statusCode),
-      network,
-      method: request.metricMethod ?? request.method,
-    })
-    deps.metrics.httpDuration.observe({ route, network }, reply.elapsedTime / 1000)
+    const method = request.metricMethod ?? request.method
+    deps.metrics.recordHttp(route, reply.statusCode, network, method, reply.elapsedTime / 1000)
     done()
   })
 

@@ -32,6 +32,12 @@ export interface InputSchemas<P = unknown, Q = unknown, B = unknown> {
   readonly body?: z.ZodType<B>
 }
 
+/**
+ * The success bodies a route answers, by status (OpenAPI, src/openapi; not checked at run
+ * time). A route without one is documented as answering some JSON.
+ */
+export type RouteResponses = Readonly<Partial<Record<200 | 201 | 202, z.ZodType>>>
+
 export interface RouteMeta {
   readonly access: 'public' | { readonly scope: RouteScope; readonly cost: RouteCost }
   readonly network: NetworkBinding | undefined
@@ -42,6 +48,7 @@ export interface RouteMeta {
   readonly what: string
   /** The WebSocket path: `?apiKey=` is read there too (spec 4.8), even on a plain GET. */
   readonly keyInQuery: boolean
+  readonly responses: RouteResponses
 }
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE'
@@ -65,6 +72,7 @@ interface CommonSpec<P, Q, B> {
   readonly url: string
   readonly schema?: InputSchemas<P, Q, B>
   readonly what?: string
+  readonly responses?: RouteResponses
 }
 
 export interface RouteSpec<P, Q, B, N extends NetworkBinding | undefined> extends CommonSpec<P, Q, B> {
@@ -96,6 +104,7 @@ export function defineRoute<
     parseParams: !provenByNetwork(schema.params, spec.network),
     what: spec.what ?? `${spec.method} ${spec.url}`,
     keyInQuery: spec.keyInQuery ?? false,
+    responses: spec.responses ?? {},
   }
   app.route({
     method: spec.method,
@@ -138,6 +147,7 @@ export function definePublicRoute<P = unknown, Q = unknown, B = unknown>(
     parseParams: true,
     what: spec.what ?? `${spec.method} ${spec.url}`,
     keyInQuery: false,
+    responses: spec.responses ?? {},
   }
   app.route({
     method: spec.method,

@@ -28,6 +28,7 @@ const headerSchema = z.object({
   hash,
   parentHash: hash,
   timestamp: quantity,
+  gasUsed: quantity.optional(),
   transactions: z.array(z.union([hash, txSchema])),
 })
 
@@ -48,6 +49,9 @@ export interface ChainHeader {
   hash: Hash
   parentHash: Hash
   timestamp: number
+  /** Gas used by the block and its transaction count (webhooks' new_block events). */
+  gasUsed?: bigint
+  transactionCount?: number
   /** Present when fetched with full transactions. */
   transactions?: IndexedTransaction[]
 }
@@ -93,6 +97,8 @@ export class ChainReader {
       hash: b.hash as Hash,
       parentHash: b.parentHash as Hash,
       timestamp: Number(b.timestamp),
+      gasUsed: b.gasUsed,
+      transactionCount: b.transactions.length,
     }
     if (full) {
       header.transactions = b.transactions.map((t) => {

@@ -241,6 +241,8 @@ export class NetworkFollower {
       transfers: sorted.flatMap((l) => this.decode(block.number, l)),
     }
     if (block.transactions) indexed.transactions = block.transactions
+    if (block.gasUsed !== undefined) indexed.gasUsed = block.gasUsed
+    if (block.transactionCount !== undefined) indexed.transactionCount = block.transactionCount
     return indexed
   }
 

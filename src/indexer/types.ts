@@ -56,6 +56,9 @@ export interface IndexedBlock {
   parentHash: Hash
   /** Unix seconds. */
   timestamp: number
+  /** From the block header when the node sent it (webhooks' new_block events). */
+  gasUsed?: bigint
+  transactionCount?: number
   /** Every log of the block, in log-index order. */
   logs: IndexedLog[]
   /** Transfers decoded from the logs. */

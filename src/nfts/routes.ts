@@ -6,6 +6,55 @@ import type { NftService } from './service.ts'
 
 const EVM_SLUG = { from: 'slug', param: 'chain', kinds: ['evm'] } as const
 
+/* Response bodies (spec 2.3 to 2.5), for the OpenAPI document. */
+const standard = z.enum(['ERC721', 'ERC1155'])
+const nftMetadata = z.object({
+  contract: z.string(),
+  token_id: z.string(),
+  chain: z.string(),
+  name: z.string().nullable(),
+  description: z.string().nullable(),
+  image_url: z.string().nullable(),
+  image_gateway_url: z.string().nullable(),
+  standard,
+  owner: z.string().nullable(),
+  traits: z.array(z.object({ trait_type: z.string(), value: z.string() })),
+  token_uri: z.string().nullable(),
+  metadata: z.record(z.string(), z.unknown()).nullable(),
+  metadata_error: z.string().nullable(),
+})
+const nftCollection = z.object({
+  contract: z.string(),
+  chain: z.string(),
+  name: z.string().nullable(),
+  symbol: z.string().nullable(),
+  standard,
+  total_supply: z.union([z.number().int(), z.string()]),
+  num_owners: z.number().int(),
+  floor_price_eth: z.string().nullable(),
+  floor_price_usd: z.string().nullable(),
+  banner_url: z.string().nullable(),
+  image_url: z.string().nullable(),
+  description: z.string().nullable(),
+})
+const ownedNfts = z.object({
+  address: z.string(),
+  chain: z.string(),
+  nfts: z.array(
+    z.object({
+      contract: z.string(),
+      token_id: z.string(),
+      name: z.string().nullable(),
+      collection_name: z.string().nullable(),
+      image_url: z.string().nullable(),
+      standard,
+      balance: z.string(),
+    }),
+  ),
+  page: z.number().int(),
+  total: z.number().int(),
+})
+
 /** Spec 4.3: NFT metadata, collection, owned NFTs. */
 export function registerNftRoutes(app: FastifyInstance, nfts: NftService): void {
   defineRoute(app, {
@@ -19,6 +68,7 @@ export function registerNftRoutes(app: FastifyInstance, nfts: NftService): void 
       params: z.object({ chain: chainSlug, contract: address('contract'), token_id: uint256('token_id') }),
       query: z.object({ refresh: boolFlag('refresh') }),
     },
+    responses: { 200: nftMetadata },
     handler: ({ network, params, query }) =>
       nfts.metadata(network, params.contract, params.token_id, query.refresh),
   })
@@ -31,6 +81,7 @@ export function registerNftRoutes(app: FastifyInstance, nfts: NftService): void 
     network: EVM_SLUG,
     what: 'NFT collections',
     schema: { params: z.object({ chain: chainSlug, contract: address('contract') }) },
+    responses: { 200: nftCollection },
     handler: ({ network, params }) => nfts.collection(network, params.contract),
   })
 
@@ -42,6 +93,7 @@ export function registerNftRoutes(app: FastifyInstance, nfts: NftService): void 
     network: EVM_SLUG,
     what: 'owned NFTs',
     schema: { params: z.object({ chain: chainSlug, address: address('address') }), query: pageQuery(50) },
+    responses: { 200: ownedNfts },
     handler: ({ network, params, query }) => nfts.owned(network, params.address, query),
   })
 }

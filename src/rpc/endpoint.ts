@@ -1,9 +1,10 @@
+import type { Caller } from '../auth/service.ts'
 import type { Network } from '../chains/registry.ts'
 import { forbidden, invalidRequest } from '../errors.ts'
 import type { Charger } from '../http/charge.ts'
 import type { RouteContext } from '../http/route.ts'
 import { type JsonRpcId, RPC_INVALID_REQUEST, RPC_METHOD_NOT_FOUND } from '../jsonrpc.ts'
-import { admit, type Slot } from './admission.ts'
+import { type Admission, admit, type Slot } from './admission.ts'
 import { errorFrame } from './envelope.ts'
 import type { MethodRegistry } from './methods/spec.ts'
 import type { Execution, RpcService } from './service.ts'
@@ -19,11 +20,87 @@ export interface EndpointDeps {
   readonly registry?: MethodRegistry
 }
 
+/** An HTTP JSON-RPC request admitted: what to run, its cost and its metric label. */
+export type HttpAdmission = Extract<Admission, { ok: true }>
+
 /**
- * A JSON-RPC endpoint over HTTP: the admission (rpc/admission.ts) mapped onto HTTP. Problems
- * with the request itself are HTTP errors (an empty or oversized batch, a single call's bad
- * envelope 400, a single call the key may not make 403); a method-level refusal is a 200 with
- * the JSON-RPC error. The whole request is charged once: one request and the summed CU.
+ * The admission (rpc/admission.ts) mapped onto HTTP. Problems with the request itself are HTTP
+ * errors (an empty or oversized batch, a single call's bad envelope 400, a single call the key
+ * may not make 403); a method-level refusal is a 200 with the JSON-RPC error.
+ */
+export function admitHttp(
+  deps: EndpointDeps,
+  caller: Caller,
+  network: Network,
+  body: unknown,
+): HttpAdmission {
+  const admission = admit(body, {
+    network,
+    caller,
+    maxBatch: deps.maxBatch,
+    ...(deps.registry ? { registry: deps.registry } : {}),
+  })
+  if (!admission.ok) throw admission.error
+  const first = admission.slots[0]!
+  if (!admission.batch && !first.call) {
+    if (first.error.code === RPC_INVALID_REQUEST) throw invalidRequest(first.error.message)
+    if (first.error.code !== RPC_METHOD_NOT_FOUND) throw forbidden(first.error.message)
+  }
+  return admission
+}
+
+/** The answer's text and the X-Cache value (absent when nothing was cacheable). */
+export interface HttpAnswer {
+  readonly text: string
+  readonly cache: 'HIT' | 'MISS' | 'PARTIAL' | undefined
+}
+
+/**
+ * Runs an admitted (and charged) request. The answer resolves at the end of the event-loop turn
+ * (`endOfTurn`), so answers computed in one burst are written together.
+ */
+export async function answerAdmitted(
+  deps: EndpointDeps,
+  admission: HttpAdmission,
+  network: Network,
+  caller: Caller,
+): Promise<HttpAnswer> {
+  const seen: CacheTally = { hits: 0, misses: 0 }
+  // A single call (most traffic) skips the batch's array and Promise.all.
+  const text = admission.batch
+    ? `[${(await Promise.all(admission.slots.map((slot) => runSlot(deps, slot, network, caller, seen)))).join(',')}]`
+    : await runSlot(deps, admission.slots[0]!, network, caller, seen)
+  const { hits, misses } = seen
+  const cache = hits + misses === 0 ? undefined : hits === 0 ? 'MISS' : misses === 0 ? 'HIT' : 'PARTIAL'
+  await endOfTurn()
+  return { text, cache }
+}
+
+interface CacheTally {
+  hits: number
+  misses: number
+}
+
+// A module-level function, not a closure per request: the loader (tsx) names every named
+// closure it creates with a defineProperty call, which the RPC profile showed.
+async function runSlot(
+  deps: EndpointDeps,
+  slot: Slot,
+  network: Network,
+  caller: Caller,
+  seen: CacheTally,
+): Promise<string> {
+  if (!slot.call) return errorFrame(slot.id, slot.error)
+  const { request: call, spec } = slot.call
+  const r = await deps.rpc.run(network, call, spec, caller)
+  if (r.cache === 'hit') seen.hits++
+  else if (r.cache === 'miss') seen.misses++
+  return serialize(call.id, r)
+}
+
+/**
+ * A JSON-RPC endpoint as a Fastify handler. The whole request is charged once: one request and
+ * the summed CU. The fast lane (rpc/fast-lane.ts) runs the same two steps on the raw request.
  */
 export function jsonRpcEndpoint(deps: EndpointDeps) {
   return async ({
@@ -33,43 +110,18 @@ export function jsonRpcEndpoint(deps: EndpointDeps) {
     request,
     reply,
   }: RouteContext<unknown, unknown, object, Network>) => {
-    const admission = admit(body, {
-      network,
-      caller,
-      maxBatch: deps.maxBatch,
-      ...(deps.registry ? { registry: deps.registry } : {}),
-    })
-    if (!admission.ok) throw admission.error
-    const first = admission.slots[0]!
-    if (!admission.batch && !first.call) {
-      if (first.error.code === RPC_INVALID_REQUEST) throw invalidRequest(first.error.message)
-      if (first.error.code !== RPC_METHOD_NOT_FOUND) throw forbidden(first.error.message)
-    }
+    const admission = admitHttp(deps, caller, network, body)
     request.metricMethod = admission.metricMethod
-
     const charged = deps.charger.charge(request, reply, admission.computeUnits)
     if (charged) await charged
-
-    let hits = 0
-    let misses = 0
-    const execute = async (slot: Slot): Promise<string> => {
-      if (!slot.call) return errorFrame(slot.id, slot.error)
-      const { request: call, spec } = slot.call
-      const r = await deps.rpc.run(network, call, spec, caller)
-      if (r.cache === 'hit') hits++
-      else if (r.cache === 'miss') misses++
-      return serialize(call.id, r)
-    }
-    // A single call (most traffic) skips the batch's array and Promise.all.
-    const text = admission.batch
-      ? `[${(await Promise.all(admission.slots.map(execute))).join(',')}]`
-      : await execute(first)
-    if (hits + misses > 0) reply.header(CACHE_HEADER, hits === 0 ? 'MISS' : misses === 0 ? 'HIT' : 'PARTIAL')
-    reply.header('content-type', 'application/json; charset=utf-8')
-    await endOfTurn()
-    return text
+    const answer = await answerAdmitted(deps, admission, network, caller)
+    if (answer.cache) reply.header(CACHE_HEADER, answer.cache)
+    reply.header('content-type', JSON_CONTENT_TYPE)
+    return answer.text
   }
 }
+
+export const JSON_CONTENT_TYPE = 'application/json; charset=utf-8'
 
 let turn: Promise<void> | undefined
 

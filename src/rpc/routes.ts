@@ -2,10 +2,12 @@ import type { FastifyInstance } from 'fastify'
 import { z } from 'zod'
 import type { Scope } from '../auth/scopes.ts'
 import type { Charger } from '../http/charge.ts'
+import { fastLaneHost } from '../http/fast-lane.ts'
 import { networkPair } from '../http/params.ts'
 import { type ChainKind, defineRoute } from '../http/route.ts'
-import { jsonRpcEndpoint } from './endpoint.ts'
+import { type EndpointDeps, jsonRpcEndpoint } from './endpoint.ts'
 import { DEFAULT_MAX_BATCH } from './envelope.ts'
+import { jsonRpcFastLane } from './fast-lane.ts'
 import type { MethodRegistry } from './methods/spec.ts'
 import type { RpcService } from './service.ts'
 
@@ -22,7 +24,8 @@ interface Deps {
 
 /**
  * A JSON-RPC surface at `url` (`…/:chain/:network`): the shared endpoint (envelope, batches,
- * per-call scope and compute units) over `registry`, or the chain kind's own registry.
+ * per-call scope and compute units) over `registry`, or the chain kind's own registry, as a
+ * Fastify route and as its fast lane (rpc/fast-lane.ts) when the app has one.
  */
 export function defineJsonRpcRoute(
   app: FastifyInstance,
@@ -35,6 +38,18 @@ export function defineJsonRpcRoute(
   },
   deps: Deps,
 ) {
+  const endpoint: EndpointDeps = {
+    rpc: deps.rpc,
+    charger: deps.charger,
+    maxBatch: deps.maxBatch ?? DEFAULT_MAX_BATCH,
+    ...(route.registry ? { registry: route.registry } : {}),
+  }
+  const scopes: readonly Scope[] = typeof route.scope === 'string' ? [route.scope] : route.scope
+  const lanes = fastLaneHost(app)
+  if (lanes)
+    lanes.lanes.push(
+      jsonRpcFastLane(lanes, { url: route.url, scopes, kinds: route.kinds, body: jsonRpcBody }, endpoint),
+    )
   defineRoute(app, {
     method: 'POST',
     url: route.url,
@@ -44,12 +59,7 @@ export function defineJsonRpcRoute(
     network: route.kinds ? { from: 'pair', kinds: route.kinds } : { from: 'pair' },
     what: route.what,
     schema: { params: networkPair, body: jsonRpcBody },
-    handler: jsonRpcEndpoint({
-      rpc: deps.rpc,
-      charger: deps.charger,
-      maxBatch: deps.maxBatch ?? DEFAULT_MAX_BATCH,
-      ...(route.registry ? { registry: route.registry } : {}),
-    }),
+    handler: jsonRpcEndpoint(endpoint),
   })
 }
 

@@ -82,7 +82,7 @@ export class RpcService {
     const key = shared ? `${network.slug}\n${method}\n${JSON.stringify(params)}` : undefined
     if (key !== undefined && plan.kind !== 'none') {
       const hit = this.cache.getLocal(key) ?? (await this.cache.getRemote(key))
-      this.metrics.cacheLookups.inc({ network: network.slug, result: hit === undefined ? 'miss' : 'hit' })
+      this.metrics.recordCacheLookup(network.slug, hit === undefined ? 'miss' : 'hit')
       if (hit !== undefined) {
         this.count(network, spec, 'ok')
         return { json: hit, cache: 'hit' }
@@ -147,7 +147,7 @@ export class RpcService {
   }
 
   private count(network: Network, spec: MethodSpec, outcome: 'ok' | 'error') {
-    this.metrics.rpcCalls.inc({ network: network.slug, method: spec.label, outcome })
+    this.metrics.recordRpcCall(network.slug, spec.label, outcome)
   }
 
   private runtime(network: Network): NetworkRuntime {

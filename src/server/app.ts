@@ -1,10 +1,11 @@
 import { randomUUID } from 'node:crypto'
-import type { IncomingMessage } from 'node:http'
+import { createServer, type IncomingMessage } from 'node:http'
 import Fastify, {
   type FastifyBaseLogger,
   type FastifyBodyParser,
   type FastifyInstance,
   type FastifyReply,
+  type FastifyRequest,
   LogController,
 } from 'fastify'
 import type { AuthService } from '../auth/service.ts'
@@ -18,6 +19,7 @@ import {
   rememberRequestId,
   toHalyardError,
 } from '../http/errors.ts'
+import { type FastLane, setFastLaneHost } from '../http/fast-lane.ts'
 import { installPipeline, needsBody } from '../http/pipeline.ts'
 import type { Logger } from '../logger.ts'
 import type { Metrics } from '../metrics.ts'
@@ -43,6 +45,11 @@ export interface AppDeps {
   requestTimeoutMs?: number
   /** Set in a cluster worker: every response names the worker (X-Halyard-Worker). */
   workerIndex?: number | undefined
+  /**
+   * Whether routes may answer their commonest requests below Fastify (http/fast-lane.ts;
+   * HALYARD_FAST_LANE=0 turns it off). Default on.
+   */
+  fastLane?: boolean
 }
 
 /**
@@ -52,7 +59,22 @@ export interface AppDeps {
 export function buildApp(deps: AppDeps): FastifyInstance {
   const bodyLimit = deps.bodyLimit ?? DEFAULT_BODY_LIMIT
   const requestTimeout = deps.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS
+  const lanes: FastLane[] = []
+  const http = {
+    requestTimeout,
+    headersTimeout: Math.min(60_000, requestTimeout),
+    connectionsCheckingInterval: Math.min(30_000, Math.max(100, Math.floor(requestTimeout / 10))),
+  }
   const app = Fastify({
+    // Every request is offered to the fast lanes first; one that none takes goes to Fastify.
+    serverFactory: (handler) => {
+      const server = createServer(http, (req, res) => {
+        for (const lane of lanes) if (lane(req, res)) return
+        handler(req, res)
+      })
+      server.requestTimeout = requestTimeout
+      return server
+    },
     loggerInstance: deps.logger as FastifyBaseLogger,
     // Per-request logs would cost more than the proxying itself; errors are logged with ids.
     logController: new LogController({ disableRequestLogging: true }),
@@ -63,11 +85,6 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     // writes the error body. Node checks every connectionsCheckingInterval (30 s by default),
     // so the check runs at a tenth of the deadline: a cut lands within 10% of it.
     requestTimeout,
-    http: {
-      requestTimeout,
-      headersTimeout: Math.min(60_000, requestTimeout),
-      connectionsCheckingInterval: Math.min(30_000, Math.max(100, Math.floor(requestTimeout / 10))),
-    },
     requestIdHeader: false,
     genReqId: (req: IncomingMessage) => {
       const given = req.headers['x-request-id']
@@ -95,12 +112,33 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     if (body === '' && !needsBody(request)) return done(null, undefined)
     parseJson(request, body, done)
   }
-  app.removeContentTypeParser('application/json')
+  // text/plain too: Fastify's own parser would hand the route a string.
+  app.removeContentTypeParser(['application/json', 'text/plain'])
   app.addContentTypeParser('application/json', { parseAs: 'string' }, parseBody)
   app.addContentTypeParser('*', { parseAs: 'string' }, parseBody)
   // Halyard is no proxy: CONNECT gets the error body (without a listener Node drops the socket).
   app.server.on('connect', answerConnect)
 
   installPipeline(app, { ...deps, bodyLimit })
+  if (deps.fastLane !== false) {
+    setFastLaneHost(app, {
+      lanes,
+      auth: deps.auth,
+      networks: deps.networks,
+      bodyLimit,
+      workerIndex: deps.workerIndex === undefined ? undefined : String(deps.workerIndex),
+      parseJson: (text) => {
+        let outcome: { err: Error | null; value?: unknown } = { err: null }
+        // Fastify's parser answers synchronously and reads nothing from the request.
+        parseJson(undefined as unknown as FastifyRequest, text, (err, value) => {
+          outcome = { err, value }
+        })
+        if (outcome.err) throw outcome.err
+        return outcome.value
+      },
+      metrics: deps.metrics,
+      logger: deps.logger,
+    })
+  }
   return app
 }

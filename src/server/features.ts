@@ -1,11 +1,14 @@
 import { registerBundler } from '../bundler/register.ts'
+import { registerDashboard } from '../dashboard/register.ts'
 import { registerGasPrices } from '../gas/register-prices.ts'
 import { registerSponsorship } from '../gas/register-sponsorship.ts'
 import type { FeatureHost } from '../http/host.ts'
 import { registerIndexer } from '../indexer/register.ts'
 import { registerNfts } from '../nfts/register.ts'
+import { registerOpenApi } from '../openapi/register.ts'
 import { registerRpc } from '../rpc/register.ts'
 import { registerTokens } from '../tokens/register.ts'
+import { registerUsage } from '../usage/register.ts'
 import { registerWallets } from '../wallets/register.ts'
 import { registerWebhooks } from '../webhooks/register.ts'
 import { registerWs } from '../ws/register.ts'
@@ -16,14 +19,18 @@ import { registerWs } from '../ws/register.ts'
  * field of `host.services` (declared in its register.ts).
  */
 export async function registerFeatures(host: FeatureHost): Promise<void> {
+  // First: its flush task stops last, after every other task has charged what it owed.
+  registerUsage(host)
   registerRpc(host)
   registerIndexer(host)
   await registerTokens(host)
   registerNfts(host)
-  registerWebhooks(host)
+  const webhooks = registerWebhooks(host)
   registerWs(host)
   registerWallets(host)
   registerGasPrices(host)
   await registerSponsorship(host)
   registerBundler(host)
+  registerOpenApi(host)
+  registerDashboard(host, { webhooks })
 }

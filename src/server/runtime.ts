@@ -1,12 +1,13 @@
 import { randomBytes } from 'node:crypto'
 import type { FastifyInstance } from 'fastify'
 import { Redis } from 'ioredis'
-import { registerAdminRoutes } from '../auth/admin-routes.ts'
+import { makeAdminGuard, registerAdminRoutes } from '../auth/admin-routes.ts'
 import { AuthService } from '../auth/service.ts'
 import { AuthStore } from '../auth/store.ts'
 import { managedPoolFactory, NetworkRegistry, type PoolFactory } from '../chains/registry.ts'
 import type { Env } from '../config/env.ts'
 import type { NetworkConfig } from '../config/file.ts'
+import { registerLoginLinkAdminRoute } from '../dashboard/login-link.ts'
 import { Charger } from '../http/charge.ts'
 import type { AppContext, BackgroundTask, FeatureServices } from '../http/host.ts'
 import type { RateLimiter } from '../limits/limiter.ts'
@@ -102,6 +103,7 @@ export async function startHalyard(opts: StartOptions): Promise<Halyard> {
       networks,
       workerIndex: opts.workerIndex,
       requestTimeoutMs: env.HALYARD_REQUEST_TIMEOUT,
+      fastLane: env.HALYARD_FAST_LANE === '1',
     })
     const checks: ReadinessCheck[] = []
     if (redis) {
@@ -120,10 +122,13 @@ export async function startHalyard(opts: StartOptions): Promise<Halyard> {
       addTask: (t) => tasks.push(t),
       onStart: (fn) => starters.push(fn),
     })
+    if (opts.adminToken)
+      registerLoginLinkAdminRoute(app, auth, services.dashboard, makeAdminGuard(opts.adminToken))
     // /ready reads `checks` per request: the indexer's lag/stuck checks join once it exists.
     checks.push(...services.indexer.readinessChecks())
     checks.push(...services.sponsorship.readinessChecks())
     checks.push(...services.bundler.readinessChecks())
+    checks.push(...services.webhooks.readinessChecks())
     if (opts.backgroundJobs !== false) {
       if (opts.workerIndex !== undefined)
         logger.info({ worker: opts.workerIndex }, 'this worker runs the background jobs')

@@ -1,9 +1,10 @@
 import { mkdirSync } from 'node:fs'
 import path from 'node:path'
-import { PGlite } from '@electric-sql/pglite'
 import { Kysely, PostgresDialect, sql } from 'kysely'
 import pg from 'pg'
+import { type DataDirOrigin, preparePGliteDataDir } from './pglite-datadir.ts'
 import { PGliteDialect } from './pglite-driver.ts'
+import { type PGliteSettings, pgliteSettings, pgliteStartParams } from './pglite-settings.ts'
 import type { Database } from './schema.ts'
 
 export type DB = Kysely<Database>
@@ -13,6 +14,8 @@ export interface Storage {
   readonly kind: 'pglite' | 'postgres'
   /** Whether other processes may open the same database directly (PostgreSQL only). */
   readonly sharedAccess: boolean
+  /** PGlite with a data dir: whether it existed, was copied from the template or needed initdb. */
+  readonly dataDirOrigin?: DataDirOrigin
   close(): Promise<void>
 }
 
@@ -24,6 +27,8 @@ export interface StorageOptions {
   /** PostgreSQL schema to use (created when missing); tests isolate themselves with it. */
   schema?: string | undefined
   poolSize?: number
+  /** PGlite settings; default pgliteSettings() (PGLITE_DEFAULTS overridden by HALYARD_PGLITE_*). */
+  pglite?: PGliteSettings
 }
 
 // int8 and numeric come back as strings from both drivers; stores convert to bigint.
@@ -32,7 +37,7 @@ pg.types.setTypeParser(1700, (v) => v)
 
 export async function openStorage(opts: StorageOptions): Promise<Storage> {
   if (opts.databaseUrl) return openPostgres(opts.databaseUrl, opts.schema, opts.poolSize ?? 10)
-  return openPGlite(opts.dataDir)
+  return openPGlite(opts.dataDir, opts.pglite ?? pgliteSettings())
 }
 
 async function openPostgres(url: string, schema: string | undefined, poolSize: number): Promise<Storage> {
@@ -58,16 +63,27 @@ async function openPostgres(url: string, schema: string | undefined, poolSize: n
   return { db, kind: 'postgres', sharedAccess: true, close: () => db.destroy() }
 }
 
-async function openPGlite(dataDir: string | undefined): Promise<Storage> {
+async function openPGlite(dataDir: string | undefined, settings: PGliteSettings): Promise<Storage> {
   let dir: string | undefined
+  let dataDirOrigin: DataDirOrigin | undefined
   if (dataDir) {
+    mkdirSync(dataDir, { recursive: true })
     dir = path.join(dataDir, 'pgdata')
-    mkdirSync(dir, { recursive: true })
+    dataDirOrigin = await preparePGliteDataDir(dir)
   }
+  // Loaded here, not at the top: `serve` on PostgreSQL never pays for PGlite's module.
+  const { PGlite } = await import('@electric-sql/pglite')
   const pglite = new PGlite(dir, {
     parsers: { 20: (v: string) => v, 1700: (v: string) => v },
+    startParams: pgliteStartParams(settings, PGlite.defaultStartParams),
   })
   await pglite.waitReady
   const db = new Kysely<Database>({ dialect: new PGliteDialect(pglite) })
-  return { db, kind: 'pglite', sharedAccess: false, close: () => db.destroy() }
+  return {
+    db,
+    kind: 'pglite',
+    sharedAccess: false,
+    ...(dataDirOrigin ? { dataDirOrigin } : {}),
+    close: () => db.destroy(),
+  }
 }

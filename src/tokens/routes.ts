@@ -6,6 +6,39 @@ import type { TokenService } from './service.ts'
 
 const EVM_SLUG = { from: 'slug', param: 'chain', kinds: ['evm'] } as const
 
+/* Response bodies (spec 2.1, 2.2), for the OpenAPI document. Unknown values are null, never "0". */
+const decimal = z.string().regex(/^\d+(\.\d+)?$/)
+const tokenBalanceList = z.object({
+  address: z.string(),
+  chain: z.string(),
+  tokens: z.array(
+    z.object({
+      contract: z.string(),
+      symbol: z.string().nullable(),
+      name: z.string().nullable(),
+      decimals: z.number().int(),
+      balance: z.string().regex(/^\d+$/).describe('raw integer amount'),
+      formatted_balance: decimal,
+      usd_value: decimal.nullable(),
+      logo_url: z.string().nullable(),
+    }),
+  ),
+  page: z.number().int(),
+  total: z.number().int(),
+})
+const tokenMetadata = z.object({
+  contract: z.string(),
+  chain: z.string(),
+  name: z.string().nullable(),
+  symbol: z.string().nullable(),
+  decimals: z.number().int().nullable(),
+  total_supply: z.string().nullable(),
+  formatted_total_supply: z.string().nullable(),
+  price_usd: decimal.nullable(),
+  market_cap_usd: decimal.nullable(),
+  logo_url: z.string().nullable(),
+})
+
 /** Spec 4.2: token balances and token metadata. */
 export function registerTokenRoutes(app: FastifyInstance, tokens: TokenService) {
   defineRoute(app, {
@@ -16,6 +49,7 @@ export function registerTokenRoutes(app: FastifyInstance, tokens: TokenService) 
     network: EVM_SLUG,
     what: 'token balances',
     schema: { params: z.object({ chain: chainSlug, address: address('address') }), query: pageQuery(50) },
+    responses: { 200: tokenBalanceList },
     handler: ({ network, params, query }) => tokens.balances(network, params.address, query),
   })
 
@@ -27,6 +61,7 @@ export function registerTokenRoutes(app: FastifyInstance, tokens: TokenService) 
     network: EVM_SLUG,
     what: 'token metadata',
     schema: { params: z.object({ chain: chainSlug, contract: address('contract') }) },
+    responses: { 200: tokenMetadata },
     handler: ({ network, params }) => tokens.metadata(network, params.contract),
   })
 }

@@ -31,6 +31,27 @@ const createBodySchema = z.object({
   salt: uint256('salt', { jsonNumber: true }).optional(),
 })
 
+/* Response bodies (spec 2.6), for the OpenAPI document. */
+const walletStatus = z.enum(['counterfactual', 'deployed'])
+const createdWallet = z.object({
+  address: z.string(),
+  owner: z.string(),
+  chain: z.string(),
+  status: walletStatus,
+  factory: z.string(),
+  created_at: z.string().meta({ format: 'date-time' }),
+})
+const wallet = createdWallet.extend({
+  nonce: z.number().int().optional().describe('once deployed'),
+  deployed_at: z.string().nullable().optional(),
+  deploy_tx: z.string().nullable().optional(),
+})
+const walletList = z.object({
+  wallets: z.array(createdWallet.omit({ factory: true })),
+  page: z.number().int(),
+  total: z.number().int(),
+})
+
 const chainQuery = z
   .string({ error: 'chain must be a single network slug' })
   .min(1, 'chain must not be empty')
@@ -67,6 +88,7 @@ export function registerWalletRoutes(
     url: '/v1/wallets/create',
     cost: 5,
     schema: { body: createBodySchema },
+    responses: { 200: createdWallet, 201: createdWallet },
     handler: async ({ caller, body, reply }) => {
       const net = networkParam(networks, body.chain, 'chain')
       requireNetworkAccess(caller, net)
@@ -88,6 +110,7 @@ export function registerWalletRoutes(
     url: '/v1/wallets/:address',
     cost: 1,
     schema: { params: z.object({ address: address('address') }), query: z.object({ chain: chainQuery }) },
+    responses: { 200: wallet },
     handler: ({ caller, params, query }) =>
       wallets.get(caller.keyId, params.address, queryNetwork(caller, query.chain)),
   })
@@ -98,6 +121,7 @@ export function registerWalletRoutes(
     url: '/v1/wallets',
     cost: 1,
     schema: { query: pageQuery(25).extend({ chain: chainQuery }) },
+    responses: { 200: walletList },
     handler: ({ caller, query }) =>
       wallets.list(caller.keyId, { page: query.page, limit: query.limit }, queryNetwork(caller, query.chain)),
   })

@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely'
-import { decodeFunctionResult, encodeFunctionData } from 'viem'
+import { decodeFunctionResult, encodeEventTopics, encodeFunctionData, pad, toHex } from 'viem'
+import { entryPoint07Abi } from 'viem/account-abstraction'
 import { simpleAccountAddress } from '../aa/account-address.ts'
 import { entryPointAbi, UPGRADED_TOPIC } from '../aa/contracts.ts'
 import type { Network } from '../chains/registry.ts'
@@ -12,6 +13,9 @@ import * as store from './store.ts'
 
 export type WalletStatus = 'counterfactual' | 'deployed'
 
+/** topic0 of `UserOperationEvent` (the same signature in EntryPoint v0.6 and v0.7). */
+const [USER_OPERATION_EVENT] = encodeEventTopics({ abi: entryPoint07Abi, eventName: 'UserOperationEvent' })
+
 /** Wire shapes, spec 2.6 and 4.4. */
 export interface CreatedWallet {
   address: Address
@@ -23,7 +27,7 @@ export interface CreatedWallet {
 }
 
 export interface Wallet extends CreatedWallet {
-  /** Present once deployed (spec 2.6), read live from the EntryPoint. */
+  /** Present once deployed (spec 2.6): UserOperations executed, read live from the chain. */
   nonce?: number
   deployed_at?: string | null
   deploy_tx?: Hash | null
@@ -126,7 +130,7 @@ export class WalletService {
     if (!deployment) return base
     return {
       ...base,
-      nonce: await this.nonce(network, address),
+      nonce: await this.nonce(network, address, deployment.blockNumber),
       deployed_at: deployment.deployedAt?.toISOString() ?? null,
       deploy_tx: deployment.txHash,
     }
@@ -147,8 +151,34 @@ export class WalletService {
     }
   }
 
+  /**
+   * The wallet's `nonce`: how many UserOperations it has executed (its UserOperationEvents at
+   * the network's EntryPoints since its deployment block), read live. Not the EntryPoint's
+   * key-0 nonce: clients such as permissionless.js (viem) take a fresh nonce key per op, so key
+   * 0's sequence stays 0 however many ops ran. A node that refuses the log search gets key 0's
+   * sequence instead (the count for clients that use key 0).
+   */
+  private async nonce(net: Network, address: Address, fromBlock: bigint): Promise<number> {
+    const eps = net.config.accountAbstraction?.entryPoints ?? {}
+    const entryPoints = [eps.v07, eps.v06].filter((a): a is Address => a !== undefined)
+    const logs = await net.pool.call('eth_getLogs', [
+      {
+        address: entryPoints,
+        topics: [USER_OPERATION_EVENT, null, pad(address, { size: 32 })],
+        fromBlock: toHex(fromBlock),
+        toBlock: 'latest',
+      },
+    ])
+    if (!logs.error && Array.isArray(logs.result)) return logs.result.length
+    this.deps.logger.debug(
+      { err: logs.error?.message, address, network: net.slug },
+      'wallet op count by logs failed; EntryPoint key-0 nonce instead',
+    )
+    return this.keyZeroNonce(net, address)
+  }
+
   /** `EntryPoint.getNonce(address, 0)` on the v0.7 EntryPoint, read live. */
-  private async nonce(net: Network, address: Address): Promise<number> {
+  private async keyZeroNonce(net: Network, address: Address): Promise<number> {
     const ep = net.config.accountAbstraction?.entryPoints.v07
     if (!ep) throw new Error(`${net.slug} has no v0.7 EntryPoint configured`)
     const data = encodeFunctionData({ abi: entryPointAbi, functionName: 'getNonce', args: [address, 0n] })

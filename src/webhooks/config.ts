@@ -4,9 +4,12 @@ import { invalidRequest } from '../errors.ts'
 import { type Address, addressProblem, type Hash } from '../types.ts'
 
 /**
- * Webhook `config` per event type (DESIGN.md): address_activity {addresses},
- * token_transfer {addresses?, contracts?, min_value?}, nft_transfer {addresses?, contracts?},
- * mined_transaction {tx_hashes}, log {addresses?, topics?} (topics as in eth_getLogs).
+ * Webhook `config` per event type (DESIGN.md, README "Webhooks"): address_activity
+ * {addresses, address_match?, min_value?, selectors?}, token_transfer {addresses?,
+ * address_match?, contracts?, min_value?, min_value_per_contract?}, nft_transfer {addresses?,
+ * address_match?, contracts?}, mined_transaction {tx_hashes}, log {addresses?, topics?}
+ * (topics as in eth_getLogs), new_block {}, internal_transfer {addresses?, address_match?,
+ * min_value?}, pending_transaction {addresses}. Every filter runs in the matcher, before an event row exists.
  * Unknown keys are refused, so a typo never silently widens a filter. Lists hold at most
  * MAX_ITEMS entries: a webhook watching more addresses is split into several webhooks.
  */
@@ -16,6 +19,9 @@ export const EVENT_TYPES = [
   'nft_transfer',
   'mined_transaction',
   'log',
+  'new_block',
+  'internal_transfer',
+  'pending_transaction',
 ] as const
 export type EventType = (typeof EVENT_TYPES)[number]
 
@@ -42,16 +48,43 @@ const decimal = z
   .transform((s) => BigInt(s).toString())
 
 const topicSlot = z.union([z.null(), hash, z.array(hash).min(1).max(MAX_ITEMS)])
+const addressMatch = z.enum(['either', 'from', 'to'], { error: 'must be either, from or to' }).optional()
+const selector = z
+  .string()
+  .regex(/^0x[0-9a-fA-F]{8}$/, 'must be a 4-byte function selector such as 0xa9059cbb')
+  .transform((s) => s.toLowerCase())
+const minPerContract = z
+  .record(address, decimal)
+  .refine((r) => Object.keys(r).length <= MAX_ITEMS, `at most ${MAX_ITEMS} entries per webhook`)
+  .optional()
 
 const schemas = {
-  address_activity: z.strictObject({ addresses: list(address, true) }),
+  address_activity: z.strictObject({
+    addresses: list(address, true),
+    address_match: addressMatch,
+    min_value: decimal.optional(),
+    selectors: list(selector, false),
+  }),
   token_transfer: z.strictObject({
     addresses: list(address, false),
+    address_match: addressMatch,
     contracts: list(address, false),
     min_value: decimal.optional(),
+    min_value_per_contract: minPerContract,
   }),
-  nft_transfer: z.strictObject({ addresses: list(address, false), contracts: list(address, false) }),
+  nft_transfer: z.strictObject({
+    addresses: list(address, false),
+    address_match: addressMatch,
+    contracts: list(address, false),
+  }),
   mined_transaction: z.strictObject({ tx_hashes: list(hash, true) }),
+  new_block: z.strictObject({}),
+  pending_transaction: z.strictObject({ addresses: list(address, true) }),
+  internal_transfer: z.strictObject({
+    addresses: list(address, false),
+    address_match: addressMatch,
+    min_value: decimal.optional(),
+  }),
   log: z.strictObject({
     addresses: list(address, false),
     topics: z.array(topicSlot).max(4, 'at most 4 topic positions').optional(),
@@ -60,8 +93,14 @@ const schemas = {
 
 export interface WebhookConfig {
   addresses?: Address[]
+  /** Which side of a transfer or transaction `addresses` must be on (default either). */
+  address_match?: 'either' | 'from' | 'to'
   contracts?: Address[]
   min_value?: string
+  /** Raw minimum per token contract (lowercase address → base units); others use min_value. */
+  min_value_per_contract?: Record<string, string>
+  /** 4-byte function selectors of the transaction (lowercase 0x…). */
+  selectors?: string[]
   tx_hashes?: Hash[]
   topics?: Array<Hash | Hash[] | null>
 }
@@ -72,7 +111,7 @@ export function parseConfig(eventType: EventType, raw: unknown): WebhookConfig {
   if (!parsed.success)
     throw invalidRequest(`invalid config for ${eventType}: ${describeZodError(parsed.error, 'config')}`)
   const cfg = parsed.data as WebhookConfig
-  for (const key of ['addresses', 'contracts', 'tx_hashes'] as const) {
+  for (const key of ['addresses', 'contracts', 'tx_hashes', 'selectors'] as const) {
     const v = cfg[key]
     if (v) (cfg as Record<string, unknown>)[key] = [...new Set<string>(v)]
   }
@@ -105,6 +144,14 @@ export function matchKeys(eventType: EventType, cfg: WebhookConfig): MatchKey[] 
     case 'log':
       if (cfg.addresses?.length) return out('log_addr', cfg.addresses)
       return [{ kind: 'any', key: '*' }]
+    // Every block is a candidate: a new block always fires, and internal transfers are inside
+    // call traces, whose addresses the block's keys do not contain (the drafter filters).
+    case 'new_block':
+    case 'internal_transfer':
+      return [{ kind: 'any', key: '*' }]
+    // Not block-based: src/webhooks/pending.ts matches these against the mempool stream.
+    case 'pending_transaction':
+      return []
   }
 }
 

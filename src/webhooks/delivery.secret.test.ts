@@ -63,6 +63,7 @@ describeEachStorage('undecryptable signing secret on $name', (backend) => {
       },
     ])
     let paused = 0
+    let alarms = 0
     const worker = new DeliveryWorker(
       storage.db,
       randomBytes(32),
@@ -77,6 +78,7 @@ describeEachStorage('undecryptable signing secret on $name', (backend) => {
         maxResponseBytes: 1024,
         allowLoopback: true,
         protocols: ['http:'],
+        onUndecryptable: () => alarms++,
       },
       async () => {
         paused++
@@ -104,5 +106,8 @@ describeEachStorage('undecryptable signing secret on $name', (backend) => {
     expect((await store.getById(storage.db, 'wh_key'))?.status).toBe('active')
     expect(paused).toBe(0)
     expect(received).toBe(0)
+    // The operator hears of it: every try ticks the metric, and GET /ready's check fails.
+    expect(alarms).toBeGreaterThanOrEqual(4)
+    expect(await store.undecryptableBacklog(storage.db)).toBe(1)
   })
 })

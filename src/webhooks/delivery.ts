@@ -2,6 +2,8 @@ import type { Logger } from '../logger.ts'
 import type { CidrAllowlist } from '../net/address-policy.ts'
 import type { Resolver } from '../net/safe-fetch.ts'
 import type { DB } from '../storage/database.ts'
+import { type Lane, lanesOf } from './lanes.ts'
+import type { NftMetadataSource } from './nft-metadata.ts'
 import { OutcomeWriter } from './outcome-writer.ts'
 import { RetryAlarm } from './retry-alarm.ts'
 import { WebhookSender } from './sender.ts'
@@ -25,6 +27,8 @@ export interface DeliveryOptions {
   timeoutMs: number
   /** Delays before retry 1..n (spec: 10 s, 1 min, 10 min, 1 h, 6 h). After the last retry fails the webhook is paused. */
   scheduleMs: readonly number[]
+  /** Form B's delays before retry 1..n (spec 6.2: 1 s … 8 h); after the last the event is failed, the webhook stays active. */
+  scheduleBMs?: readonly number[]
   /** Concurrent lanes (one webhook each). */
   concurrency: number
   perHostCap: number
@@ -40,6 +44,10 @@ export interface DeliveryOptions {
   protocols: readonly string[]
   /** Extra CA certificates to trust (HALYARD_WEBHOOK_CA_FILE): internal PKI receivers, tests. */
   ca?: string
+  /** Token metadata for form B NFT_TRANSFER payloads, added before each attempt (nft-metadata.ts). */
+  nftMetadata?: NftMetadataSource
+  /** An attempt found a signing secret that does not decrypt (the metric counts these). */
+  onUndecryptable?: () => void
 }
 
 export const DEFAULT_SCHEDULE_MS = [10_000, 60_000, 600_000, 3_600_000, 21_600_000]
@@ -57,26 +65,6 @@ export type PauseHandler = (webhookId: string, lastError: string) => Promise<voi
 /** When a lease began, and how many reorgs this worker had seen by then. */
 export interface LeaseStamp {
   at: number
-  rollbacks: number
-}
-
-/** Events (in seq order) grouped into one lane per webhook, each still in seq order. */
-function lanesOf(events: readonly ClaimedEvent[]): Map<string, ClaimedEvent[]> {
-  const lanes = new Map<string, ClaimedEvent[]>()
-  for (const ev of events) {
-    const lane = lanes.get(ev.webhook_id)
-    if (lane) lane.push(ev)
-    else lanes.set(ev.webhook_id, [ev])
-  }
-  return lanes
-}
-
-/** A claimed lane: one webhook's events in block order, with when they were leased. */
-interface Lane {
-  events: ClaimedEvent[]
-  host: string
-  claimedAt: number
-  /** The worker's rollback count at the claim: a reorg since then sends the lane back. */
   rollbacks: number
 }
 
@@ -112,6 +100,8 @@ export class DeliveryWorker {
     private readonly opts: DeliveryOptions,
     private readonly onPause: PauseHandler,
     private readonly logger: Logger,
+    /** The webhook's URL failed the safety checks at delivery: disable it (service.disable). */
+    private readonly onDisable?: PauseHandler,
   ) {
     this.sender = new WebhookSender(secretKey, opts)
     this.outcomes = new OutcomeWriter(
@@ -391,8 +381,18 @@ export class DeliveryWorker {
 
   /** A recorded retry wakes the loop when due; the last failure pauses the webhook. */
   private async afterRecorded(o: AttemptOutcome): Promise<void> {
+    if (o.disable !== undefined) {
+      await this.onDisable?.(o.ev.webhook_id, o.disable).catch((err) =>
+        this.logger.error(
+          { err: (err as Error).message, webhook: o.ev.webhook_id },
+          'disabling webhook failed',
+        ),
+      )
+      return
+    }
     if (o.next === 'pending' && o.retryAt) this.retries.at(o.retryAt.getTime())
-    if (o.next !== 'failed') return
+    // Form B (spec 6.2): the event is marked failed and that is all; the webhook stays active.
+    if (o.next !== 'failed' || o.ev.format === 'B') return
     await this.onPause(o.ev.webhook_id, o.error ?? `HTTP ${o.statusCode}`).catch((err) =>
       this.logger.error({ err: (err as Error).message, webhook: o.ev.webhook_id }, 'pausing webhook failed'),
     )

@@ -1,7 +1,10 @@
 import type { IndexedBlock, IndexedLog, IndexedTransaction, TokenTransfer } from '../indexer/types.ts'
 import type { EventType, WebhookConfig } from './config.ts'
+import { camelData, type DeliveryFormat, formatUnits } from './form-b.ts'
+import { transferType } from './nft-metadata.ts'
 import type { ReceiptReader } from './receipts.ts'
 import type { TokenMetadata } from './token-metadata.ts'
+import type { InternalTransfer } from './traces.ts'
 
 /**
  * The `data` of each event type (spec 6.1 form A), built for one candidate webhook from the
@@ -13,9 +16,13 @@ import type { TokenMetadata } from './token-metadata.ts'
 export interface Candidate {
   id: string
   version: string
+  /** Delivery form, 'A' or 'B' (form-b.ts). */
+  format: DeliveryFormat
+  /** The owning account (the daily quota is per account). */
+  accountId?: string
   eventType: EventType
   cfg: WebhookConfig
-  sets: { addresses?: Set<string>; contracts?: Set<string>; txs?: Set<string> }
+  sets: { addresses?: Set<string>; contracts?: Set<string>; txs?: Set<string>; selectors?: Set<string> }
 }
 
 /** One event before it gets its id and envelope. */
@@ -25,6 +32,8 @@ export interface Draft {
   /** [transaction index, log index or -1] — block order within the block. */
   order: [number, number]
   data: Record<string, unknown>
+  /** Form B `data` where the spec fixes it (TOKEN_TRANSFER); else camelData(data). */
+  dataB?: Record<string, unknown>
 }
 
 export class EventDrafter {
@@ -41,8 +50,14 @@ export class EventDrafter {
     txs: IndexedTransaction[],
     out: Draft[],
     txIndex: Map<string, number>,
+    /** The block's internal transfers, when a candidate wants them (traces.ts). */
+    internal: readonly InternalTransfer[] = [],
   ): Promise<void> {
     switch (c.eventType) {
+      case 'new_block':
+        return this.newBlock(c, block, out)
+      case 'internal_transfer':
+        return this.internalTransfers(c, block, internal, out, txIndex)
       case 'address_activity':
         return this.addressActivity(c, block, txs, out, txIndex)
       case 'token_transfer':
@@ -54,6 +69,57 @@ export class EventDrafter {
       case 'log':
         return this.logs(c, block, out, txIndex)
     }
+  }
+
+  private newBlock(c: Candidate, block: IndexedBlock, out: Draft[]) {
+    out.push({
+      webhookId: c.id,
+      eventType: 'new_block',
+      order: [-1, -1],
+      data: {
+        chain: block.network,
+        block_number: Number(block.number),
+        block_hash: block.hash,
+        parent_hash: block.parentHash,
+        timestamp: block.timestamp,
+        gas_used: block.gasUsed?.toString() ?? null,
+        transaction_count: block.transactionCount ?? block.transactions?.length ?? null,
+      },
+    })
+  }
+
+  private internalTransfers(
+    c: Candidate,
+    block: IndexedBlock,
+    internal: readonly InternalTransfer[],
+    out: Draft[],
+    txIndex: Map<string, number>,
+  ) {
+    const watched = c.sets.addresses
+    const side = c.cfg.address_match ?? 'either'
+    const min = c.cfg.min_value === undefined ? 0n : BigInt(c.cfg.min_value)
+    internal.forEach((t, k) => {
+      if (t.value < min) return
+      if (watched) {
+        const from = side !== 'to' && watched.has(t.from)
+        const to = side !== 'from' && watched.has(t.to)
+        if (!from && !to) return
+      }
+      out.push({
+        webhookId: c.id,
+        eventType: 'internal_transfer',
+        order: [txIndex.get(t.txHash) ?? 0, 5_000_000 + k],
+        data: {
+          ...this.base(block, t.txHash),
+          from: t.from,
+          to: t.to,
+          value: t.value.toString(),
+          asset: this.nativeSymbol(block.network),
+          call_type: t.callType,
+          trace_path: t.path.join('.'),
+        },
+      })
+    })
   }
 
   private base(block: IndexedBlock, txHash: string) {
@@ -69,11 +135,26 @@ export class EventDrafter {
   ) {
     const watched = c.sets.addresses
     if (!watched) return
-    for (const t of txs) {
+    const side = c.cfg.address_match ?? 'either'
+    const min = c.cfg.min_value === undefined ? 0n : BigInt(c.cfg.min_value)
+    const sidesOf = (from: string, to: string | null) => {
       const sides: Array<'outgoing' | 'incoming'> = []
-      if (watched.has(t.from)) sides.push('outgoing')
-      if (t.to && watched.has(t.to)) sides.push('incoming')
-      for (const direction of sides) {
+      if (side !== 'to' && watched.has(from)) sides.push('outgoing')
+      if (side !== 'from' && to && watched.has(to)) sides.push('incoming')
+      return sides
+    }
+    // Selector filter: the 4-byte selector of the transaction the activity belongs to.
+    let selectorOf: ((txHash: string) => string) | undefined
+    if (c.sets.selectors) {
+      const inputs = new Map<string, string>(
+        (block.transactions ?? []).map((t) => [t.hash, t.input.slice(0, 10).toLowerCase()]),
+      )
+      selectorOf = (h) => inputs.get(h) ?? ''
+    }
+    const selectors = c.sets.selectors
+    for (const t of txs) {
+      if (t.value < min || (selectors && !selectors.has(selectorOf?.(t.hash) ?? ''))) continue
+      for (const direction of sidesOf(t.from, t.to)) {
         out.push({
           webhookId: c.id,
           eventType: 'address_activity',
@@ -91,10 +172,9 @@ export class EventDrafter {
       }
     }
     for (const t of block.transfers) {
-      if (t.standard !== 'ERC20') continue
-      const sides: Array<'outgoing' | 'incoming'> = []
-      if (watched.has(t.from)) sides.push('outgoing')
-      if (watched.has(t.to)) sides.push('incoming')
+      if (t.standard !== 'ERC20' || t.value < min) continue
+      if (selectors && !selectors.has(selectorOf?.(t.txHash) ?? '')) continue
+      const sides = sidesOf(t.from, t.to)
       if (sides.length === 0) continue
       const meta = await this.tokens.get(block.network, t.contract)
       for (const direction of sides) {
@@ -118,8 +198,16 @@ export class EventDrafter {
 
   private passesTransferFilter(c: Candidate, t: TokenTransfer): boolean {
     if (c.sets.contracts && !c.sets.contracts.has(t.contract)) return false
-    if (c.sets.addresses && !c.sets.addresses.has(t.from) && !c.sets.addresses.has(t.to)) return false
-    return true
+    const watched = c.sets.addresses
+    if (!watched) return true
+    switch (c.cfg.address_match ?? 'either') {
+      case 'from':
+        return watched.has(t.from)
+      case 'to':
+        return watched.has(t.to)
+      default:
+        return watched.has(t.from) || watched.has(t.to)
+    }
   }
 
   private async tokenTransfers(
@@ -129,8 +217,11 @@ export class EventDrafter {
     txIndex: Map<string, number>,
   ) {
     const min = c.cfg.min_value === undefined ? 0n : BigInt(c.cfg.min_value)
+    const perContract = c.cfg.min_value_per_contract
     for (const t of block.transfers) {
-      if (t.standard !== 'ERC20' || !this.passesTransferFilter(c, t) || t.value < min) continue
+      if (t.standard !== 'ERC20' || !this.passesTransferFilter(c, t)) continue
+      const floor = perContract?.[t.contract]
+      if (t.value < (floor === undefined ? min : BigInt(floor))) continue
       const meta = await this.tokens.get(block.network, t.contract)
       out.push({
         webhookId: c.id,
@@ -144,6 +235,16 @@ export class EventDrafter {
           value: t.value.toString(),
           symbol: meta.symbol,
           decimals: meta.decimals,
+        },
+        dataB: {
+          blockNumber: Number(block.number),
+          transactionHash: t.txHash,
+          logIndex: t.logIndex,
+          from: t.from,
+          to: t.to,
+          token: { address: t.contract, symbol: meta.symbol, decimals: meta.decimals },
+          value: t.value.toString(),
+          valueFormatted: formatUnits(t.value, meta.decimals),
         },
       })
     }
@@ -170,6 +271,9 @@ export class EventDrafter {
               : Number(t.value > BigInt(Number.MAX_SAFE_INTEGER) ? BigInt(Number.MAX_SAFE_INTEGER) : t.value),
         },
       })
+      const d = out[out.length - 1] as Draft
+      // Form B: the sender adds `metadata` before each attempt (nft-metadata.ts).
+      d.dataB = { ...camelData(d.data), transferType: transferType(t.from, t.to) }
     }
   }
 
@@ -226,17 +330,27 @@ export class EventDrafter {
   }
 }
 
-export function candidate(id: string, eventType: EventType, configText: string, version: string): Candidate {
+export function candidate(
+  id: string,
+  eventType: EventType,
+  configText: string,
+  version: string,
+  format: DeliveryFormat = 'A',
+  accountId?: string,
+): Candidate {
   const cfg = JSON.parse(configText) as WebhookConfig
   return {
     id,
     version,
+    format,
+    accountId,
     eventType,
     cfg,
     sets: {
       addresses: cfg.addresses?.length ? new Set(cfg.addresses) : undefined,
       contracts: cfg.contracts?.length ? new Set(cfg.contracts) : undefined,
       txs: cfg.tx_hashes?.length ? new Set(cfg.tx_hashes) : undefined,
+      selectors: cfg.selectors?.length ? new Set(cfg.selectors) : undefined,
     },
   }
 }

@@ -24,6 +24,12 @@ export interface AttemptOutcome {
    * does not count towards pausing the webhook: the receiver did nothing wrong.
    */
   operatorFault?: boolean
+  /**
+   * The target no longer passes the safety checks (resolves to a refused address, or its
+   * scheme is no longer allowed): nothing was sent, the webhook becomes `disabled` with this
+   * reason, and the event waits (not counted as a retry) until a PATCH with a good URL.
+   */
+  disable?: string
 }
 
 /** A claimed event, with what the sender needs from its webhook. */
@@ -37,6 +43,9 @@ export interface ClaimedEvent {
   url: string
   secret_enc: string
   account_id: string
+  /** The webhook's delivery form ('A' or 'B') and the event's type (form B headers). */
+  format: string
+  event_type: string
 }
 
 /* The durable event queue: events go in with the indexed block (optionally leased to this
@@ -56,6 +65,8 @@ export async function insertEvents(
   db: Db,
   events: readonly NewEvent[],
   lease?: { flags: readonly boolean[]; leaseMs: number },
+  /** Events past the account's daily quota (quota.ts): written `over_quota` with this reason. */
+  overQuota?: ReadonlyMap<string, string>,
 ): Promise<ClaimedEvent[]> {
   const leased: ClaimedEvent[] = []
   // One JSON document per 5,000 events: JSON.stringify and the server's JSON parser cost
@@ -63,18 +74,25 @@ export async function insertEvents(
   // runs inside the indexer's transaction, on the path from block to first delivery.
   for (let i = 0; i < events.length; i += 5000) {
     const part = events.slice(i, i + 5000)
-    const rows = part.map((e, k) => ({ ...e, lease: lease?.flags[i + k] === true }))
+    const rows = part.map((e, k) => {
+      const over = overQuota?.get(e.id)
+      return { ...e, lease: over === undefined && lease?.flags[i + k] === true, over: over ?? null }
+    })
     const result = await sql<
-      Pick<ClaimedEvent, 'seq' | 'id' | 'webhook_id' | 'url' | 'secret_enc' | 'account_id'>
+      Pick<
+        ClaimedEvent,
+        'seq' | 'id' | 'webhook_id' | 'url' | 'secret_enc' | 'account_id' | 'format' | 'event_type'
+      >
     >`
       with ins as (
-        insert into webhook_events (id, webhook_id, network, block_number, event_type, body, status, lease_until)
+        insert into webhook_events (id, webhook_id, network, block_number, event_type, body, status, lease_until, last_error)
         select v.id, v.webhook_id, v.network, v.block_number, v.event_type, v.body,
-          case when l.leased then 'sending' else 'pending' end,
-          case when l.leased then clock_timestamp() + ${`${lease?.leaseMs ?? 0} milliseconds`}::interval end
+          case when v.over is not null then 'over_quota' when l.leased then 'sending' else 'pending' end,
+          case when l.leased then clock_timestamp() + ${`${lease?.leaseMs ?? 0} milliseconds`}::interval end,
+          v.over
         from rows from (json_to_recordset(${JSON.stringify(rows)}::json) as (
-          id text, webhook_id text, network text, block_number bigint, event_type text, body text, lease boolean
-        )) with ordinality as v(id, webhook_id, network, block_number, event_type, body, lease, n)
+          id text, webhook_id text, network text, block_number bigint, event_type text, body text, lease boolean, over text
+        )) with ordinality as v(id, webhook_id, network, block_number, event_type, body, lease, over, n)
         cross join lateral (
           select case when v.lease then
             exists (select 1 from webhooks w where w.id = v.webhook_id and w.status = 'active')
@@ -84,9 +102,9 @@ export async function insertEvents(
           else false end as leased
         ) l
         order by v.n
-        returning seq, id, webhook_id, status
+        returning seq, id, webhook_id, status, event_type
       )
-      select ins.seq, ins.id, ins.webhook_id, w.url, w.secret_enc, w.account_id
+      select ins.seq, ins.id, ins.webhook_id, w.url, w.secret_enc, w.account_id, w.format, ins.event_type
       from ins join webhooks w on w.id = ins.webhook_id
       where ins.status = 'sending'`.execute(db)
     if (result.rows.length === 0) continue
@@ -148,9 +166,8 @@ export async function claim(
     set status = 'sending', lease_until = now() + ${`${leaseMs} milliseconds`}::interval
     from picked, webhooks w
     where ev.seq = picked.seq and w.id = ev.webhook_id
-    returning ev.seq, ev.id, ev.webhook_id, ev.body, ev.attempts, ev.round_attempts, w.url, w.secret_enc, w.account_id`.execute(
-    db,
-  )
+    returning ev.seq, ev.id, ev.webhook_id, ev.body, ev.attempts, ev.round_attempts, w.url, w.secret_enc,
+      w.account_id, w.format, ev.event_type`.execute(db)
   // UPDATE … RETURNING has no order: lanes go out in seq (block) order.
   return result.rows.sort((a, b) => (BigInt(a.seq) < BigInt(b.seq) ? -1 : 1))
 }
@@ -204,7 +221,7 @@ export async function recordOutcomes(db: Db, items: readonly AttemptOutcome[]): 
             next_attempt_at = coalesce(v.retry_at, e.next_attempt_at),
             delivered_at = case when v.status = 'delivered' then now() else e.delivered_at end
         from unnest(${seqs}::bigint[], ${statuses}::text[], ${errors}::text[], ${retries}::timestamptz[],
-            ${chunk.map((o) => !o.operatorFault)}::boolean[])
+            ${chunk.map((o) => !o.operatorFault && o.disable === undefined)}::boolean[])
           as v(seq, status, last_error, retry_at, counts)
         where e.seq = any(${seqs}::bigint[]) and e.seq = v.seq and e.status = 'sending'`.execute(trx)
     }

@@ -8,10 +8,13 @@ import { BlockIndex } from './block-index.ts'
 import type { EventType } from './config.ts'
 import type { LeaseStamp } from './delivery.ts'
 import { type Candidate, candidate, type Draft, EventDrafter } from './event-drafts.ts'
+import { camelData, type DeliveryFormat, envelopeB } from './form-b.ts'
+import { overQuotaReason, utcDay } from './quota.ts'
 import type { ReceiptReader } from './receipts.ts'
 import type { ClaimedEvent, NewEvent } from './store.ts'
 import * as store from './store.ts'
 import type { TokenMetadata } from './token-metadata.ts'
+import type { TraceReader } from './traces.ts'
 
 /**
  * Turns indexed blocks into webhook events (spec 6.1 form A `data`), inside the indexer's
@@ -29,6 +32,17 @@ import type { TokenMetadata } from './token-metadata.ts'
  */
 
 const earlyKey = (b: IndexedBlock) => `${b.network}:${b.hash}`
+
+export interface MatcherOptions {
+  /** The network's chain id, for form B's envelope (0 when not given: unit tests). */
+  chainIdOf?: (network: string) => number
+  /** Daily delivery quota of a plan (quota.ts); null or absent = unlimited. */
+  quotaOf?: (plan: string) => number | null
+  /** The clock the quota's UTC day is read from (tests move it to the next day). */
+  now?: () => Date
+  /** Call traces, for internal_transfer webhooks. */
+  traces?: TraceReader
+}
 
 /** What the matcher needs of this process's delivery worker to lease it events at insert. */
 export interface DeliveryHandoff {
@@ -75,6 +89,8 @@ interface PendingCommit {
 /** A block's events, and how long finding the webhooks and building the events took. */
 interface Matched {
   events: NewEvent[]
+  /** Each matched webhook's account (for the quota). */
+  accounts?: Map<string, string>
   lookupMs: number
   buildMs: number
 }
@@ -114,6 +130,7 @@ export class WebhookMatcher implements BlockConsumer {
     receipts: ReceiptReader,
     nativeSymbol: (network: string) => string,
     private readonly logger: Logger,
+    private readonly opts: MatcherOptions = {},
   ) {
     this.drafter = new EventDrafter(tokens, receipts, nativeSymbol)
   }
@@ -156,16 +173,27 @@ export class WebhookMatcher implements BlockConsumer {
     const room = handoff ? handoff.adoptionRoom() - lanesPending : 0
     const flags = handoff && room > 0 ? leaseFlags(m.events, room, handoff.perLane) : undefined
     const stamp = handoff?.leaseStamp()
+    const over = await this.overQuota(trx, m)
     const leased = await store.insertEvents(
       trx,
       m.events,
       handoff && flags ? { flags, leaseMs: handoff.leaseMs() } : undefined,
+      over,
     )
+    if (over) {
+      await store.recordOverQuota(
+        trx,
+        m.events.flatMap((e) => {
+          const reason = over.get(e.id)
+          return reason === undefined ? [] : [{ id: e.id, webhook_id: e.webhook_id, reason }]
+        }),
+      )
+    }
     if (stamp && leased.length > 0) {
       pending.leased.push({ events: leased, stamp })
       pending.lanes += new Set(leased.map((e) => e.webhook_id)).size
     }
-    if (leased.length < m.events.length) pending.produced = true
+    if (leased.length + (over?.size ?? 0) < m.events.length) pending.produced = true
     // Stage timings (bench:webhooks prints them from here).
     this.logger.debug(
       {
@@ -210,7 +238,17 @@ export class WebhookMatcher implements BlockConsumer {
         db,
         stale.map((r) => r.webhook_id),
       )) {
-        this.parsed.set(c.id, candidate(c.id, types.get(c.id) as EventType, c.config, c.version))
+        this.parsed.set(
+          c.id,
+          candidate(
+            c.id,
+            types.get(c.id) as EventType,
+            c.config,
+            c.version,
+            c.format as DeliveryFormat,
+            c.account_id,
+          ),
+        )
       }
     }
     const lookedUp = performance.now()
@@ -218,19 +256,32 @@ export class WebhookMatcher implements BlockConsumer {
     // Each candidate is checked only against the block items its matched keys point at, so a
     // block with 10,000 transfers and 1,000 candidate webhooks costs ~10,000 checks, not 10^7.
     const matched: Array<{ c: Candidate; keys: Array<{ kind: string; key: string }> }> = []
+    const formats = new Map<string, DeliveryFormat>()
+    const accounts = new Map<string, string>()
     for (const r of rows) {
       const c = this.parsed.get(r.webhook_id)
       // Deleted between the two reads: nothing to deliver to.
       if (!c) continue
+      formats.set(c.id, c.format)
+      if (c.accountId) accounts.set(c.id, c.accountId)
       matched.push({ c, keys: r.keys.map((key, i) => ({ kind: r.kinds[i] as string, key })) })
     }
     const index = new BlockIndex(block, txs)
     const txIndex = new Map(txs.map((t) => [t.hash, t.index]))
+    // Traced once per block, and only when an internal_transfer webhook is a candidate.
+    const internal =
+      this.opts.traces && matched.some((m) => m.c.eventType === 'internal_transfer')
+        ? await this.opts.traces.internalTransfers(
+            block.network,
+            block.number,
+            txs.map((t) => t.hash),
+          )
+        : []
     const drafts: Draft[] = []
     for (const { c, keys: hits } of matched) {
       const view = index.narrow(hits)
       const narrowed: IndexedBlock = { ...block, transfers: view.transfers, logs: view.logs }
-      await this.drafter.draft(c, narrowed, view.txs, drafts, txIndex)
+      await this.drafter.draft(c, narrowed, view.txs, drafts, txIndex, internal)
     }
     if (drafts.length === 0)
       return { events: [], lookupMs: lookedUp - started, buildMs: performance.now() - lookedUp }
@@ -238,24 +289,56 @@ export class WebhookMatcher implements BlockConsumer {
     const createdAt = new Date().toISOString()
     // One random draw for the block's ids, not one per event.
     const random = randomBytes(12 * drafts.length).toString('hex')
+    const chainId = this.opts.chainIdOf?.(block.network) ?? 0
     const events: NewEvent[] = drafts.map((d, i) => {
       const id = `evt_${random.slice(24 * i, 24 * i + 24)}`
+      const body =
+        formats.get(d.webhookId) === 'B'
+          ? envelopeB(id, d.eventType, createdAt, block.network, chainId, d.dataB ?? camelData(d.data))
+          : { id, event_type: d.eventType, webhook_id: d.webhookId, created_at: createdAt, data: d.data }
       return {
         id,
         webhook_id: d.webhookId,
         network: block.network,
         block_number: block.number.toString(),
         event_type: d.eventType,
-        body: JSON.stringify({
-          id,
-          event_type: d.eventType,
-          webhook_id: d.webhookId,
-          created_at: createdAt,
-          data: d.data,
-        }),
+        body: JSON.stringify(body),
       }
     })
-    return { events, lookupMs: lookedUp - started, buildMs: performance.now() - lookedUp }
+    return { events, accounts, lookupMs: lookedUp - started, buildMs: performance.now() - lookedUp }
+  }
+
+  /**
+   * Charges the block's events to their accounts' daily quotas (in the indexer's transaction)
+   * and says which events are past it: those are written `over_quota`, never sent.
+   */
+  private async overQuota(trx: DbTransaction, m: Matched): Promise<Map<string, string> | undefined> {
+    const quotaOf = this.opts.quotaOf
+    if (!quotaOf || !m.accounts) return undefined
+    const perAccount = new Map<string, number>()
+    for (const e of m.events) {
+      const a = m.accounts.get(e.webhook_id)
+      if (a) perAccount.set(a, (perAccount.get(a) ?? 0) + 1)
+    }
+    const day = utcDay(this.opts.now?.() ?? new Date())
+    const charged = await store.chargeQuota(
+      trx,
+      day,
+      [...perAccount].map(([accountId, events]) => ({ accountId, events })),
+      quotaOf,
+    )
+    if (![...charged].some(([a, c]) => c.allowed < (perAccount.get(a) ?? 0))) return undefined
+    const over = new Map<string, string>()
+    const left = new Map([...charged].map(([a, c]) => [a, c.allowed]))
+    for (const e of m.events) {
+      const a = m.accounts.get(e.webhook_id)
+      const c = a === undefined ? undefined : charged.get(a)
+      if (a === undefined || c === undefined) continue
+      const n = left.get(a) ?? 0
+      if (n > 0) left.set(a, n - 1)
+      else over.set(e.id, overQuotaReason(c.plan, c.quota, day))
+    }
+    return over.size > 0 ? over : undefined
   }
 
   afterCommit(network: string, cursor: bigint): void {

@@ -1,15 +1,29 @@
+import { Counter } from 'prom-client'
 import type { FeatureHost } from '../http/host.ts'
+import { NftService } from '../nfts/service.ts'
+import type { Address } from '../types.ts'
 import { DeliveryWorker } from './delivery.ts'
+import { camelData } from './form-b.ts'
 import { Mailer } from './mailer.ts'
 import { WebhookMatcher } from './matcher.ts'
+import { PendingWatcher } from './pending.ts'
+import { limitFor } from './quota.ts'
 import { ReceiptReader } from './receipts.ts'
 import { registerWebhookRoutes } from './routes.ts'
 import { WebhookService } from './service.ts'
 import { webhookSettings } from './settings.ts'
 import { TokenMetadata } from './token-metadata.ts'
+import { TraceReader } from './traces.ts'
+
+declare module '../http/host.ts' {
+  interface FeatureServices {
+    /** Webhooks (src/webhooks): subscriptions, delivery history, readiness checks. */
+    webhooks: WebhookService
+  }
+}
 
 /**
- * Webhooks (spec 2.7, 3.2, 4.5, 6.1): the API, the matcher (an indexer consumer, so events
+ * Webhooks (spec 2.7, 3.2, 4.5, 6.1, 6.2): the API, the matcher (an indexer consumer, so events
  * commit with the block), and the delivery worker every instance runs (claims are
  * SKIP LOCKED, so any number of instances cooperate).
  */
@@ -18,6 +32,22 @@ export function registerWebhooks(host: FeatureHost): WebhookService {
   const settings = webhookSettings(ctx.env, ctx.devMode)
   const db = ctx.storage.db
   const mailer = new Mailer(ctx.storage.db, ctx.logger, ctx.env.SMTP_URL)
+  const { services } = host
+  const nfts = new NftService({
+    db,
+    reader: (net) => services.data.tokens.reader(net),
+    config: (net) => services.data.sources(net).config,
+    allowLoopback: ctx.devMode,
+    logger: ctx.logger.child({ feature: 'webhooks-nft-metadata' }),
+  })
+  // Operator alarm (see also service.readinessChecks): attempts that found a signing secret
+  // this HALYARD_SECRET_KEY cannot decrypt. A counter, so cluster aggregation sums it.
+  const undecryptable = new Counter({
+    name: 'halyard_webhook_undecryptable_secret_attempts_total',
+    help: 'Webhook delivery attempts skipped because the signing secret does not decrypt with HALYARD_SECRET_KEY',
+    registers: [ctx.metrics.registry],
+  })
+  const traces = new TraceReader(ctx.networks, ctx.logger.child({ component: 'webhooks' }))
   let worker: DeliveryWorker | undefined
   const wake = () => worker?.wake()
   const service = new WebhookService(
@@ -28,13 +58,24 @@ export function registerWebhooks(host: FeatureHost): WebhookService {
     mailer,
     ctx.logger,
     wake,
+    settings.limits,
+    traces,
   )
   worker = new DeliveryWorker(
     db,
     ctx.secretKey,
-    settings.delivery,
+    {
+      ...settings.delivery,
+      onUndecryptable: () => undecryptable.inc(),
+      // Its own NftService over the same tables and cache as the NFT API (src/nfts).
+      nftMetadata: async (slug, contract, tokenId) => {
+        const m = await nfts.metadata(ctx.networks.getBySlug(slug), contract as Address, tokenId, false)
+        return camelData(m as unknown as Record<string, unknown>)
+      },
+    },
     (webhookId, lastError) => service.pauseAfterFailures(webhookId, lastError),
     ctx.logger.child({ component: 'webhooks' }),
+    (webhookId, reason) => service.disable(webhookId, reason),
   )
   const matcher = new WebhookMatcher(
     db,
@@ -42,6 +83,11 @@ export function registerWebhooks(host: FeatureHost): WebhookService {
     new ReceiptReader(ctx.networks),
     (slug) => ctx.networks.getBySlug(slug).config.nativeCurrency.symbol,
     ctx.logger,
+    {
+      chainIdOf: (slug) => ctx.networks.getBySlug(slug).chainId ?? 0,
+      quotaOf: (plan) => limitFor(settings.limits.deliveriesPerDay, plan),
+      traces,
+    },
   )
   // Events become visible when the indexer's transaction commits: the indexer calls the
   // matcher's afterCommit right then. Events the matcher leased to this worker as it inserted
@@ -52,13 +98,26 @@ export function registerWebhooks(host: FeatureHost): WebhookService {
   matcher.onRollbackStarted = () => w.noteRollback()
   host.services.indexer.addConsumer(matcher)
   registerWebhookRoutes(host.app, ctx.networks, service)
+  services.webhooks = service
+  // Mempool events: from the WebSocket feature's pending stream (registered after this one,
+  // so read when the jobs start).
+  const pending = new PendingWatcher(
+    db,
+    ctx.networks,
+    () => host.services.ws,
+    ctx.logger.child({ component: 'webhooks' }),
+    wake,
+  )
   host.onStart(() => {
     w.start()
     mailer.start()
+    pending.start()
   })
   host.addTask({
     name: 'webhook-delivery',
     stop: async () => {
+      pending.stop()
+      await nfts.stop()
       await w.stop()
       await mailer.stop()
     },

@@ -5,6 +5,7 @@ import { requireNetworkAccess } from '../http/access.ts'
 import { idParam, pageQuery } from '../http/params.ts'
 import { defineRoute } from '../http/route.ts'
 import { eventTypeSchema } from './config.ts'
+import { formatSchema } from './form-b.ts'
 import { view, type WebhookService } from './service.ts'
 
 /**
@@ -26,6 +27,7 @@ const createBody = z.strictObject({
     .meta({ example: 'ethereum-devnet' }),
   event_type: eventTypeSchema.meta({ example: 'address_activity' }),
   config: config.optional(),
+  format: formatSchema.meta({ example: 'A' }).optional(),
 })
 
 const patchBody = z.strictObject({
@@ -40,6 +42,7 @@ const patchBody = z.strictObject({
     .meta({ example: 'active' })
     .optional(),
   config: config.optional(),
+  format: formatSchema.meta({ example: 'B' }).optional(),
 })
 
 const webhookId = idParam(
@@ -61,6 +64,59 @@ const listQuery = pageQuery(25).extend({
     .optional(),
 })
 
+/* Response bodies (spec 4.5), for the OpenAPI document; service.ts builds them. */
+const timestamp = z.string().describe('ISO 8601, UTC')
+const webhookStatus = z.enum(['active', 'paused', 'disabled'])
+const webhook = z.object({
+  id: z.string(),
+  url: z.string(),
+  chain: z.string(),
+  event_type: eventTypeSchema,
+  config: z.record(z.string(), z.unknown()).describe("the event type's filter, as stored"),
+  format: formatSchema.describe('delivery form: A (spec 6.1) or B (6.2)'),
+  status: webhookStatus,
+  status_reason: z.string().nullable().describe('why the service paused or disabled it'),
+  created_at: timestamp,
+  updated_at: timestamp,
+})
+const signingSecret = z.string().describe('returned only in this response')
+const createdWebhook = webhook.extend({ signing_secret: signingSecret })
+const webhookList = z.object({
+  webhooks: z.array(
+    webhook.pick({ id: true, url: true, chain: true, event_type: true, status: true, created_at: true }),
+  ),
+  page: z.number().int(),
+  total: z.number().int(),
+})
+const updatedWebhook = webhook.pick({
+  id: true,
+  url: true,
+  chain: true,
+  event_type: true,
+  status: true,
+  updated_at: true,
+})
+const deletedWebhook = z.object({ id: z.string(), deleted: z.literal(true) })
+const deliveryList = z.object({
+  deliveries: z.array(
+    z.object({
+      event_id: z.string(),
+      attempt: z.number().int(),
+      status_code: z.number().int().nullable().describe('null: no HTTP answer (timeout, refused)'),
+      error: z.string().nullable(),
+      duration_ms: z.number().int(),
+      created_at: timestamp,
+    }),
+  ),
+  page: z.number().int(),
+  total: z.number().int(),
+})
+const queuedEvent = z.object({ id: z.string(), webhook_id: z.string(), status: z.literal('pending') })
+const testEvent = queuedEvent.extend({
+  queued: z.boolean().describe('false while the webhook is not active: delivered once it is'),
+})
+const rotatedSecret = z.object({ id: z.string(), signing_secret: signingSecret, updated_at: timestamp })
+
 export function registerWebhookRoutes(
   app: FastifyInstance,
   networks: NetworkRegistry,
@@ -73,9 +129,13 @@ export function registerWebhookRoutes(
     method: 'POST',
     url: '/v1/webhooks',
     schema: { body: createBody },
+    responses: { 201: createdWebhook },
     handler: async ({ caller, body, reply }) => {
       requireNetworkAccess(caller, networks.getBySlug(body.chain))
-      const created = await webhooks.create({ accountId: caller.accountId, email: caller.email }, body)
+      const created = await webhooks.create(
+        { accountId: caller.accountId, email: caller.email, plan: caller.plan },
+        body,
+      )
       reply.code(201)
       return created
     },
@@ -86,6 +146,7 @@ export function registerWebhookRoutes(
     method: 'GET',
     url: '/v1/webhooks',
     schema: { query: listQuery },
+    responses: { 200: webhookList },
     handler: ({ caller, query }) => webhooks.list(caller.accountId, query),
   })
 
@@ -94,6 +155,7 @@ export function registerWebhookRoutes(
     method: 'GET',
     url: '/v1/webhooks/:id',
     schema: { params: byId },
+    responses: { 200: webhook },
     handler: async ({ caller, params }) => view(await webhooks.get(caller.accountId, params.id)),
   })
 
@@ -102,6 +164,7 @@ export function registerWebhookRoutes(
     method: 'PATCH',
     url: '/v1/webhooks/:id',
     schema: { params: byId, body: patchBody },
+    responses: { 200: updatedWebhook },
     handler: ({ caller, params, body }) => webhooks.update(caller.accountId, params.id, body),
   })
 
@@ -110,6 +173,7 @@ export function registerWebhookRoutes(
     method: 'DELETE',
     url: '/v1/webhooks/:id',
     schema: { params: byId },
+    responses: { 200: deletedWebhook },
     handler: ({ caller, params }) => webhooks.delete(caller.accountId, params.id),
   })
 
@@ -118,6 +182,7 @@ export function registerWebhookRoutes(
     method: 'GET',
     url: '/v1/webhooks/:id/deliveries',
     schema: { params: byId, query: pageQuery(25) },
+    responses: { 200: deliveryList },
     handler: ({ caller, params, query }) => webhooks.deliveries(caller.accountId, params.id, query),
   })
 
@@ -126,7 +191,17 @@ export function registerWebhookRoutes(
     method: 'POST',
     url: '/v1/webhooks/:id/test',
     schema: { params: byId },
+    responses: { 200: testEvent },
     handler: ({ caller, params }) => webhooks.sendTest(caller.accountId, params.id),
+  })
+
+  defineRoute(app, {
+    ...scoped,
+    method: 'POST',
+    url: '/v1/webhooks/:id/rotate-secret',
+    schema: { params: byId },
+    responses: { 200: rotatedSecret },
+    handler: ({ caller, params }) => webhooks.rotateSecret(caller.accountId, params.id),
   })
 
   defineRoute(app, {
@@ -134,6 +209,7 @@ export function registerWebhookRoutes(
     method: 'POST',
     url: '/v1/webhooks/:id/deliveries/:event_id/redeliver',
     schema: { params: z.object({ id: webhookId, event_id: eventId }) },
+    responses: { 200: queuedEvent },
     handler: ({ caller, params }) => webhooks.redeliver(caller.accountId, params.id, params.event_id),
   })
 }

@@ -2,13 +2,15 @@ import { SafeHttpClient } from '../net/safe-client.ts'
 import { safeFetch } from '../net/safe-fetch.ts'
 import { decryptSecret, sign } from './crypto.ts'
 import type { DeliveryOptions } from './delivery.ts'
+import { FORM_B_SCHEDULE_MS, formBHeaders } from './form-b.ts'
+import { withNftMetadata } from './nft-metadata.ts'
 import type { AttemptOutcome, ClaimedEvent } from './store.ts'
 
 export const UNDECRYPTABLE =
   'the signing secret does not decrypt with this HALYARD_SECRET_KEY (the key changed?); nothing was sent, and delivery resumes once an operator restores the key'
 
 /**
- * One delivery attempt (spec 6.1 form A): sign `{timestamp}.{body}`, POST it through the
+ * One delivery attempt (spec 6.1 form A: sign `{timestamp}.{body}`; 6.2 form B: form-b.ts), POST it through the
  * SSRF-guarded safeFetch with the worker's keep-alive pools, and say where the event goes
  * next — delivered on a 2xx, else the next retry of the schedule, or failed after the last.
  */
@@ -34,6 +36,7 @@ export class WebhookSender {
     const timestamp = Math.floor(Date.now() / 1000)
     const secret = this.secretFor(ev)
     if (secret === undefined) {
+      this.opts.onUndecryptable?.()
       // Backoff along the schedule by all attempts so far, then at its longest delay, until an
       // operator restores the key; the webhook is not paused for it (see operatorFault).
       const delays = this.opts.scheduleMs
@@ -48,16 +51,23 @@ export class WebhookSender {
         operatorFault: true,
       }
     }
-    const signature = sign(secret, timestamp, ev.body)
+    const formB = ev.format === 'B'
+    // Signed as sent: the metadata is part of the signed body.
+    const body =
+      formB && ev.event_type === 'nft_transfer' && this.opts.nftMetadata
+        ? await withNftMetadata(this.opts.nftMetadata, ev.body)
+        : ev.body
     const res = await safeFetch(ev.url, {
       method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        'user-agent': 'Halyard-Webhooks/1',
-        'x-service-signature': signature,
-        'x-service-timestamp': String(timestamp),
-      },
-      body: ev.body,
+      headers: formB
+        ? formBHeaders(secret, ev.event_type, ev.id, body)
+        : {
+            'content-type': 'application/json',
+            'user-agent': 'Halyard-Webhooks/1',
+            'x-service-signature': sign(secret, timestamp, body),
+            'x-service-timestamp': String(timestamp),
+          },
+      body,
       timeoutMs: this.opts.timeoutMs,
       maxBytes: this.opts.maxResponseBytes,
       oversize: 'truncate',
@@ -72,11 +82,16 @@ export class WebhookSender {
     const error = res.ok ? null : `${res.kind}: ${res.message}`
     const base = { ev, statusCode, error, durationMs: res.durationMs }
     if (res.ok && res.status >= 200 && res.status < 300) return { ...base, next: 'delivered' }
+    // The URL itself stopped passing the safety checks (DNS now answers a refused address, or
+    // its scheme is no longer allowed): nothing was sent; the webhook is disabled (delivery.ts).
+    if (!res.ok && (res.kind === 'blocked_address' || res.kind === 'invalid_url'))
+      return { ...base, next: 'pending', retryAt: new Date(), disable: `${res.kind}: ${res.message}` }
     // round_attempts = attempts made before this one since the last (re)queue; the first is not a retry.
     const retry = ev.round_attempts
-    const delay = this.opts.scheduleMs[retry]
+    const delay = (formB ? (this.opts.scheduleBMs ?? FORM_B_SCHEDULE_MS) : this.opts.scheduleMs)[retry]
     if (delay !== undefined) return { ...base, next: 'pending', retryAt: new Date(Date.now() + delay) }
-    // The first attempt and every scheduled retry failed: the event is failed, the webhook paused.
+    // The first attempt and every scheduled retry failed: the event is failed (form A also
+    // pauses the webhook; form B does not, see delivery.ts afterRecorded).
     return { ...base, next: 'failed' }
   }
 

@@ -5,10 +5,15 @@ import type { Logger } from '../logger.ts'
 import type { DB } from '../storage/database.ts'
 import { type EventType, matchKeys, parseConfig, type WebhookConfig } from './config.ts'
 import { encryptSecret, generateSigningSecret } from './crypto.ts'
-import type { Mail, Mailer } from './mailer.ts'
+import { camelData, type DeliveryFormat, envelopeB } from './form-b.ts'
+import type { Mailer } from './mailer.ts'
 import { newEventId } from './matcher.ts'
+import { disableNotice, pauseNotice } from './notices.ts'
+import { DEFAULT_LIMITS, limitFor, type WebhookLimits, webhookCapError } from './quota.ts'
+import { sampleData, sampleTokenTransferB } from './samples.ts'
 import type { WebhookRow } from './store.ts'
 import * as store from './store.ts'
+import type { TraceReader } from './traces.ts'
 import { checkWebhookUrl, type UrlPolicy } from './url-policy.ts'
 
 export interface WebhookView {
@@ -17,6 +22,8 @@ export interface WebhookView {
   chain: string
   event_type: string
   config: WebhookConfig
+  /** Delivery form: 'A' (spec 6.1) or 'B' (6.2). */
+  format: string
   status: string
   status_reason: string | null
   created_at: string
@@ -27,6 +34,8 @@ export interface WebhookView {
 export interface WebhookOwner {
   accountId: string
   email: string
+  /** The account's plan (the webhook-count cap); the free plan's cap when absent. */
+  plan?: string
 }
 
 /** Webhook subscriptions (spec 2.7, 3.2, 4.5): validation, secrets, state transitions. */
@@ -39,6 +48,8 @@ export class WebhookService {
     private readonly mailer: Mailer,
     private readonly logger: Logger,
     private readonly onNewWork: () => void,
+    private readonly limits: WebhookLimits = DEFAULT_LIMITS,
+    private readonly traces?: TraceReader,
   ) {}
 
   checkUrl(raw: string): Promise<string> {
@@ -47,7 +58,7 @@ export class WebhookService {
 
   async create(
     owner: WebhookOwner,
-    input: { url: string; chain: string; event_type: EventType; config?: unknown },
+    input: { url: string; chain: string; event_type: EventType; config?: unknown; format?: DeliveryFormat },
   ) {
     const network = this.networks.getBySlug(input.chain)
     if (network.kind !== 'evm')
@@ -56,6 +67,15 @@ export class WebhookService {
       )
     const url = await this.checkUrl(input.url)
     const cfg = parseConfig(input.event_type, input.config)
+    if (input.event_type === 'internal_transfer' && !(await this.traces?.supported(network.slug)))
+      throw invalidRequest(
+        `event_type: internal_transfer needs call traces, and the node of ${network.slug} answers neither debug_traceBlockByNumber (callTracer) nor trace_block`,
+      )
+    const plan = owner.plan ?? (await store.accountPlan(this.db, owner.accountId))
+    const cap = limitFor(this.limits.webhooksPerAccount, plan)
+    // Checked before the insert: two creates racing at the cap may both pass (one over, once).
+    if (cap !== null && (await store.countWebhooks(this.db, owner.accountId)) >= cap)
+      throw webhookCapError(plan, cap)
     const secret = generateSigningSecret()
     const row = await store.insertWebhook(
       this.db,
@@ -69,6 +89,7 @@ export class WebhookService {
         config: JSON.stringify(cfg),
         secret_enc: encryptSecret(secret, this.secretKey),
         status: 'active',
+        format: input.format ?? 'A',
       },
       matchKeys(input.event_type, cfg),
     )
@@ -100,7 +121,7 @@ export class WebhookService {
   async update(
     accountId: string,
     id: string,
-    patch: { url?: string; status?: 'active' | 'paused'; config?: unknown },
+    patch: { url?: string; status?: 'active' | 'paused'; config?: unknown; format?: DeliveryFormat },
   ) {
     const row = await this.get(accountId, id)
     if (row.status === 'disabled' && patch.status) {
@@ -113,13 +134,19 @@ export class WebhookService {
     if (patch.url !== undefined) {
       changes.url = await this.checkUrl(patch.url)
       // A disabled webhook (its URL failed the safety checks) comes back with a new, valid URL.
-      if (row.status === 'disabled') changes.status = 'active'
+      if (row.status === 'disabled') {
+        changes.status = 'active'
+        changes.status_reason = null
+        changes.notified_at = null
+      }
     }
     if (patch.config !== undefined) {
       const cfg = parseConfig(row.event_type as EventType, patch.config)
       changes.config = JSON.stringify(cfg)
       keys = matchKeys(row.event_type as EventType, cfg)
     }
+    // Takes effect for events created from now on: a queued event keeps the body it was built with.
+    if (patch.format !== undefined) changes.format = patch.format
     if (patch.status !== undefined) {
       changes.status = patch.status
       if (patch.status === 'active') {
@@ -150,14 +177,28 @@ export class WebhookService {
     const row = await this.get(accountId, id)
     const eventId = newEventId()
     const createdAt = new Date().toISOString()
-    const body = {
-      id: eventId,
-      event_type: row.event_type,
-      webhook_id: row.id,
-      created_at: createdAt,
-      test: true,
-      data: sampleData(row.event_type as EventType, row.chain),
-    }
+    const data = sampleData(row.event_type as EventType, row.chain)
+    const body =
+      row.format === 'B'
+        ? {
+            ...envelopeB(
+              eventId,
+              row.event_type,
+              createdAt,
+              row.chain,
+              this.chainIdOf(row.chain),
+              row.event_type === 'token_transfer' ? sampleTokenTransferB() : camelData(data),
+            ),
+            test: true,
+          }
+        : {
+            id: eventId,
+            event_type: row.event_type,
+            webhook_id: row.id,
+            created_at: createdAt,
+            test: true,
+            data,
+          }
     await store.insertEvents(this.db, [
       {
         id: eventId,
@@ -170,6 +211,28 @@ export class WebhookService {
     ])
     this.onNewWork()
     return { id: eventId, webhook_id: row.id, status: 'pending', queued: row.status === 'active' }
+  }
+
+  /**
+   * Rotation: a new signing secret, returned once. No overlap window: every attempt from the
+   * commit on (retries of older events included) is signed with the new secret only, because
+   * both forms carry exactly one signature and a receiver comparing the header would reject a
+   * second one. A lane already claimed at that moment may still go out under the old secret.
+   */
+  async rotateSecret(accountId: string, id: string) {
+    await this.get(accountId, id)
+    const secret = generateSigningSecret()
+    const updated = await store.update(this.db, id, { secret_enc: encryptSecret(secret, this.secretKey) })
+    if (!updated) throw notFound(`webhook ${id} not found`)
+    return { id, signing_secret: secret, updated_at: updated.updated_at.toISOString() }
+  }
+
+  private chainIdOf(slug: string): number {
+    try {
+      return this.networks.getBySlug(slug).chainId ?? 0
+    } catch {
+      return 0
+    }
   }
 
   async redeliver(accountId: string, id: string, eventId: string) {
@@ -207,6 +270,38 @@ export class WebhookService {
    * notice is written to the mail outbox in the pausing transaction (only by the call that moved
    * the webhook from active; a later PATCH to active re-arms it); the mailer sends it after.
    */
+  /**
+   * For GET /ready: an undelivered event whose last try found its signing secret undecryptable
+   * (HALYARD_SECRET_KEY changed) is an operator problem; the customer's webhook is not paused.
+   */
+  readinessChecks(): Array<{ name: string; check(): Promise<void> }> {
+    return [
+      {
+        name: 'webhook signing secrets',
+        check: async () => {
+          const n = await store.undecryptableBacklog(this.db)
+          if (n > 0)
+            throw new Error(
+              `${n} webhook event(s) wait because their signing secret does not decrypt with this HALYARD_SECRET_KEY (restore the key)`,
+            )
+        },
+      },
+    ]
+  }
+
+  /** The URL failed the safety checks at delivery: disabled, with the reason on read and an e-mail. */
+  async disable(webhookId: string, reason: string): Promise<void> {
+    const done = await store.disable(this.db, webhookId, `url refused at delivery: ${reason}`, (row) =>
+      row.notify_email ? disableNotice(row, reason) : undefined,
+    )
+    if (!done) return
+    this.logger.warn(
+      { webhook: webhookId, reason },
+      'webhook disabled: its URL no longer passes the safety checks',
+    )
+    if (done.mail) this.mailer.queued(done.mail)
+  }
+
   async pauseAfterFailures(webhookId: string, lastError: string): Promise<void> {
     const paused = await store.pauseAfterFailures(
       this.db,
@@ -220,20 +315,6 @@ export class WebhookService {
   }
 }
 
-function pauseNotice(row: WebhookRow, lastError: string): Mail {
-  return {
-    to: row.notify_email as string,
-    subject: `Halyard webhook ${row.id} paused after failed deliveries`,
-    text: [
-      `Your webhook ${row.id} (${row.event_type} on ${row.chain}) could not deliver to ${row.url}.`,
-      `The last attempt failed with: ${lastError}`,
-      'The first attempt and every scheduled retry failed, so the webhook was paused and its undelivered events recorded as failed.',
-      `Fix the receiver, then resume with PATCH /v1/webhooks/${row.id} {"status":"active"};`,
-      `failed events can be sent again with POST /v1/webhooks/${row.id}/deliveries/{event_id}/redeliver.`,
-    ].join('\n'),
-  }
-}
-
 export function view(row: WebhookRow): WebhookView {
   return {
     id: row.id,
@@ -241,44 +322,10 @@ export function view(row: WebhookRow): WebhookView {
     chain: row.chain,
     event_type: row.event_type,
     config: JSON.parse(row.config) as WebhookConfig,
+    format: row.format,
     status: row.status,
     status_reason: row.status_reason,
     created_at: row.created_at.toISOString(),
     updated_at: row.updated_at.toISOString(),
-  }
-}
-
-function sampleData(type: EventType, chain: string): Record<string, unknown> {
-  const zero = `0x${'0'.repeat(40)}`
-  const tx = `0x${'0'.repeat(64)}`
-  const base = { chain, block_number: 0, tx_hash: tx }
-  switch (type) {
-    case 'address_activity':
-      return {
-        ...base,
-        from: zero,
-        to: zero,
-        value: '0',
-        asset: 'ETH',
-        contract: null,
-        direction: 'incoming',
-      }
-    case 'token_transfer':
-      return { ...base, contract: zero, from: zero, to: zero, value: '0', symbol: 'TEST', decimals: 18 }
-    case 'nft_transfer':
-      return { ...base, contract: zero, from: zero, to: zero, token_id: '0', standard: 'ERC721', quantity: 1 }
-    case 'mined_transaction':
-      return {
-        ...base,
-        block_hash: tx,
-        transaction_index: 0,
-        from: zero,
-        to: zero,
-        value: '0',
-        status: 'success',
-        gas_used: '0',
-      }
-    case 'log':
-      return { ...base, block_hash: tx, log_index: 0, address: zero, topics: [], data: '0x' }
   }
 }

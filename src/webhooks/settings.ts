@@ -5,6 +5,8 @@ import { ConfigError, parseDuration } from '../config/validation.ts'
 import { CidrAllowlist } from '../net/address-policy.ts'
 import type { Resolver } from '../net/safe-fetch.ts'
 import { DEFAULT_SCHEDULE_MS, type DeliveryOptions } from './delivery.ts'
+import { FORM_B_SCHEDULE_MS } from './form-b.ts'
+import { DEFAULT_LIMITS, parsePlanLimits, type WebhookLimits } from './quota.ts'
 
 /**
  * Delivery settings from the environment (validated once at start-up; a bad value names its
@@ -14,6 +16,7 @@ import { DEFAULT_SCHEDULE_MS, type DeliveryOptions } from './delivery.ts'
 export interface WebhookSettings {
   delivery: DeliveryOptions
   devMode: boolean
+  limits: WebhookLimits
 }
 
 /** `host=ip,host=ip` — fixed answers for chosen hosts (like curl --resolve); still policy-checked. */
@@ -57,15 +60,32 @@ export function webhookSettings(env: Env, devMode: boolean): WebhookSettings {
   const scheduleMs = env.HALYARD_WEBHOOK_RETRY_SCHEDULE
     ? env.HALYARD_WEBHOOK_RETRY_SCHEDULE.split(',').map(parseDuration)
     : DEFAULT_SCHEDULE_MS
+  const scheduleBMs = env.HALYARD_WEBHOOK_RETRY_SCHEDULE_B
+    ? env.HALYARD_WEBHOOK_RETRY_SCHEDULE_B.split(',').map(parseDuration)
+    : FORM_B_SCHEDULE_MS
   const timeoutMs = env.HALYARD_WEBHOOK_TIMEOUT ? parseDuration(env.HALYARD_WEBHOOK_TIMEOUT) : 15_000
   // 0 would cut every attempt at once: each event would fail its way to a paused webhook.
   if (timeoutMs === 0)
     throw new ConfigError('invalid environment: HALYARD_WEBHOOK_TIMEOUT: must be above zero')
+  const limits: WebhookLimits = {
+    deliveriesPerDay: parsePlanLimits(
+      'HALYARD_WEBHOOK_DAILY_DELIVERIES',
+      env.HALYARD_WEBHOOK_DAILY_DELIVERIES,
+      DEFAULT_LIMITS.deliveriesPerDay,
+    ),
+    webhooksPerAccount: parsePlanLimits(
+      'HALYARD_WEBHOOK_MAX_WEBHOOKS',
+      env.HALYARD_WEBHOOK_MAX_WEBHOOKS,
+      DEFAULT_LIMITS.webhooksPerAccount,
+    ),
+  }
   return {
     devMode,
+    limits,
     delivery: {
       timeoutMs,
       scheduleMs,
+      scheduleBMs,
       concurrency: env.HALYARD_WEBHOOK_CONCURRENCY ?? 64,
       perHostCap: env.HALYARD_WEBHOOK_PER_HOST ?? 16,
       perLane: 25,

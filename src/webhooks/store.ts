@@ -6,6 +6,7 @@ import type { WebhooksTable } from './tables.ts'
 
 // One module for the callers (`import * as store`), two files by job: the event queue is there.
 export * from './event-store.ts'
+export * from './quota-store.ts'
 export type { WebhookTables } from './tables.ts'
 
 type Db = Kysely<Database>
@@ -16,7 +17,9 @@ export type WebhookRow = Selectable<WebhooksTable>
 
 export async function insertWebhook(
   db: Db,
-  row: Omit<WebhookRow, 'created_at' | 'updated_at' | 'notified_at' | 'status_reason'>,
+  row: Omit<WebhookRow, 'created_at' | 'updated_at' | 'notified_at' | 'status_reason' | 'format'> & {
+    format?: string
+  },
   keys: MatchKey[],
 ) {
   return db.transaction().execute(async (trx) => {
@@ -64,6 +67,8 @@ export async function update(
     config?: string
     status_reason?: string | null
     notified_at?: Date | null
+    format?: string
+    secret_enc?: string
   },
   keys?: MatchKey[],
 ): Promise<WebhookRow | undefined> {
@@ -167,7 +172,7 @@ export async function watchesTransactions(db: Db, network: string): Promise<bool
     .select('id')
     .where('chain', '=', network)
     .where('status', '=', 'active')
-    .where('event_type', 'in', ['address_activity', 'mined_transaction'])
+    .where('event_type', 'in', ['address_activity', 'mined_transaction', 'new_block', 'internal_transfer'])
     .limit(1)
     .executeTakeFirst()
   return row !== undefined
@@ -176,8 +181,16 @@ export async function watchesTransactions(db: Db, network: string): Promise<bool
 /** Configs (with the same row version as `candidates`) of the given webhooks. */
 export async function configs(db: Db, ids: readonly string[]) {
   if (ids.length === 0) return []
-  const result = await sql<{ id: string; config: string; version: string }>`
-    select id, config, xmin::text as version from webhooks where id = any(${[...ids]}::text[])`.execute(db)
+  const result = await sql<{
+    id: string
+    config: string
+    version: string
+    format: string
+    account_id: string
+  }>`
+    select id, config, xmin::text as version, format, account_id from webhooks where id = any(${[...ids]}::text[])`.execute(
+    db,
+  )
   return result.rows
 }
 
@@ -191,4 +204,30 @@ async function replaceKeys(trx: Db, webhookId: string, network: string, keys: Ma
       )
       .execute()
   }
+}
+
+/**
+ * Disables a webhook whose URL stopped passing the safety checks at delivery time. Its events
+ * stay queued (nothing was sent); the notice goes to the mail outbox in the same transaction,
+ * once per move from active.
+ */
+export async function disable(
+  db: Db,
+  webhookId: string,
+  reason: string,
+  compose: (row: WebhookRow) => Mail | undefined,
+): Promise<{ row: WebhookRow; mail: Mail | undefined } | undefined> {
+  return db.transaction().execute(async (trx) => {
+    const moved = await trx
+      .updateTable('webhooks')
+      .set({ status: 'disabled', status_reason: reason, updated_at: new Date(), notified_at: new Date() })
+      .where('id', '=', webhookId)
+      .where('status', '=', 'active')
+      .returningAll()
+      .executeTakeFirst()
+    if (!moved) return undefined
+    const mail = compose(moved)
+    if (mail) await enqueueMail(trx, mail)
+    return { row: moved, mail }
+  })
 }

@@ -15,6 +15,8 @@ export interface WebhooksTable {
   status: string
   status_reason: string | null
   notified_at: Date | null
+  /** Delivery form, 'A' (spec 6.1) or 'B' (6.2) (migration 0080). */
+  format: Generated<string>
   created_at: Generated<Date>
   updated_at: Generated<Date>
 }
@@ -69,7 +71,15 @@ export interface MailOutboxTable {
   next_attempt_at: Generated<Date>
 }
 
+/** Events produced per account per UTC day (migration 0081, quota.ts). */
+export interface WebhookQuotaUsageTable {
+  account_id: string
+  day: string
+  used: string
+}
+
 export interface WebhookTables {
+  webhook_quota_usage: WebhookQuotaUsageTable
   webhooks: WebhooksTable
   webhook_match_keys: WebhookMatchKeysTable
   webhook_events: WebhookEventsTable

@@ -23,6 +23,9 @@ import { SmtpSink } from './testdata/smtp-sink.ts'
  */
 export const SCHEDULE_MS = [200, 200, 400, 400, 600]
 const ENV_SCHEDULE = SCHEDULE_MS.map((ms) => `${ms}ms`).join(',')
+/** Form B's 7 retries (spec 6.2: 1 s … 8 h), compressed the same way. */
+export const SCHEDULE_B_MS = [100, 100, 150, 150, 200, 200, 250]
+const ENV_SCHEDULE_B = SCHEDULE_B_MS.map((ms) => `${ms}ms`).join(',')
 
 export const A = '0x00000000000000000000000000000000000a11ce' as Address
 export const B = '0x00000000000000000000000000000000000000b0' as Address
@@ -136,6 +139,9 @@ export function webhooksFixture(backend: StorageBackend): WebhooksFixture {
       env: {
         SMTP_URL: fx.smtp.url,
         HALYARD_WEBHOOK_RETRY_SCHEDULE: ENV_SCHEDULE,
+        HALYARD_WEBHOOK_RETRY_SCHEDULE_B: ENV_SCHEDULE_B,
+        // A small cap, so a test reaches it within the free plan's 10 requests per second.
+        HALYARD_WEBHOOK_MAX_WEBHOOKS: 'free=3',
         HALYARD_WEBHOOK_TIMEOUT: '3s',
         HALYARD_WEBHOOK_ALLOW_CIDRS: '127.0.0.2/32',
         HALYARD_WEBHOOK_HOSTS: 'receiver.test=127.0.0.2,evil.test=10.0.0.1',

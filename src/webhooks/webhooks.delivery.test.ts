@@ -252,7 +252,7 @@ describeEachStorage('webhooks: delivery and API on $name', (backend) => {
       /config\.addresses: at most 1000/,
     )
     await refused(
-      { ...base, url: urlFor('aa'), event_type: 'pending_transaction' },
+      { ...base, url: urlFor('aa'), event_type: 'dropped_transaction' },
       /^event_type: must be one of/,
     )
     await refused(

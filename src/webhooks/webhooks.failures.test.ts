@@ -124,4 +124,35 @@ describeEachStorage('webhooks: failing receivers on $name', (backend) => {
     expect(receiver.received.filter((r) => r.name === 'target')).toHaveLength(0)
     await api('DELETE', `/webhooks/${wh.id}`)
   })
+
+  it('disables a webhook whose URL stops passing the safety checks at delivery, e-mails, and re-enables on PATCH', async () => {
+    const { receiver, smtp, storage } = fx
+    const D = '0x00000000000000000000000000000000000000f9'
+    const wh = await create('dis', 'address_activity', { addresses: [D] })
+    // The host now answers a private address (a DNS change): simulated by pointing the stored
+    // URL at evil.test, which HALYARD_WEBHOOK_HOSTS pins to 10.0.0.1. The API would refuse it.
+    await storage.db
+      .updateTable('webhooks')
+      .set({ url: `https://evil.test:${receiver.port}/wh/dis` })
+      .where('id', '=', wh.id)
+      .execute()
+    const mailsBefore = smtp.mails.length
+    await sendEth(D, 1n)
+    await until('disabled', async () => (await api('GET', `/webhooks/${wh.id}`)).body.status === 'disabled')
+    const read = await api('GET', `/webhooks/${wh.id}`)
+    expect(read.body.status_reason).toMatch(/^url refused at delivery: blocked_address: /)
+    expect(receiver.received.filter((r) => r.name === 'dis')).toHaveLength(0)
+    await until('the e-mail', () => smtp.mails.length > mailsBefore)
+    const mail = smtp.mails[smtp.mails.length - 1]
+    expect(mail?.to).toEqual([fx.owner])
+    expect(mail?.raw).toContain(wh.id)
+    expect(mail?.raw).toContain('disabled')
+    // PATCH status cannot revive it; a URL that passes does, and the kept event goes out.
+    expect((await api('PATCH', `/webhooks/${wh.id}`, { status: 'active' })).status).toBe(400)
+    const patched = await api('PATCH', `/webhooks/${wh.id}`, { url: fx.urlFor('dis') })
+    expect(patched.body.status).toBe('active')
+    await until('the kept event', () => receiver.acked('dis').length === 1)
+    expect(receiver.acked('dis')[0]?.body.data.value).toBe('1')
+    expect((await api('GET', `/webhooks/${wh.id}`)).body.status_reason).toBeNull()
+  })
 })

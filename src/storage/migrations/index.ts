@@ -9,6 +9,11 @@ import { m0040_nfts } from './0040_nfts.ts'
 import { m0050_bundler } from './0050_bundler.ts'
 import { m0051_bundler_reputation } from './0051_bundler_reputation.ts'
 import { m0060_sponsorship } from './0060_sponsorship.ts'
+import { m0070_usage } from './0070_usage.ts'
+import { m0075_dashboard_sessions } from './0075_dashboard_sessions.ts'
+import { m0080_webhooks_form_b } from './0080_webhooks_form_b.ts'
+import { m0081_webhooks_quota } from './0081_webhooks_quota.ts'
+import { m0090_api_keys_last_used } from './0090_api_keys_last_used.ts'
 
 /**
  * Every migration, by name. Names sort in application order. Forward-only: a shipped
@@ -25,4 +30,9 @@ export const migrations: Record<string, Migration> = {
   '0050_bundler': m0050_bundler,
   '0051_bundler_reputation': m0051_bundler_reputation,
   '0060_sponsorship': m0060_sponsorship,
+  '0070_usage': m0070_usage,
+  '0075_dashboard_sessions': m0075_dashboard_sessions,
+  '0080_webhooks_form_b': m0080_webhooks_form_b,
+  '0081_webhooks_quota': m0081_webhooks_quota,
+  '0090_api_keys_last_used': m0090_api_keys_last_used,
 }

@@ -1,0 +1,88 @@
+import { readFileSync } from 'node:fs'
+import type { FastifyInstance } from 'fastify'
+import type { FeatureHost } from '../http/host.ts'
+import { definePublicRoute } from '../http/route.ts'
+import type { WebhookService } from '../webhooks/service.ts'
+import { DashboardRoutes } from './route.ts'
+import { registerAuthPages } from './routes-auth.ts'
+import { registerGasPages } from './routes-gas.ts'
+import { registerKeyPages } from './routes-keys.ts'
+import { registerOverviewPages } from './routes-overview.ts'
+import { registerWebhookPages } from './routes-webhooks.ts'
+import { DashboardSessions } from './sessions.ts'
+import { SECURITY_HEADERS } from './web.ts'
+
+declare module '../http/host.ts' {
+  interface FeatureServices {
+    /** Dashboard sign-in links and sessions (src/dashboard/sessions.ts): the CLI and dev banner make links. */
+    dashboard: DashboardSessions
+  }
+}
+
+/** Form bodies are small: a name, a URL, a JSON config. */
+const FORM_LIMIT = 64 * 1024
+
+const ASSETS = {
+  'dashboard.css': 'text/css; charset=utf-8',
+  'dashboard.js': 'text/javascript; charset=utf-8',
+} as const
+
+/**
+ * The web dashboard under /dashboard (issue 16): server-rendered pages over the same services
+ * as /v1. Its routes live in their own Fastify scope, the only one that parses HTML form bodies
+ * and sends the dashboard's security headers.
+ */
+export function registerDashboard(host: FeatureHost, deps: { webhooks: WebhookService }): DashboardSessions {
+  const { ctx } = host
+  const sessions = new DashboardSessions(ctx.storage.db, ctx.auth, ctx.limiter)
+  host.services.dashboard = sessions
+  // The keys page's "last used": the auth service marks keys in memory per request, this
+  // writes them in one UPDATE every few seconds, and once more when the server closes.
+  ctx.auth.startLastUsedFlush(undefined, (err) =>
+    ctx.logger.warn({ err: (err as Error).message }, 'api key last-used flush failed'),
+  )
+  host.addTask({ name: 'api key last-used flush', stop: () => ctx.auth.stopLastUsedFlush() })
+  const assets = Object.fromEntries(
+    Object.keys(ASSETS).map((name) => [
+      name,
+      readFileSync(new URL(`./assets/${name}`, import.meta.url), 'utf8'),
+    ]),
+  ) as Record<keyof typeof ASSETS, string>
+
+  host.app.register(async (app: FastifyInstance) => {
+    app.addContentTypeParser(
+      'application/x-www-form-urlencoded',
+      { parseAs: 'string', bodyLimit: FORM_LIMIT },
+      (_request, body, done) => {
+        const form: Record<string, string | string[]> = {}
+        for (const [k, v] of new URLSearchParams(body as string)) {
+          const had = form[k]
+          form[k] = had === undefined ? v : Array.isArray(had) ? [...had, v] : [had, v]
+        }
+        done(null, form)
+      },
+    )
+    app.addHook('onSend', async (_request, reply, payload) => {
+      for (const [k, v] of Object.entries(SECURITY_HEADERS)) if (!reply.hasHeader(k)) reply.header(k, v)
+      return payload
+    })
+    for (const [name, type] of Object.entries(ASSETS)) {
+      definePublicRoute(app, {
+        method: 'GET',
+        url: `/dashboard/assets/${name}`,
+        handler: ({ reply }) =>
+          reply
+            .type(type)
+            .header('cache-control', 'public, max-age=300')
+            .send(assets[name as keyof typeof ASSETS]),
+      })
+    }
+    const routes = new DashboardRoutes(app, sessions)
+    registerAuthPages(routes)
+    registerKeyPages(routes, ctx.auth)
+    registerWebhookPages(routes, deps.webhooks, ctx.networks, ctx.storage.db)
+    registerGasPages(routes, host.services.sponsorship.policies, ctx.networks)
+    registerOverviewPages(routes, host)
+  })
+  return sessions
+}

@@ -1,0 +1,171 @@
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import { z } from 'zod'
+import { errorBody, forbidden, HalyardError, invalidRequest } from '../errors.ts'
+import type { Html } from './html.ts'
+import type { SessionWithAccount } from './session-store.ts'
+import type { DashboardSessions } from './sessions.ts'
+
+export const COOKIE = 'halyard_session'
+
+/** Security headers on every dashboard answer: no inline script, no framing, no sniffing. */
+export const SECURITY_HEADERS: Readonly<Record<string, string>> = {
+  'content-security-policy':
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; " +
+    "form-action 'self'; frame-ancestors 'none'; base-uri 'none'; object-src 'none'",
+  'x-frame-options': 'DENY',
+  'x-content-type-options': 'nosniff',
+  // Sign-in links carry their token in the URL: no Referer to other sites. (not no-referrer:
+  // Chromium then sends `Origin: null` on our own form POSTs, which the Origin check refuses.)
+  'referrer-policy': 'same-origin',
+  'cache-control': 'no-store',
+}
+
+/** The scheme the browser used: HTTPS directly, or a proxy in front saying so. */
+export function isHttps(request: FastifyRequest): boolean {
+  const fwd = request.headers['x-forwarded-proto']
+  const first = (Array.isArray(fwd) ? fwd[0] : fwd)?.split(',')[0]?.trim().toLowerCase()
+  return request.protocol === 'https' || first === 'https'
+}
+
+/** This server's origin as the browser sees it (links in e-mails, the Origin check). */
+export function ownOrigin(request: FastifyRequest): string {
+  return `${isHttps(request) ? 'https' : 'http'}://${request.headers.host ?? 'localhost'}`
+}
+
+export function readCookie(request: FastifyRequest, name: string): string | undefined {
+  const header = request.headers.cookie
+  if (!header) return undefined
+  for (const part of header.split(';')) {
+    const i = part.indexOf('=')
+    if (i > 0 && part.slice(0, i).trim() === name) return part.slice(i + 1).trim()
+  }
+  return undefined
+}
+
+export function setSessionCookie(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  token: string,
+  maxAgeS: number,
+) {
+  const secure = isHttps(request) ? '; Secure' : ''
+  reply.header(
+    'set-cookie',
+    `${COOKIE}=${token}; Path=/dashboard; HttpOnly; SameSite=Strict; Max-Age=${maxAgeS}${secure}`,
+  )
+}
+
+export function clearSessionCookie(request: FastifyRequest, reply: FastifyReply) {
+  setSessionCookie(request, reply, '', 0)
+}
+
+/** Browsers get pages; scripts and the hostile sweep get the JSON error body. */
+export function wantsHtml(request: FastifyRequest): boolean {
+  return /text\/html/.test(request.headers.accept ?? '')
+}
+
+export function sendHtml(reply: FastifyReply, page: Html, status = 200) {
+  return reply.status(status).type('text/html; charset=utf-8').send(`<!doctype html>\n${page.value}`)
+}
+
+/** A form body as parsed by the dashboard's urlencoded parser (or anything else a client sent). */
+export type Form = Record<string, string | string[]>
+
+export function formOf(body: unknown): Form {
+  if (body === undefined || body === null) return {}
+  if (typeof body !== 'object' || Array.isArray(body)) throw invalidRequest('body: must be a form')
+  return body as Form
+}
+
+/** One text field of a form: a single string (a repeated field is refused, naming it). */
+export function field(form: Form, name: string): string | undefined {
+  const v = form[name]
+  if (v === undefined) return undefined
+  if (typeof v !== 'string') throw invalidRequest(`${name}: must be given once, as text`)
+  if (v.includes('\u0000')) throw invalidRequest(`${name}: must not contain a NUL character`)
+  return v
+}
+
+/** Every value of a repeatable field (checkboxes). */
+export function fields(form: Form, name: string): string[] {
+  const v = form[name]
+  if (v === undefined) return []
+  const all = Array.isArray(v) ? v : [v]
+  if (all.some((s) => typeof s !== 'string' || s.includes('\u0000')))
+    throw invalidRequest(`${name}: must be text values`)
+  return all
+}
+
+/** Parses a form with a zod schema; the first problem is a 400 naming its field. */
+export function parseForm<T>(schema: z.ZodType<T>, value: unknown): T {
+  const r = schema.safeParse(value)
+  if (r.success) return r.data
+  const issue = r.error.issues[0]
+  const where = issue?.path.length ? issue.path.join('.') : 'form'
+  throw invalidRequest(`${where}: ${issue?.message ?? 'invalid'}`)
+}
+
+/** A text input: trimmed, bounded, no control characters. */
+export const textField = (max: number) =>
+  z
+    .string({ error: 'is required' })
+    .trim()
+    .max(max, { error: `must be at most ${max} characters` })
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: refusing control characters is the point
+    .refine((v) => !/[\u0000-\u001f\u007f]/.test(v), { error: 'must not contain control characters' })
+
+/**
+ * A state-changing request must come from our own pages: the Origin (or, failing that, the
+ * Referer) must be this server's origin, and — once signed in — the form must carry the
+ * session's CSRF token. Either alone would do against today's browsers; both survive a
+ * mistake in the other.
+ */
+export function checkOrigin(request: FastifyRequest): void {
+  const expected = ownOrigin(request)
+  const origin = request.headers.origin
+  if (typeof origin === 'string' && origin !== 'null') {
+    if (origin === expected) return
+    throw forbidden(`cross-site request refused: Origin ${origin} is not ${expected}`)
+  }
+  const referer = request.headers.referer
+  if (typeof referer === 'string' && (referer === expected || referer.startsWith(`${expected}/`))) return
+  throw forbidden('cross-site request refused: the request carries no Origin from this site')
+}
+
+export function checkCsrf(request: FastifyRequest, session: SessionWithAccount, form: Form): void {
+  checkOrigin(request)
+  const given = form._csrf
+  if (typeof given !== 'string' || given !== session.csrf_token)
+    throw forbidden('_csrf: missing or wrong form token; reload the page and try again')
+}
+
+/** Thrown where a browser without a session should go to the sign-in page. */
+export class SignInRequired extends HalyardError {
+  constructor() {
+    super('unauthorized', 'sign in to the dashboard first (POST /dashboard/sign-in)')
+  }
+}
+
+export async function requireSession(
+  sessions: DashboardSessions,
+  request: FastifyRequest,
+): Promise<SessionWithAccount> {
+  const token = readCookie(request, COOKIE)
+  const s = token ? await sessions.session(token) : undefined
+  if (!s) throw new SignInRequired()
+  return s
+}
+
+/** Answers an error: an HTML page for browsers, the spec's error body for everyone else. */
+export function sendError(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  err: HalyardError,
+  page: (message: string) => Html,
+) {
+  for (const [k, v] of Object.entries(err.headers)) reply.header(k, v)
+  if (err instanceof SignInRequired && wantsHtml(request) && request.method === 'GET')
+    return reply.redirect('/dashboard/sign-in', 303)
+  if (wantsHtml(request)) return sendHtml(reply, page(err.message), err.status)
+  return reply.status(err.status).send(errorBody(err))
+}

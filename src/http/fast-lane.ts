@@ -1,0 +1,112 @@
+import { randomUUID } from 'node:crypto'
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import type { FastifyInstance } from 'fastify'
+import type { AuthService } from '../auth/service.ts'
+import type { NetworkRegistry } from '../chains/registry.ts'
+import { errorBody } from '../errors.ts'
+import type { Logger } from '../logger.ts'
+import type { Metrics } from '../metrics.ts'
+import { rememberRequestId, toHalyardError } from './errors.ts'
+
+/**
+ * The fast lane: a route may answer its commonest requests on the raw `node:http` request,
+ * before Fastify's generic machinery (router, hooks, content-type parsing, reply objects). A
+ * lane takes a request only when everything the gate would check is already known to pass from
+ * the headers alone (a key resolved within the last second, the network, the scope); anything
+ * else — a first sight of a key, a chunked body, a query string — goes to Fastify unchanged,
+ * so every refusal keeps its one writer there. bench:rpc measured the lane (issue 13).
+ *
+ * What a lane answers must be what the Fastify route would answer: the JSON-RPC lane and its
+ * route share the endpoint (rpc/endpoint.ts), the charger and the metric series, and the
+ * hostile-input sweep and the RPC tests run through both (see rpc/fast-lane.test.ts).
+ */
+export type FastLane = (req: IncomingMessage, res: ServerResponse) => boolean
+
+export interface FastLaneHost {
+  readonly lanes: FastLane[]
+  readonly auth: AuthService
+  readonly networks: NetworkRegistry
+  readonly bodyLimit: number
+  readonly workerIndex: string | undefined
+  /** Fastify's own JSON parser (prototype poisoning refused), so both paths parse alike. */
+  readonly parseJson: (text: string) => unknown
+  readonly metrics: Metrics
+  readonly logger: Logger
+}
+
+const hosts = new WeakMap<FastifyInstance, FastLaneHost>()
+
+export function setFastLaneHost(app: FastifyInstance, host: FastLaneHost): void {
+  hosts.set(app, host)
+}
+
+export function fastLaneHost(app: FastifyInstance): FastLaneHost | undefined {
+  return hosts.get(app)
+}
+
+const SAFE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/
+
+/**
+ * The request id Fastify's genReqId would give: the client's when safe, remembered so that a
+ * socket-level error answer (a body cut at the deadline) echoes it. A generated one is never
+ * remembered: nobody has seen it yet, and the WeakMap entry showed in the RPC profile.
+ */
+export function requestIdFor(req: IncomingMessage): string {
+  const given = req.headers['x-request-id']
+  if (typeof given !== 'string' || !SAFE_REQUEST_ID.test(given)) return randomUUID()
+  rememberRequestId(req, given)
+  return given
+}
+
+/**
+ * Reads a body whose Content-Length the lane has already checked against the limit. Resolves
+ * undefined when the client went away first (nothing to answer) and rejects past the declared
+ * length (Node's parser refuses that on its own; this is the second line).
+ */
+export function readBody(req: IncomingMessage, length: number): Promise<string | undefined> {
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = []
+    let size = 0
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length
+      if (size <= length) chunks.push(chunk)
+    })
+    req.on('end', () =>
+      resolve(chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks).toString('utf8')),
+    )
+    req.on('error', () => resolve(undefined))
+    req.on('aborted', () => resolve(undefined))
+  })
+}
+
+/** Writes a whole answer: status, headers and body in one `end`. */
+export function writeAnswer(
+  res: ServerResponse,
+  status: number,
+  headers: Record<string, string>,
+  body: string,
+): void {
+  if (res.destroyed || res.headersSent) return
+  headers['content-length'] = String(Buffer.byteLength(body))
+  res.writeHead(status, headers)
+  res.end(body)
+}
+
+/**
+ * The error answer of the lane: the same mapping and body as Fastify's error handler
+ * (http/errors.ts), with the headers the caller has collected (request id, rate limits).
+ */
+export function writeLaneError(
+  host: FastLaneHost,
+  res: ServerResponse,
+  err: unknown,
+  headers: Record<string, string>,
+  requestId: string,
+): number {
+  const mapped = toHalyardError(err, host.bodyLimit)
+  if (mapped.status >= 500) host.logger.error({ err, reqId: requestId }, 'request failed')
+  Object.assign(headers, mapped.headers)
+  headers['content-type'] = 'application/json; charset=utf-8'
+  writeAnswer(res, mapped.status, headers, JSON.stringify(errorBody(mapped)))
+  return mapped.status
+}

@@ -1,0 +1,133 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import {
+  anvilNetwork,
+  call,
+  postRpc,
+  startTestHalyard,
+  type TestHalyard,
+} from '../../test/helpers/halyard.ts'
+import { storageBackends } from '../../test/helpers/storage.ts'
+import { type AnvilProcess, startAnvil } from '../devnet/anvil.ts'
+import type { Storage } from '../storage/database.ts'
+import { DEFAULT_MAX_BATCH } from './envelope.ts'
+
+/** What a client can observe of an answer, request id aside (it is random per request). */
+async function observe(h: TestHalyard, key: string, body: unknown, headers: Record<string, string> = {}) {
+  const r = await postRpc(`${h.baseUrl}/rpc/ethereum/devnet`, key, body, headers)
+  const names = [...r.headers.keys()].filter((n) => !['date', 'connection', 'keep-alive'].includes(n)).sort()
+  const values = Object.fromEntries(
+    ['content-type', 'x-cache', 'retry-after', 'x-ratelimit-limit', 'x-ratelimit-remaining'].map((n) => [
+      n,
+      r.headers.get(n),
+    ]),
+  )
+  expect(r.headers.get('x-request-id')).toMatch(/^[\w-]{8,}/)
+  return { status: r.status, json: r.json, names, values }
+}
+
+const lanes = async (h: TestHalyard) =>
+  (await h.halyard.ctx.metrics.fastLaneRequests.get()).values[0]?.value ?? 0
+
+/**
+ * The answer through the lane: the key is resolved through Fastify first (the lane takes only
+ * keys resolved within the auth cache's second), then the request is sent and the lane's count
+ * must rise by one. On a machine slow enough for that second to pass in between, again.
+ */
+async function viaLane(h: TestHalyard, key: string, body: unknown) {
+  for (let attempt = 0; attempt < 5; attempt++) {
+    await observe(h, key, call('eth_chainId'))
+    const before = await lanes(h)
+    const answer = await observe(h, key, body)
+    if ((await lanes(h)) === before + 1) return answer
+  }
+  throw new Error('the fast lane never took the request')
+}
+
+const slot = (i: number) =>
+  call('eth_getStorageAt', ['0x0000000000000000000000000000000000000001', '0x0', '0x0'], i)
+
+/** Requests whose answers the fast lane and Fastify's pipeline must agree on, byte for byte. */
+const CASES: { name: string; body: unknown; plan?: 'free'; scopes?: string[] }[] = [
+  { name: 'cached single call', body: call('eth_chainId') },
+  { name: 'uncached single call', body: call('eth_getBalance', [`0x${'1'.repeat(40)}`, 'latest'], 'a') },
+  {
+    name: 'batch with a refused item',
+    body: [call('eth_chainId', [], 1), call('admin_peers', [], 2), { jsonrpc: '1.0', id: 3, method: 'x' }],
+  },
+  { name: 'malformed JSON', body: '{"jsonrpc":"2.0",' },
+  { name: 'JSON that is not an object', body: '42' },
+  { name: 'empty batch', body: [] },
+  {
+    name: 'batch over the limit',
+    body: Array.from({ length: DEFAULT_MAX_BATCH + 1 }, (_, i) => call('eth_chainId', [], i)),
+  },
+  { name: 'single call with a bad envelope', body: { jsonrpc: '1.0', id: 1, method: 'eth_chainId' } },
+  { name: 'unknown method', body: call('eth_noSuchMethod') },
+  {
+    name: 'prototype poisoning',
+    body: '{"jsonrpc":"2.0","id":1,"method":"eth_chainId","__proto__":{"a":1}}',
+  },
+  {
+    name: 'a write the key may not make',
+    body: call('eth_sendRawTransaction', ['0x00']),
+    scopes: ['rpc:read'],
+  },
+  {
+    name: 'a batch over the plan (429)',
+    body: Array.from({ length: 11 }, (_, i) => slot(i)),
+    plan: 'free',
+  },
+]
+
+/**
+ * The fast lane (rpc/fast-lane.ts) answers what the Fastify route answers: the same requests
+ * against one Halyard with the lane and one without, each with a key the auth cache knows.
+ */
+describe('JSON-RPC fast lane', () => {
+  let anvil: AnvilProcess
+  let storages: Storage[]
+  let on: TestHalyard
+  let off: TestHalyard
+
+  beforeAll(async () => {
+    anvil = await startAnvil()
+    storages = await Promise.all([storageBackends()[0]!.open(), storageBackends()[0]!.open()])
+    ;[on, off] = await Promise.all([
+      startTestHalyard({ networks: [anvilNetwork(anvil)], storage: storages[0]! }),
+      startTestHalyard({
+        networks: [anvilNetwork(anvil)],
+        storage: storages[1]!,
+        env: { HALYARD_FAST_LANE: '0' },
+      }),
+    ])
+  })
+  afterAll(async () => {
+    await Promise.all([on?.close(), off?.close()])
+    await Promise.all((storages ?? []).map((s) => s.close()))
+    await anvil?.stop()
+  })
+
+  for (const c of CASES) {
+    it(`answers alike with and without the lane: ${c.name}`, async () => {
+      const opts = { ...(c.plan ? { plan: c.plan } : {}), ...(c.scopes ? { scopes: c.scopes } : {}) }
+      const keys = await Promise.all([on.createKey(opts), off.createKey(opts)])
+      const a = await viaLane(on, keys[0], c.body)
+      await observe(off, keys[1], call('eth_chainId'))
+      const b = await observe(off, keys[1], c.body)
+      expect(await lanes(off)).toBe(0)
+      expect(a).toEqual(b)
+      expect(a.status).toBeLessThan(500)
+    })
+  }
+
+  it('leaves to Fastify what it cannot prove from the headers, with the same answers', async () => {
+    const key = await on.createKey()
+    await observe(on, key, call('eth_chainId'))
+    const before = await lanes(on)
+    const text = await observe(on, key, call('eth_chainId'), { 'content-type': 'text/plain' })
+    const unknownKey = await observe(on, `${key.slice(0, -4)}zzzz`, call('eth_chainId'))
+    expect(await lanes(on)).toBe(before)
+    expect(text.status).toBe(200)
+    expect(unknownKey.status).toBe(401)
+  })
+})

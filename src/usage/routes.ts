@@ -1,0 +1,68 @@
+import type { FastifyInstance } from 'fastify'
+import { z } from 'zod'
+import { defineRoute } from '../http/route.ts'
+import type { Storage } from '../storage/database.ts'
+import { dayStart, readUsage, resolveRange } from './service.ts'
+
+/** GET /v1/usage: the caller's account usage as JSON, for scripts (the dashboard reads the same service). */
+
+const date = (name: string) =>
+  z
+    .string({ error: `${name}: must be a date as YYYY-MM-DD` })
+    .regex(/^\d{4}-\d{2}-\d{2}$/, { error: `${name}: must be a date as YYYY-MM-DD` })
+    .refine((v) => dayStart(v) !== undefined, { error: `${name}: is not a calendar day` })
+    .meta({ example: '2026-01-31', format: 'date' })
+
+export const usageQuery = z.object({
+  from: date('from').optional().describe('First UTC day (included); default 29 days before `to`'),
+  to: date('to').optional().describe('Last UTC day (included); default today'),
+})
+
+const counts = {
+  requests: z.number().int().min(0).describe('Requests admitted (a batch is one request)'),
+  computeUnits: z.number().int().min(0).describe('Compute units charged'),
+  limited: z.number().int().min(0).describe('Requests refused with 429 (not in requests)'),
+}
+
+const limit = z.number().int().nullable().describe('null: unlimited')
+
+export const usageResponse = z.object({
+  account: z.object({ id: z.string(), email: z.string() }),
+  plan: z.object({
+    name: z.string().meta({ example: 'free' }),
+    requestsPerSecond: limit,
+    requestsPerDay: limit,
+    computeUnitsPerSecond: limit,
+  }),
+  from: z.string().meta({ format: 'date' }),
+  to: z.string().meta({ format: 'date' }),
+  days: z.array(z.object({ date: z.string().meta({ format: 'date' }), ...counts })),
+  methodsDate: z.string().meta({ format: 'date' }).describe('The day `methods` covers: `to`'),
+  methods: z.array(
+    z.object({
+      method: z.string().describe('JSON-RPC method, "batch", "ws …", or the REST route ("GET /v1/…")'),
+      ...counts,
+    }),
+  ),
+})
+
+export function registerUsageRoutes(app: FastifyInstance, storage: Storage): void {
+  defineRoute(app, {
+    method: 'GET',
+    url: '/v1/usage',
+    scope: 'any-key',
+    cost: 1,
+    what: 'usage',
+    schema: { query: usageQuery },
+    responses: { 200: usageResponse },
+    handler: async ({ caller, query }) => {
+      const range = resolveRange(query, Date.now())
+      const report = await readUsage(storage, caller.accountId, range)
+      return {
+        account: { id: caller.accountId, email: caller.email },
+        plan: { name: caller.plan, ...caller.limits },
+        ...report,
+      }
+    },
+  })
+}
