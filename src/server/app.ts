@@ -73,6 +73,9 @@ export function buildApp(deps: AppDeps): FastifyInstance {
         handler(req, res)
       })
       server.requestTimeout = requestTimeout
+      // Fastify's default, which it applies only to servers it makes: longer than the usual
+      // load balancer's idle timeout (60 s), so a balancer never reuses a connection we closed.
+      server.keepAliveTimeout = 72_000
       return server
     },
     loggerInstance: deps.logger as FastifyBaseLogger,
