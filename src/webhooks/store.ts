@@ -115,24 +115,40 @@ export async function pauseAfterFailures(
   compose: (row: WebhookRow) => Mail | undefined,
 ): Promise<{ row: WebhookRow; mail: Mail | undefined } | undefined> {
   return db.transaction().execute(async (trx) => {
-    const moved = await trx
-      .updateTable('webhooks')
-      .set({ status: 'paused', status_reason: reason, updated_at: new Date(), notified_at: new Date() })
-      .where('id', '=', webhookId)
-      .where('status', '=', 'active')
-      .returningAll()
-      .executeTakeFirst()
+    const moved = await leaveActive(trx, webhookId, 'paused', reason, compose)
     await trx
       .updateTable('webhook_events')
       .set({ status: 'failed', lease_until: null, last_error: sql`coalesce(last_error, 'webhook paused')` })
       .where('webhook_id', '=', webhookId)
       .where('status', 'in', ['pending', 'sending'])
       .execute()
-    if (!moved) return undefined
-    const mail = compose(moved)
-    if (mail) await enqueueMail(trx, mail)
-    return { row: moved, mail }
+    return moved
   })
+}
+
+/**
+ * Moves a webhook from `active` to `status`. Only the call that moves it gets the row back, and
+ * only that call writes the notice `compose` makes to the mail outbox, in the caller's
+ * transaction: one e-mail per move, and a crash cannot separate the move from its notice.
+ */
+async function leaveActive(
+  trx: Db,
+  webhookId: string,
+  status: 'paused' | 'disabled',
+  reason: string,
+  compose: (row: WebhookRow) => Mail | undefined,
+): Promise<{ row: WebhookRow; mail: Mail | undefined } | undefined> {
+  const moved = await trx
+    .updateTable('webhooks')
+    .set({ status, status_reason: reason, updated_at: new Date(), notified_at: new Date() })
+    .where('id', '=', webhookId)
+    .where('status', '=', 'active')
+    .returningAll()
+    .executeTakeFirst()
+  if (!moved) return undefined
+  const mail = compose(moved)
+  if (mail) await enqueueMail(trx, mail)
+  return { row: moved, mail }
 }
 
 /**
@@ -217,17 +233,5 @@ export async function disable(
   reason: string,
   compose: (row: WebhookRow) => Mail | undefined,
 ): Promise<{ row: WebhookRow; mail: Mail | undefined } | undefined> {
-  return db.transaction().execute(async (trx) => {
-    const moved = await trx
-      .updateTable('webhooks')
-      .set({ status: 'disabled', status_reason: reason, updated_at: new Date(), notified_at: new Date() })
-      .where('id', '=', webhookId)
-      .where('status', '=', 'active')
-      .returningAll()
-      .executeTakeFirst()
-    if (!moved) return undefined
-    const mail = compose(moved)
-    if (mail) await enqueueMail(trx, mail)
-    return { row: moved, mail }
-  })
+  return db.transaction().execute((trx) => leaveActive(trx, webhookId, 'disabled', reason, compose))
 }
