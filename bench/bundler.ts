@@ -18,7 +18,8 @@
  *
  * Knobs: BENCH_OPS (100), BENCH_CONCURRENCY (16 requests in flight), BENCH_ROWS (which rows:
  * halyard-unsafe,alto,halyard-safe), BENCH_MAX_EXEC (Halyard's EVM calls in flight on anvil: 1,
- * dev mode's setting; 4 measured slower), BENCH_PROFILE=1 (Halyard's CPU profile during each
+ * dev mode's setting; 4 measured slower), BENCH_SIM_DEPLOY (1: EntryPointSimulations deployed once,
+ * as Alto deploys its own; 0: sent as a code override with every simulation), BENCH_PROFILE=1 (Halyard's CPU profile during each
  * row's accept phase: top functions and packages).
  */
 import { mkdtempSync } from 'node:fs'
@@ -41,6 +42,8 @@ const PROFILE = process.env.BENCH_PROFILE === '1'
 const ROWS = new Set((process.env.BENCH_ROWS ?? 'halyard-unsafe,alto,halyard-safe').split(','))
 /** EVM-running node calls Halyard keeps in flight (dev mode's anvil setting: 1). */
 const MAX_EXEC = Number(process.env.BENCH_MAX_EXEC ?? 1)
+/** BENCH_SIM_DEPLOY=0: Halyard's v0.7 simulations carry the EntryPointSimulations code instead. */
+const SIM_DEPLOY = process.env.BENCH_SIM_DEPLOY !== '0'
 /** Turns of Halyard unsafe and Alto (the machine is shared: the best of each is kept). */
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2)
 /** The child's network config (its bundler key and EntryPoints), handed over in the environment. */
@@ -67,7 +70,9 @@ async function halyardRow(name: string, network: Partial<NetworkConfigInput>, lo
   } finally {
     await stopChild(h)
     if (profileDir && row?.acceptWindow) {
-      console.log(`\n${name}: Halyard child CPU during the accept phase (${profileDir})`)
+      console.log(
+        `\n${name}: Halyard child CPU during the accept phase (${profileDir}, window ${row.acceptWindow.from}–${row.acceptWindow.to} µs)`,
+      )
       console.log(formatCpuTop(cpuTop(profileFiles(profileDir), row.acceptWindow), 30))
     }
   }
@@ -96,6 +101,8 @@ async function main() {
         executorKeys: [ANVIL_EXECUTOR_KEYS[1] as string],
         maxConcurrentExecutions: MAX_EXEC,
         debugMethods: false,
+        // As Alto deploys its simulation contracts at start (dev mode's default too).
+        deploySimulations: SIM_DEPLOY,
       },
     })
     console.log(

@@ -16,6 +16,10 @@
  * every call, FOOTPRINT_CONNECTIONS (16) connections, an enterprise key), then after
  * FOOTPRINT_IDLE_S (60) idle. FOOTPRINT_LOAD_S=10 FOOTPRINT_IDLE_S=10 FOOTPRINT_SETTLE_S=3 is
  * a quick run; FOOTPRINT_MODES=dev (or `dev cold,serve`…) runs only the modes named so.
+ * Then the soak (bench/lib/footprint-soak.ts): `serve` embedded held FOOTPRINT_SOAK_S (600) s at
+ * the growth plan's request limit with WebSocket clients joining and leaving, RSS and event-loop
+ * delay sampled every 10 s and a summary line; FOOTPRINT_SOAK_S=0 skips it, FOOTPRINT_MODES=soak
+ * runs only it.
  * Floors: bare node, node + the tsx loader, a bare Node process holding PGlite open with
  * Halyard's settings (src/storage/pglite-settings.ts) on an existing data dir and on a first
  * start with initdb in-process, anvil's own start (bench/lib/footprint-floors.ts).
@@ -29,9 +33,11 @@ import { loadavg, tmpdir } from 'node:os'
 import path from 'node:path'
 import pg from 'pg'
 import { startAnvil } from '../src/devnet/anvil.ts'
+import { PLANS } from '../src/limits/plans.ts'
 import { type Floor, measureFloors } from './lib/footprint-floors.ts'
 import { loadRpc } from './lib/footprint-load.ts'
 import { descendants, rssMb, run, sleep, startUntil, stop, waitOk } from './lib/footprint-proc.ts'
+import { soak } from './lib/footprint-soak.ts'
 import { findWrk } from './lib/wrk.ts'
 
 const seconds = (name: string, dflt: number) => Number(process.env[name] ?? dflt)
@@ -39,6 +45,7 @@ const SETTLE_S = seconds('FOOTPRINT_SETTLE_S', 10)
 const LOAD_S = seconds('FOOTPRINT_LOAD_S', 60)
 const IDLE_S = seconds('FOOTPRINT_IDLE_S', 60)
 const CONNECTIONS = seconds('FOOTPRINT_CONNECTIONS', 16)
+const SOAK_S = seconds('FOOTPRINT_SOAK_S', 600)
 const HERE = path.resolve(import.meta.dirname, '..')
 const BASELINE = process.env.FOOTPRINT_BASELINE ? path.resolve(process.env.FOOTPRINT_BASELINE) : undefined
 const WRK = findWrk()
@@ -112,11 +119,11 @@ async function measureOne(root: string, tree: string, mode: Mode): Promise<Resul
   }
 }
 
-/** An enterprise key through the CLI (the dev key's growth plan would answer the load with 429). */
-async function loadKey(bin: string, env: NodeJS.ProcessEnv): Promise<string> {
-  const email = 'footprint@halyard.local'
+/** A key through the CLI; enterprise for the load (the dev key's growth plan would answer it with 429). */
+async function loadKey(bin: string, env: NodeJS.ProcessEnv, plan = 'enterprise'): Promise<string> {
+  const email = `footprint-${plan}@halyard.local`
   try {
-    await run(process.execPath, [bin, 'accounts', 'create', '--email', email, '--plan', 'enterprise'], env)
+    await run(process.execPath, [bin, 'accounts', 'create', '--email', email, '--plan', plan], env)
   } catch {
     // Already there (the warm start reuses the cold start's data dir).
   }
@@ -173,10 +180,7 @@ async function measureTree(root: string, tree: string, anvilUrl: string, results
     }
     const configDir = fresh()
     const config = path.join(configDir, 'halyard.yaml')
-    writeFileSync(
-      config,
-      `networks:\n  - chain: ethereum\n    network: devnet\n    chainId: 31337\n    blockTimeMs: 1000\n    upstreams:\n      - url: ${anvilUrl}\n`,
-    )
+    writeFileSync(config, serveConfig(anvilUrl))
     const serve = { HALYARD_SECRET_KEY: randomBytes(32).toString('hex'), REDIS_URL: '', DATABASE_URL: '' }
     const embedded = { name: 'serve embedded', args: ['serve', '--config', config], readyWhen: SERVE_READY }
     const embeddedEnv = { ...serve, HALYARD_DATA_DIR: fresh() }
@@ -209,6 +213,9 @@ async function measureTree(root: string, tree: string, anvilUrl: string, results
     for (const d of dirs) rmSync(d, { recursive: true, force: true })
   }
 }
+
+const serveConfig = (anvilUrl: string) =>
+  `networks:\n  - chain: ethereum\n    network: devnet\n    chainId: 31337\n    blockTimeMs: 1000\n    upstreams:\n      - url: ${anvilUrl}\n`
 
 const mb = (n: number | undefined) => (n === undefined || Number.isNaN(n) ? '—' : `${Math.round(n)} MB`)
 const sec = (ms: number) => `${(ms / 1000).toFixed(1)} s`
@@ -269,6 +276,58 @@ function table(results: Result[], floors: Floor[]) {
   }
 }
 
+/** The soak (bench/lib/footprint-soak.ts) on `serve` with embedded storage, at the growth plan's limit. */
+async function runSoak(anvilUrl: string) {
+  const dir = mkdtempSync(path.join(tmpdir(), 'halyard-footprint-soak-'))
+  try {
+    const config = path.join(dir, 'halyard.yaml')
+    writeFileSync(config, serveConfig(anvilUrl))
+    const env = {
+      ...process.env,
+      HALYARD_PORT: '0',
+      HALYARD_LOG_LEVEL: 'warn',
+      HALYARD_SECRET_KEY: randomBytes(32).toString('hex'),
+      HALYARD_DATA_DIR: path.join(dir, 'data'),
+      DATABASE_URL: '',
+      REDIS_URL: '',
+    }
+    const bin = path.join(HERE, 'bin', 'halyard.mjs')
+    const s = await startUntil(process.execPath, [bin, 'serve', '--config', config], {
+      env,
+      readyWhen: SERVE_READY,
+    })
+    try {
+      const base = s.match[1]!
+      const origin = new URL(base).origin
+      await waitOk(`${origin}/ready`)
+      const key = await loadKey(bin, env, 'growth')
+      const perSecond = PLANS.growth.requestsPerSecond
+      console.log(
+        `\nsoak: ${SOAK_S} s of serve (embedded) at the growth plan's ${perSecond} req/s, WebSocket clients joining and leaving`,
+      )
+      const r = await soak({
+        pid: s.pid,
+        origin,
+        rpcUrl: `${base}/rpc/ethereum/devnet`,
+        wsUrl: `${base.replace(/^http/, 'ws')}/ws/ethereum/devnet?apiKey=${key}`,
+        key,
+        perSecond,
+        seconds: SOAK_S,
+        log: (line) => console.log(line),
+      })
+      const rssOk = r.growth <= 1.1
+      const loopOk = r.worstLoopP99Ms < 20
+      console.log(
+        `soak summary: RSS ${Math.round(r.rssAfterFirstMinute)} MB after the first minute → ${Math.round(r.rssEnd)} MB at the end (${r.growth.toFixed(2)}×, ${rssOk ? 'did not grow: within 10%' : 'GREW more than 10%'}); event-loop delay p99 per 10 s window: median ${r.medianLoopP99Ms.toFixed(1)} ms, worst ${r.worstLoopP99Ms.toFixed(1)} ms (${loopOk ? 'under 20 ms' : 'NOT under 20 ms'}); ${r.wsConnected} WebSocket clients connected, ${r.wsFailed} failed`,
+      )
+    } finally {
+      await stop(s.child)
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
+
 async function main() {
   console.log(
     `footprint: settle ${SETTLE_S} s, load ${LOAD_S} s (${WRK ? `wrk, ${CONNECTIONS} connections` : 'no wrk: skipped'}), idle ${IDLE_S} s; load average ${loadavg()
@@ -285,6 +344,7 @@ async function main() {
     if (BASELINE) trees.push([BASELINE, 'baseline'])
     if (process.env.FOOTPRINT_BASELINE_FIRST === '1') trees.reverse()
     for (const [root, tree] of trees) await measureTree(root, tree, anvil.url, results)
+    if (SOAK_S > 0 && wanted('soak')) await runSoak(anvil.url)
   } finally {
     await anvil.stop()
   }

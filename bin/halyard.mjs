@@ -1,31 +1,35 @@
 #!/usr/bin/env node
-// Runs the TypeScript sources directly through tsx: no build step between `npm ci` and `npm start`.
-import { register } from 'tsx/esm/api'
+// Runs the prebuilt sources (bin/build-cache.mjs: built on first start and after any source
+// change), or, with HALYARD_BUILD=0 or when no build can be made, the TypeScript sources directly
+// through tsx. Either way there is no build step between `npm ci` and `npm start`.
+import path from 'node:path'
 
-// The servers' heavy dependencies are plain JavaScript: loaded here, before tsx's hooks are
-// registered, Node's own loader takes them (hundreds of files for viem and kysely) without a
-// round trip through the hooks thread per file. The sources then get the same module instances.
-// Measured: the server's module graph loads ~15-20% faster (same RSS).
-const PRELOAD = [
-  'viem',
-  'viem/accounts',
-  'kysely',
-  'zod',
-  'fastify',
-  'pg',
-  'ioredis',
-  'undici',
-  'pino',
-  'prom-client',
-  'ws',
-  'yaml',
-]
-const command = process.argv[2]
-if (command === 'dev' || command === 'serve') {
-  await Promise.all(PRELOAD.map((m) => import(m).catch(() => {})))
+const root = path.resolve(import.meta.dirname, '..')
+
+async function loadMain() {
+  if (process.env.HALYARD_BUILD !== '0') {
+    try {
+      const { ensureBuild } = await import('./build-cache.mjs')
+      return await import(await ensureBuild(root))
+    } catch (err) {
+      process.stderr.write(
+        `halyard: running the sources through tsx (no prebuilt copy: ${err?.message ?? err})\n`,
+      )
+    }
+  }
+  // The servers' heavy dependencies are plain JavaScript: loaded before tsx's hooks are
+  // registered, Node's own loader takes them without a round trip through the hooks thread per
+  // file; the sources then get the same module instances (~15-20% faster module load).
+  const command = process.argv[2]
+  if (command === 'dev' || command === 'serve') {
+    const preload = ['viem', 'viem/accounts', 'kysely', 'zod', 'fastify', 'pg', 'ioredis', 'undici', 'pino']
+    await Promise.all([...preload, 'prom-client', 'ws', 'yaml'].map((m) => import(m).catch(() => {})))
+  }
+  const { register } = await import('tsx/esm/api')
+  register()
+  return import('../src/cli/main.ts')
 }
 
-register()
-const { main } = await import('../src/cli/main.ts')
+const { main } = await loadMain()
 const code = await main(process.argv.slice(2))
 process.exit(code)

@@ -75,6 +75,11 @@ export class BundlerChain {
   private readonly rpc: RpcCaller
   /** The node without the execution gate: view calls that run a few thousand gas (getNonce). */
   private readonly direct: RpcCaller
+  /**
+   * Where EntryPointSimulations v0.7 is deployed on this network (simulations.ts), once found:
+   * v0.7 simulations then override the EntryPoint with a proxy to it instead of its full code.
+   */
+  simulations: Address | null = null
 
   /**
    * `maxConcurrentExecutions` bounds the calls that run the EVM (eth_call, eth_estimateGas,

@@ -11,6 +11,7 @@ import { parseDecimal } from '../prices/decimal.ts'
  *   executorKeys: [0x…]          # never logged; the first one sends bundles
  *   minExecutorBalance: "0.05"   # native units; /ready fails below it
  *   debugMethods: false          # debug_bundler_* (ERC-4337 spec tests)
+ *   deploySimulations: true      # EntryPointSimulations v0.7 deployed once (default: dev mode)
  * ```
  */
 export const bundlerConfigSchema = z
@@ -30,6 +31,12 @@ export const bundlerConfigSchema = z
     debugMethods: z.boolean().optional(),
     /** Node calls that run the EVM in flight at once; anvil is fastest at 1. */
     maxConcurrentExecutions: z.number().int().min(1).max(64).optional(),
+    /**
+     * Deploy EntryPointSimulations v0.7 once (deterministic address, ~4.7M gas from the first
+     * executor key) so simulations need no 21 kB code override; default: dev mode only. A copy
+     * already deployed there is used either way.
+     */
+    deploySimulations: z.boolean().optional(),
   })
   .strict()
 

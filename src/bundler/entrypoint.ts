@@ -24,6 +24,7 @@ import {
   type UserOperationV07,
 } from './types.ts'
 import { nonceKey, nonceSequence, packV07, v06Struct } from './userop.ts'
+import { decodeValidationResultV07, simulateValidationV07Data } from './userop-abi.ts'
 
 /**
  * EntryPoint simulations. v0.6 has `simulateValidation`/`simulateHandleOp` on the EntryPoint
@@ -106,12 +107,26 @@ const stake = (s: { stake: bigint; unstakeDelaySec: bigint }): StakeInfo => ({
   unstakeDelaySec: s.unstakeDelaySec,
 })
 
-export function simulationOverride(ep: EntryPointRef, extra: StateOverride = {}): StateOverride {
+/** EIP-1167 minimal proxy runtime: every call delegated to `target`, its return or revert passed on. */
+export function delegatingCode(target: Address): Hex {
+  return `0x363d3d373d3d3d363d73${target.slice(2).toLowerCase()}5af43d82803e903d91602b57fd5bf3` as Hex
+}
+
+/**
+ * The override a v0.7 simulation runs with: the EntryPoint's code replaced by EntryPointSimulations,
+ * or, where that code is deployed at `deployed` (simulations.ts), by a proxy delegating to it.
+ */
+export function simulationOverride(
+  ep: EntryPointRef,
+  extra: StateOverride = {},
+  deployed: Address | null = null,
+): StateOverride {
   if (ep.version === 'v06') return extra
   const key = Object.keys(extra).find((k) => k.toLowerCase() === ep.address)
   const mine = key ? extra[key] : undefined
-  const rest = Object.fromEntries(Object.entries(extra).filter(([k]) => k !== key))
-  return { ...rest, [ep.address]: { ...mine, code: entryPointSimulationsCode() } }
+  const rest = key ? Object.fromEntries(Object.entries(extra).filter(([k]) => k !== key)) : extra
+  const code = deployed ? delegatingCode(deployed) : entryPointSimulationsCode()
+  return { ...rest, [ep.address]: { ...mine, code } }
 }
 
 /**
@@ -169,18 +184,12 @@ export async function simulateValidation(
     }
     throw revertToError(out.revert, out.message)
   }
-  const data = encodeFunctionData({
-    abi: simulationsV07Abi,
-    functionName: 'simulateValidation',
-    args: [packV07(op)],
-  })
-  const out = await chain.call({ to: ep.address, data }, simulationOverride(ep, override))
+  const data = simulateValidationV07Data(op)
+  const out = await chain.call({ to: ep.address, data }, simulationOverride(ep, override, chain.simulations))
   if (!out.ok) throw revertToError(out.revert, out.message)
-  const r = decodeFunctionResult({
-    abi: simulationsV07Abi,
-    functionName: 'simulateValidation',
-    data: out.data,
-  })
+  const r =
+    decodeValidationResultV07(out.data) ??
+    decodeFunctionResult({ abi: simulationsV07Abi, functionName: 'simulateValidation', data: out.data })
   const account = parseValidationData(r.returnInfo.accountValidationData)
   const pm = parseValidationData(r.returnInfo.paymasterValidationData)
   return {
@@ -238,7 +247,7 @@ export async function simulateHandleOp(
     functionName: 'simulateHandleOp',
     args: [packV07(op as UserOperationV07), target, targetCallData],
   })
-  const out = await chain.call({ to: ep.address, data }, simulationOverride(ep, override))
+  const out = await chain.call({ to: ep.address, data }, simulationOverride(ep, override, chain.simulations))
   if (!out.ok) throw revertToError(out.revert, out.message)
   const r = decodeFunctionResult({ abi: simulationsV07Abi, functionName: 'simulateHandleOp', data: out.data })
   return { preOpGas: r.preOpGas, paid: r.paid, targetSuccess: r.targetSuccess, targetResult: r.targetResult }

@@ -36,8 +36,11 @@ describe.each(storageBackends().slice(0, 1))('ERC-7562 safe mode ($name)', (back
   beforeAll(async () => {
     fx = await startBundlerFixture(backend)
     breakers = ruleBreakers(fx)
-    safe = fx.service({ validation: { mode: 'safe' } })
+    // Safe as dev mode runs it: v0.7 simulations through the deployed EntryPointSimulations
+    // (the trace keeps the full override); unsafe sends the code with each simulation.
+    safe = fx.service({ validation: { mode: 'safe' }, deploySimulations: true })
     unsafe = fx.service()
+    expect(await safe.prepareSimulations(NETWORK)).not.toBeNull()
     token = await deployToken(fx)
   }, 120_000)
   afterAll(async () => {

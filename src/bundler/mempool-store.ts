@@ -185,6 +185,30 @@ export async function getOp(db: Db, network: string, hash: Hash): Promise<Stored
   return r ? toStored(r) : null
 }
 
+/**
+ * Where an op stands, without its body (receipt lookups, polled by clients many times a
+ * second): no user_op read or parse.
+ */
+export async function opStatus(
+  db: Db,
+  network: string,
+  hash: Hash,
+): Promise<{ state: UserOpState; entryPoint: Address; bundleTx: Hash | null } | null> {
+  const r = await db
+    .selectFrom('bundler_user_ops')
+    .select(['state', 'entry_point', 'bundle_tx'])
+    .where('network', '=', network)
+    .where('hash', '=', hash)
+    .executeTakeFirst()
+  return r
+    ? {
+        state: r.state as UserOpState,
+        entryPoint: r.entry_point as Address,
+        bundleTx: r.bundle_tx as Hash | null,
+      }
+    : null
+}
+
 /** The live op (pending or submitted) holding this sender + full nonce, if any. */
 export async function liveOpAt(
   trx: Db,

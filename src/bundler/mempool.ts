@@ -9,6 +9,7 @@ import {
   liveOfSender,
   lockSender,
   type NewOp,
+  opStatus,
   paymasterCommitted,
   type StoredOp,
   setOpState,
@@ -230,6 +231,11 @@ export class Mempool {
 
   get(hash: Hash): Promise<StoredOp | null> {
     return getOp(this.db, this.network, hash)
+  }
+
+  /** State, EntryPoint and bundle of an op, without reading the op itself. */
+  status(hash: Hash) {
+    return opStatus(this.db, this.network, hash)
   }
 
   /** Live nonces of `sender` under `key` at `entryPoint`, lowest first. */

@@ -3,6 +3,7 @@ import type { Logger } from '../logger.ts'
 import type { DB, Storage } from '../storage/database.ts'
 import type { Address, Hex } from '../types.ts'
 import { type BuilderSettings, BundleBuilder, DEFAULT_BUILDER, type TickResult } from './builder.ts'
+import { openBundles } from './bundle-store.ts'
 import { BundlerChain, type RpcCaller } from './chain.ts'
 import { erc7562Rules, type StakeRule } from './erc7562.ts'
 import { Executor } from './executor.ts'
@@ -10,6 +11,7 @@ import { DEFAULT_MEMPOOL, Mempool, type MempoolSettings } from './mempool.ts'
 import type { StoredOp } from './mempool-store.ts'
 import type { BundlerMetrics } from './metrics.ts'
 import { DEFAULT_REPUTATION, Reputation, type ReputationSettings } from './reputation.ts'
+import { deploySimulations, findSimulations } from './simulations.ts'
 import { type EntryPointRef, invalidFields, type StakeInfo } from './types.ts'
 import { DEFAULT_VALIDATION, type ValidationSettings, Validator } from './validation.ts'
 
@@ -38,6 +40,11 @@ export interface BundlerNetworkSpec {
   minExecutorBalance?: bigint
   /** EVM-running node calls in flight at once (simulations, traces); anvil is fastest at 1. */
   maxConcurrentExecutions?: number
+  /**
+   * Deploy EntryPointSimulations v0.7 (simulations.ts) from the executor when it is not on the
+   * network yet. Either way, a deployed copy found at its deterministic address is used.
+   */
+  deploySimulations?: boolean
   /** How long an idle builder waits before looking again (a new op wakes it at once). */
   idleMs?: number
   /** How often a bundle in flight is checked. */
@@ -69,6 +76,9 @@ export class NetworkBundler {
   lastDecay = 0
   /** ERC-7562 MIN_STAKE_VALUE / MIN_UNSTAKE_DELAY for this network. */
   readonly stake: StakeRule
+  private readonly log: Logger
+  private simulationsLookedAt = Number.NEGATIVE_INFINITY
+  private simulationsDeployTried = false
 
   constructor(
     readonly spec: BundlerNetworkSpec,
@@ -78,6 +88,7 @@ export class NetworkBundler {
   ) {
     if (spec.executorKeys.length === 0) throw new Error(`bundler on ${spec.slug} has no executor key`)
     const network = spec.slug
+    this.log = logger.child({ component: 'bundler', network })
     this.mode = spec.bundlingMode ?? 'auto'
     this.chain = new BundlerChain(spec.rpc, spec.maxConcurrentExecutions)
     this.executor = new Executor(spec.executorKeys[0] as Hex, spec.chainId)
@@ -175,6 +186,31 @@ export class NetworkBundler {
         }
       }),
     )
+  }
+
+  /**
+   * Looks for deployed EntryPointSimulations (v0.7 EntryPoints only), again at most once a minute
+   * while it is absent (another instance or operator may deploy it).
+   */
+  async locateSimulations(now = Date.now()): Promise<void> {
+    if (this.chain.simulations || now - this.simulationsLookedAt < 60_000) return
+    if (!this.spec.entryPoints.some((e) => e.version === 'v07')) return
+    this.simulationsLookedAt = now
+    this.chain.simulations = await findSimulations(this.chain)
+  }
+
+  /**
+   * Builder side, between rounds (the network's builder lock held): finds the simulation code or,
+   * where configured, deploys it once, while no bundle is in flight (the deployment takes the
+   * executor's next nonce).
+   */
+  async prepareSimulations(db: DB): Promise<void> {
+    await this.locateSimulations()
+    if (this.chain.simulations || !this.spec.deploySimulations || this.simulationsDeployTried) return
+    if (!this.spec.entryPoints.some((e) => e.version === 'v07')) return
+    if ((await openBundles(db, this.spec.slug)).length > 0) return
+    this.simulationsDeployTried = true
+    this.chain.simulations = await deploySimulations(this.chain, this.executor, this.log)
   }
 
   /** The hourly reputation decay, looked at no more than once a minute. */

@@ -1,6 +1,8 @@
+import { accountKitRows } from '../alchemy/methods/account-kit.ts'
 import type { Network } from '../chains/registry.ts'
 import { nativeToWei } from '../gas/sponsor-config.ts'
 import type { FeatureHost } from '../http/host.ts'
+import type { MethodRegistry } from '../rpc/methods/spec.ts'
 import type { Hex } from '../types.ts'
 import { ANVIL_EXECUTOR_KEYS } from './executor.ts'
 import { bundlerRegistry, registerBundlerRoute } from './rpc.ts'
@@ -9,6 +11,8 @@ import { type BundlerNetworkSpec, BundlerService, configuredEntryPoints } from '
 export interface Bundler {
   /** Null when no network runs a bundler. */
   service: BundlerService | null
+  /** The endpoint's methods (the Alchemy compat root serves them too). */
+  registry: MethodRegistry
   /** `GET /ready` checks: one per network, failing while its executor is below its floor. */
   readinessChecks(): { name: string; check(): Promise<void> }[]
 }
@@ -49,6 +53,8 @@ function bundlerSpec(net: Network, devMode: boolean): { spec: BundlerNetworkSpec
     ...(cfg?.minExecutorBalance ? { minExecutorBalance: nativeToWei(cfg.minExecutorBalance) } : {}),
     // Dev mode's anvil runs EVM calls one at a time fastest (DESIGN.md, bench:bundler).
     maxConcurrentExecutions: cfg?.maxConcurrentExecutions ?? (devMode ? 1 : 4),
+    // One transaction of ~4.7M gas from the executor: free on a devnet, an operator's choice elsewhere.
+    deploySimulations: cfg?.deploySimulations ?? devMode,
   }
   return { spec, debug: cfg?.debugMethods ?? devMode }
 }
@@ -79,20 +85,24 @@ export function registerBundler(host: FeatureHost): Bundler {
       : null
   if (!service) ctx.logger.info('bundler off: no network has EntryPoints and executor keys')
   const served = new Set(specs.map((s) => s.slug))
-  registerBundlerRoute(host.app, {
-    rpc: host.services.rpc,
-    charger: ctx.charger,
-    registry: bundlerRegistry(service, ctx.logger, {
-      serves: (n) => served.has(n.slug),
-      debug: (n) => debugOn.has(n.slug),
+  const registry = bundlerRegistry(service, ctx.logger, {
+    serves: (n) => served.has(n.slug),
+    debug: (n) => debugOn.has(n.slug),
+    extra: accountKitRows({
+      gasPrices: host.services.gasPrices,
+      sponsor: host.services.sponsorship.sponsor,
+      bundler: service,
+      logger: ctx.logger,
     }),
   })
+  registerBundlerRoute(host.app, { rpc: host.services.rpc, charger: ctx.charger, registry })
   if (service) {
     host.onStart(() => service.start())
     host.addTask({ name: 'bundler', stop: () => service.stop() })
   }
   const bundler: Bundler = {
     service,
+    registry,
     readinessChecks: () =>
       specs.map((s) => ({
         name: `bundler executor ${s.slug}`,

@@ -12,7 +12,7 @@ import {
 import type { Logger } from '../logger.ts'
 import { createRegistry } from '../rpc/methods/registry.ts'
 import { m } from '../rpc/methods/row.ts'
-import type { ExecContext, MethodRegistry } from '../rpc/methods/spec.ts'
+import type { ExecContext, MethodRegistry, MethodSpec } from '../rpc/methods/spec.ts'
 import { defineJsonRpcRoute } from '../rpc/routes.ts'
 import type { RpcService } from '../rpc/service.ts'
 import { type Address, isAddress, toLowerAddress } from '../types.ts'
@@ -172,7 +172,12 @@ const NOT_SERVED =
 export function bundlerRegistry(
   svc: BundlerService | null,
   logger: Logger,
-  opts: { serves(network: Network): boolean; debug(network: Network): boolean },
+  opts: {
+    serves(network: Network): boolean
+    debug(network: Network): boolean
+    /** Rows served beside the bundler's own (account-kit's rundler_/alchemy_ methods). */
+    extra?: readonly MethodSpec[]
+  },
 ): MethodRegistry {
   const row = (name: string, cost: number, call: Call) => {
     const run = async (x: ExecContext, params: readonly unknown[]): Promise<RpcOutcome> => {
@@ -188,6 +193,7 @@ export function bundlerRegistry(
   const inner = createRegistry([
     ...methods.map(([name, cost, call]) => row(name, cost, call)),
     ...debugMethods.map(([name, call]) => row(name, 1, call)),
+    ...(opts.extra ?? []),
   ])
   const refuse = (message: string) => ({ ok: false as const, error: { code: RPC_METHOD_NOT_FOUND, message } })
   return {

@@ -181,7 +181,7 @@ export class BundlerService {
 
   async getUserOperationReceipt(network: string, hash: Hash): Promise<RpcUserOperationReceipt | null> {
     const n = this.net(network)
-    const stored = await n.mempool.get(hash)
+    const stored = await n.mempool.status(hash)
     if (stored && (stored.state === 'pending' || stored.state === 'submitted' || stored.state === 'dropped'))
       return null
     if (stored?.bundleTx) {
@@ -200,6 +200,16 @@ export class BundlerService {
   /** One builder round now (tests); 'locked' when another instance holds the network's builder lock. */
   bundleNow(network: string): Promise<TickResult | 'locked'> {
     return this.net(network).round()
+  }
+
+  /**
+   * Where the network's v0.7 simulations run from deployed code (simulations.ts), finding or
+   * deploying it first as the builder loop does; null: they carry the full code override. Tests.
+   */
+  async prepareSimulations(network: string): Promise<Address | null> {
+    const n = this.net(network)
+    await n.exclusive(() => n.prepareSimulations(this.opts.storage.db))
+    return n.chain.simulations
   }
 
   /** Each network's executor and its balance (metrics). */
@@ -233,6 +243,7 @@ export class BundlerService {
     const db = this.opts.storage.db
     while (!this.stopping) {
       try {
+        await n.locateSimulations().catch(() => {})
         if (this.opts.storage.kind === 'postgres') {
           await db.connection().execute(async (conn) => {
             if (!(await tryBuilderLock(conn, n.spec.slug))) return
@@ -261,6 +272,8 @@ export class BundlerService {
     while (!this.stopping) {
       try {
         n.nudged = false
+        // A node refusing the lookup or deployment leaves simulations on the full override.
+        if (!n.chain.simulations) await n.exclusive(() => n.prepareSimulations(db)).catch(() => {})
         const r = await n.exclusive(() => n.builder.tick(db, { build: n.mode === 'auto' }))
         await n.maybeDecay()
         failures = 0

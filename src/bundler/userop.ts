@@ -1,7 +1,8 @@
-import { concat, encodeAbiParameters, encodeFunctionData, hexToBytes, pad, toHex } from 'viem'
+import { concat, encodeAbiParameters, encodeFunctionData, pad, toHex } from 'viem'
 import { entryPoint06Abi, entryPoint07Abi, getUserOperationHash } from 'viem/account-abstraction'
 import type { Address, Hash, Hex } from '../types.ts'
 import type { UserOperation, UserOperationV06, UserOperationV07 } from './types.ts'
+import { calldataGas, packedV07Digits, userOpHashV07 } from './userop-abi.ts'
 
 /** Encodings of a UserOperation the EntryPoint understands: hash, packed struct, handleOps. */
 
@@ -80,31 +81,7 @@ export function userOpHash(op: UserOperation, entryPoint: Address, chainId: numb
       entryPointVersion: '0.6',
       userOperation: v06Struct(op),
     }).toLowerCase() as Hash
-  return getUserOperationHash({
-    chainId,
-    entryPointAddress: entryPoint,
-    entryPointVersion: '0.7',
-    userOperation: {
-      sender: op.sender,
-      nonce: op.nonce,
-      callData: op.callData,
-      callGasLimit: op.callGasLimit,
-      verificationGasLimit: op.verificationGasLimit,
-      preVerificationGas: op.preVerificationGas,
-      maxFeePerGas: op.maxFeePerGas,
-      maxPriorityFeePerGas: op.maxPriorityFeePerGas,
-      signature: op.signature,
-      ...(op.factory ? { factory: op.factory, factoryData: op.factoryData } : {}),
-      ...(op.paymaster
-        ? {
-            paymaster: op.paymaster,
-            paymasterVerificationGasLimit: op.paymasterVerificationGasLimit,
-            paymasterPostOpGasLimit: op.paymasterPostOpGasLimit,
-            paymasterData: op.paymasterData,
-          }
-        : {}),
-    },
-  }).toLowerCase() as Hash
+  return userOpHashV07(op, entryPoint, chainId)
 }
 
 /** `handleOps(ops, beneficiary)` calldata; every op must be of the EntryPoint's version. */
@@ -125,62 +102,37 @@ export function encodeHandleOps(ops: readonly UserOperation[], beneficiary: Addr
 }
 
 /**
- * The op's ABI encoding as it sits in handleOps calldata (all fields, signature included, no
- * outer offset) — what the reference bundler's `packUserOp(op, false)` measures for gas.
+ * The v0.6 op's ABI encoding as it sits in handleOps calldata (all fields, signature included,
+ * no outer offset) — what the reference bundler's `packUserOp(op, false)` measures for gas
+ * (v0.7: packedV07Digits).
  */
-function encodedForGas(op: UserOperation): Hex {
-  if (op.version === 'v06')
-    return encodeAbiParameters(
-      [
-        { type: 'address' },
-        { type: 'uint256' },
-        { type: 'bytes' },
-        { type: 'bytes' },
-        { type: 'uint256' },
-        { type: 'uint256' },
-        { type: 'uint256' },
-        { type: 'uint256' },
-        { type: 'uint256' },
-        { type: 'bytes' },
-        { type: 'bytes' },
-      ],
-      [
-        op.sender,
-        op.nonce,
-        op.initCode,
-        op.callData,
-        op.callGasLimit,
-        op.verificationGasLimit,
-        op.preVerificationGas,
-        op.maxFeePerGas,
-        op.maxPriorityFeePerGas,
-        op.paymasterAndData,
-        op.signature,
-      ],
-    )
-  const p = packV07(op)
+function encodedForGas(op: UserOperationV06): Hex {
   return encodeAbiParameters(
     [
       { type: 'address' },
       { type: 'uint256' },
       { type: 'bytes' },
       { type: 'bytes' },
-      { type: 'bytes32' },
       { type: 'uint256' },
-      { type: 'bytes32' },
+      { type: 'uint256' },
+      { type: 'uint256' },
+      { type: 'uint256' },
+      { type: 'uint256' },
       { type: 'bytes' },
       { type: 'bytes' },
     ],
     [
-      p.sender,
-      p.nonce,
-      p.initCode,
-      p.callData,
-      p.accountGasLimits,
-      p.preVerificationGas,
-      p.gasFees,
-      p.paymasterAndData,
-      p.signature,
+      op.sender,
+      op.nonce,
+      op.initCode,
+      op.callData,
+      op.callGasLimit,
+      op.verificationGasLimit,
+      op.preVerificationGas,
+      op.maxFeePerGas,
+      op.maxPriorityFeePerGas,
+      op.paymasterAndData,
+      op.signature,
     ],
   )
 }
@@ -196,9 +148,7 @@ function encodedForGas(op: UserOperation): Hex {
  * zero/non-zero byte instead; a bundle's execution gas keeps it above that floor in practice.
  */
 export function calcPreVerificationGas(op: UserOperation): bigint {
-  const encoded = hexToBytes(encodedForGas(op))
-  let calldata = 0n
-  for (const b of encoded) calldata += b === 0 ? 4n : 16n
-  const words = BigInt(Math.ceil(encoded.length / 32))
-  return 21_000n + 18_300n + 4n * words + calldata
+  const digits = op.version === 'v07' ? packedV07Digits(op) : encodedForGas(op).slice(2)
+  const words = BigInt(Math.ceil(digits.length / 64))
+  return 21_000n + 18_300n + 4n * words + calldataGas(digits)
 }

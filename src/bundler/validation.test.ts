@@ -1,6 +1,7 @@
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { storageBackends } from '../../test/helpers/storage.ts'
+import { entryPointAbi } from '../aa/contracts.ts'
 import type { Address } from '../types.ts'
 import {
   type BundlerFixture,
@@ -14,13 +15,18 @@ import {
   TestAccount,
   withPaymaster,
 } from './bundler-fixture.ts'
+import { BundlerChain } from './chain.ts'
 import type { BundlerService } from './service.ts'
+import { simulationsAddress } from './simulations.ts'
+import { readAccountState } from './state-reads.ts'
 import type { EntryPointVersion, UserOperation } from './types.ts'
 import { userOpHash } from './userop.ts'
 
 /**
  * Each ERC-7769 refusal the devnet can produce, from an op built to earn it; the message must
- * say what to change. Only the first backend: refusals never reach the database.
+ * say what to change. Only the first backend: refusals never reach the database. v0.7
+ * simulations run here through the deployed EntryPointSimulations (dev mode's setting); the
+ * other bundler suites run them with the full code override.
  */
 
 describe.each(storageBackends().slice(0, 1))('bundler refusals ($name)', (backend) => {
@@ -31,7 +37,8 @@ describe.each(storageBackends().slice(0, 1))('bundler refusals ($name)', (backen
 
   beforeAll(async () => {
     fx = await startBundlerFixture(backend)
-    svc = fx.service()
+    svc = fx.service({ deploySimulations: true })
+    expect(await svc.prepareSimulations(NETWORK)).toBe(simulationsAddress())
     token = await deployToken(fx)
     // One deployed, funded account per version (its first op mined).
     for (const version of ['v07', 'v06'] as const)
@@ -168,6 +175,46 @@ describe.each(storageBackends().slice(0, 1))('bundler refusals ($name)', (backen
       code: -32503,
       message: expect.stringContaining('not valid before'),
     })
+  })
+
+  it('the one-call reads (state-reads.ts) give what the reads one by one give', async () => {
+    const chain = new BundlerChain(fx.rpc)
+    const ep = fx.entryPoint('v07').address
+    const stranger = privateKeyToAccount(generatePrivateKey()).address.toLowerCase() as Address
+    const cases = [
+      { sender: acct('v07').address, key: 0n, factory: null, paymaster: fx.aa.paymaster },
+      { sender: acct('v07').address, key: 7n, factory: fx.aa.simpleAccountFactory.v07, paymaster: null },
+      { sender: stranger, key: (1n << 192n) - 1n, factory: stranger, paymaster: stranger },
+    ]
+    for (const q of cases) {
+      const one = await readAccountState(chain, { entryPoint: ep, ...q })
+      const nonce = BigInt(
+        (await fx.client.readContract({
+          address: ep,
+          abi: entryPointAbi,
+          functionName: 'getNonce',
+          args: [q.sender, q.key],
+        })) as bigint,
+      )
+      const code = async (a: Address | null) => (a ? (await chain.code(a)) !== '0x' : false)
+      expect(one).toEqual({
+        senderDeployed: await code(q.sender),
+        factoryDeployed: await code(q.factory),
+        paymasterDeployed: await code(q.paymaster),
+        nonce,
+        deposit: q.paymaster
+          ? await fx.client.readContract({
+              address: ep,
+              abi: entryPointAbi,
+              functionName: 'balanceOf',
+              args: [q.paymaster],
+            })
+          : 0n,
+      })
+    }
+    expect(
+      (await readAccountState(chain, { entryPoint: ep, ...cases[0]!, key: 0n }))?.deposit,
+    ).toBeGreaterThan(0n)
   })
 
   it('validation that reverts in the account is -32500 with the AA reason', async () => {

@@ -3,6 +3,7 @@ import { entryPointAbi } from '../aa/contracts.ts'
 import type { Address, Hash } from '../types.ts'
 import type { BlockInfo, BundlerChain, StateOverride } from './chain.ts'
 import { nonceOverride, type SimulatedValidation, simulateValidation } from './entrypoint.ts'
+import { type AccountState, readAccountState } from './state-reads.ts'
 import {
   BundlerError,
   BundlerErrorCode,
@@ -125,22 +126,20 @@ export class Validator {
     if (op.version === 'v06' && paymasterAndDataOf(op) !== '0x' && !paymaster)
       throw invalidFields('userOperation.paymasterAndData must start with the 20-byte paymaster address')
     const key = nonceKey(op.nonce)
-    const [senderCode, factoryCode, paymasterCode, onChainNonce, head, deposit] = await Promise.all([
-      this.chain.code(op.sender),
-      factory ? this.chain.code(factory) : Promise.resolve(null),
-      paymaster ? this.chain.code(paymaster) : Promise.resolve(null),
-      this.readNonce(ep.address, op.sender, key),
+    const [state, head] = await Promise.all([
+      this.readState({ entryPoint: ep.address, sender: op.sender, key, factory, paymaster }),
       this.head(),
-      paymaster ? this.readDeposit(ep.address, paymaster) : Promise.resolve(null),
     ])
-    const deployed = senderCode !== '0x'
-    const override = await this.checkNonce(op, ep, onChainNonce, ctx, deployed)
+    const deployed = state.senderDeployed
+    const deposit = paymaster ? state.deposit : null
+    const override = await this.checkNonce(op, ep, state.nonce, ctx, deployed)
     if (deployed && factory)
       throw invalidFields(`sender ${op.sender} is already deployed: remove initCode (factory/factoryData)`)
     if (!deployed && !factory)
       throw invalidFields(`sender ${op.sender} has no code: add initCode (factory/factoryData) to deploy it`)
-    if (factory && factoryCode === '0x') throw invalidFields(`factory ${factory} has no code on this network`)
-    if (paymaster && paymasterCode === '0x')
+    if (factory && !state.factoryDeployed)
+      throw invalidFields(`factory ${factory} has no code on this network`)
+    if (paymaster && !state.paymasterDeployed)
       throw new BundlerError(
         BundlerErrorCode.simulatePaymasterValidation,
         `paymaster ${paymaster} has no code on this network (AA30)`,
@@ -165,6 +164,39 @@ export class Validator {
         paymasterInfo: simulation.paymasterInfo,
         paymasterContext: simulation.paymasterContext,
       },
+    }
+  }
+
+  /** Until when reads go one by one: the node refused the one-call reads (no state overrides?). */
+  private separateUntil = 0
+
+  /** Codes, nonce and deposit: one call (state-reads.ts) where the node takes it, else one per read. */
+  private async readState(q: {
+    entryPoint: Address
+    sender: Address
+    key: bigint
+    factory: Address | null
+    paymaster: Address | null
+  }): Promise<AccountState> {
+    if (Date.now() >= this.separateUntil) {
+      const state = await readAccountState(this.chain, q)
+      if (state) return state
+      // The reads one by one say what went wrong; the one-call form is tried again in a minute.
+      this.separateUntil = Date.now() + 60_000
+    }
+    const [sender, factory, paymaster, nonce, deposit] = await Promise.all([
+      this.chain.code(q.sender),
+      q.factory ? this.chain.code(q.factory) : Promise.resolve('0x'),
+      q.paymaster ? this.chain.code(q.paymaster) : Promise.resolve('0x'),
+      this.readNonce(q.entryPoint, q.sender, q.key),
+      q.paymaster ? this.readDeposit(q.entryPoint, q.paymaster) : Promise.resolve(0n),
+    ])
+    return {
+      senderDeployed: sender !== '0x',
+      factoryDeployed: factory !== '0x',
+      paymasterDeployed: paymaster !== '0x',
+      nonce,
+      deposit,
     }
   }
 

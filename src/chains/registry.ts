@@ -1,5 +1,6 @@
 import type { NetworkConfig } from '../config/file.ts'
 import { notFound } from '../errors.ts'
+import { defaultAlchemyNames } from './alchemy-names.ts'
 import { ManagedPool, type PoolDeps } from './managed-pool.ts'
 import { networkSlug } from './slug.ts'
 import type { UpstreamPool } from './upstream-pool.ts'
@@ -32,6 +33,8 @@ export { networkSlug }
 export class NetworkRegistry {
   private readonly byPath = new Map<string, Network>()
   private readonly bySlugMap = new Map<string, Network>()
+  /** Every name the Alchemy-compatible root accepts: slugs, `chain-network`, Alchemy's names. */
+  private readonly byAlias = new Map<string, Network>()
 
   constructor(configs: readonly NetworkConfig[], poolFactory: PoolFactory = defaultPoolFactory) {
     for (const cfg of configs) {
@@ -48,6 +51,16 @@ export class NetworkRegistry {
       }
       this.byPath.set(`${cfg.chain}/${cfg.network}`, net)
       this.bySlugMap.set(net.slug, net)
+    }
+    // Slugs first, so a configured alias never hides another network's own slug.
+    for (const net of this.byPath.values()) this.byAlias.set(net.slug, net)
+    for (const net of this.byPath.values()) {
+      const names = [
+        `${net.chain}-${net.network}`,
+        ...defaultAlchemyNames(net.chain, net.network),
+        ...(net.config.alchemyNames ?? []),
+      ]
+      for (const name of names) if (!this.byAlias.has(name)) this.byAlias.set(name, net)
     }
   }
 
@@ -68,6 +81,19 @@ export class NetworkRegistry {
     if (!net) {
       const known = [...this.bySlugMap.keys()].join(', ')
       throw notFound(`chain ${slug} is not configured (configured: ${known})`)
+    }
+    return net
+  }
+
+  /**
+   * The network the Alchemy-compatible root names: a slug (`ethereum-devnet`), `chain-network`
+   * (`ethereum-mainnet`) or an Alchemy name (`eth-mainnet`), or 404 naming what is configured.
+   */
+  getByAlias(name: string): Network {
+    const net = this.byAlias.get(name)
+    if (!net) {
+      const known = [...this.byAlias.keys()].join(', ')
+      throw notFound(`network ${name} is not configured (configured: ${known})`)
     }
     return net
   }

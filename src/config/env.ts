@@ -59,6 +59,16 @@ const envSchema = z.object({
   HALYARD_WEBHOOK_CA_FILE: z.string().optional(),
   HALYARD_WEBHOOK_CONCURRENCY: z.coerce.number().int().min(1).max(4096).optional(),
   HALYARD_WEBHOOK_PER_HOST: z.coerce.number().int().min(1).max(4096).optional(),
+  // How long an idle delivery worker sleeps between claims when nothing wakes it (default 100ms,
+  // backing off to 1s); new work, here or on another instance, wakes it at once (src/webhooks/cross-wake.ts).
+  HALYARD_WEBHOOK_POLL_INTERVAL: z
+    .string()
+    .regex(/^[1-9]\d*(ms|s|m)$/, 'must be a duration such as 100ms or 5s')
+    .optional(),
+  // off: this instance serves the webhook API and matches blocks but sends nothing (other instances deliver).
+  HALYARD_WEBHOOK_DELIVERY: z.enum(['on', 'off'], { message: 'must be on or off' }).default('on'),
+  // This process's name in webhook delivery attempts (default hostname:pid).
+  HALYARD_INSTANCE_ID: z.string().min(1).max(200).optional(),
   // Embedded PGlite's memory settings and template cache dir (src/storage/pglite-settings.ts).
   ...pgliteEnvShape,
 })

@@ -73,6 +73,11 @@ export const networkSchema = z
     network: slugPart,
     kind: z.enum(['evm', 'solana']).default('evm'),
     chainId: z.number().int().positive().optional(),
+    /**
+     * More names this network answers to under the Alchemy-compatible root (`/alchemy/{name}/v2/…`),
+     * beside its slug and Alchemy's own name for it (`eth-mainnet` for ethereum/mainnet).
+     */
+    alchemyNames: z.array(slugPart).max(16).optional(),
     confirmations: z.number().int().min(0).max(10_000).default(2),
     /** Blocks below head after which results can no longer change (cache, finality). */
     finalityDepth: z.number().int().min(0).max(10_000).optional(),
@@ -107,6 +112,12 @@ export const networkSchema = z
          * head minus confirmations; default about two minutes of blocks (at least 10).
          */
         maxLagBlocks: z.number().int().min(1).max(100_000_000).optional(),
+        /**
+         * Internal (trace-level) native transfers: `auto` traces every block with transactions
+         * with whichever method the node offers (trace_block, or debug_traceBlockByNumber with
+         * the call tracer); `off` spares the upstream that cost (the `internal` category is refused).
+         */
+        internalTransfers: z.enum(['auto', 'off']).default('auto'),
       })
       .strict()
       .optional(),

@@ -32,8 +32,13 @@ export function keyFrom(headers: IncomingHttpHeaders, queryKey: unknown): string
  * way) is the one place `?apiKey=` is read. A request whose only key is in the query is told so.
  */
 function presentedKey(request: FastifyRequest): string | undefined {
-  const queryKey = (request.query as Record<string, unknown> | undefined)?.apiKey
   const config = request.routeOptions.config
+  const pathParam = config.route?.keyInPath
+  if (pathParam !== undefined) {
+    const pathKey = (request.params as Record<string, string | undefined>)[pathParam]
+    if (pathKey !== undefined && pathKey !== '') return pathKey
+  }
+  const queryKey = (request.query as Record<string, unknown> | undefined)?.apiKey
   if (config.route?.keyInQuery) return keyFrom(request.headers, queryKey)
   const key = headerKey(request.headers)
   if (key === undefined && queryKey !== undefined) {

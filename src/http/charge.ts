@@ -78,22 +78,33 @@ export class Charger {
     const caller = request.caller
     if (!caller) return undefined
     const d = this.decision(caller, { requests, computeUnits })
-    if (d instanceof Promise) return d.then((x) => this.apply(request, reply, x, computeUnits))
-    this.apply(request, reply, d, computeUnits)
+    if (d instanceof Promise) return d.then((x) => this.apply(request, reply, x, computeUnits, requests))
+    this.apply(request, reply, d, computeUnits, requests)
     return undefined
   }
 
   /**
    * The limiter's decision, at once when no I/O is needed: an unlimited plan has nothing to
-   * count against (no Redis round trip), and an in-process limiter answers synchronously.
+   * count against (no Redis round trip), an in-process limiter answers synchronously, and so
+   * does the Redis limiter while the account's lease covers the call.
    */
   private decision(caller: Caller, cost: LimitCost): LimitDecision | Promise<LimitDecision> {
     if (isUnlimited(caller.limits)) return decide(caller.limits, cost, NOTHING_USED, Date.now())
-    if (this.limiter.consumeSync) return this.limiter.consumeSync(caller.accountId, caller.limits, cost)
-    return this.limiter.consume(caller.accountId, caller.limits, cost)
+    const limiter = this.limiter
+    if (limiter.consumeSync) return limiter.consumeSync(caller.accountId, caller.limits, cost)
+    return (
+      limiter.tryConsumeSync?.(caller.accountId, caller.limits, cost) ??
+      limiter.consume(caller.accountId, caller.limits, cost)
+    )
   }
 
-  private apply(request: FastifyRequest, reply: FastifyReply, decision: LimitDecision, computeUnits: number) {
+  private apply(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    decision: LimitDecision,
+    computeUnits: number,
+    requests: number,
+  ) {
     request.charged = true
     reply.headers(rateLimitHeaders(decision))
     const route = request.routeOptions.url ?? 'unmatched'
@@ -104,6 +115,7 @@ export class Charger {
       computeUnits,
       route,
       request.metricMethod ?? `${request.method} ${route}`,
+      requests,
     )
   }
 
@@ -114,8 +126,10 @@ export class Charger {
     computeUnits: number,
     route: string,
     method = route,
+    /** Usage counts what the limiter counted: 0 for a CU-only top-up of a request already charged. */
+    requests = 1,
   ): LimitDecision {
-    this.usage?.record(caller.accountId, method, 1, computeUnits, !decision.allowed)
+    this.usage?.record(caller.accountId, method, requests, computeUnits, !decision.allowed)
     if (!decision.allowed) {
       this.metrics.rateLimited.inc({ limit: decision.exceeded ?? 'unknown' })
       throw refusal(decision, computeUnits, caller)

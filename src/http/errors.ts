@@ -5,6 +5,7 @@ import type { Duplex } from 'node:stream'
 import type { FastifyError, FastifyInstance } from 'fastify'
 import { UpstreamUnavailableError } from '../chains/upstream-unavailable.ts'
 import { errorBody, HalyardError } from '../errors.ts'
+import { redactUrl } from '../logger.ts'
 import type { Charger } from './charge.ts'
 
 /** Longest path parameter the router accepts (a key id, an address, a token id…). */
@@ -28,7 +29,8 @@ export function installErrorHandling(app: FastifyInstance, charger: Charger, bod
   })
 
   app.setNotFoundHandler(async (request, reply) => {
-    const err = new HalyardError('not_found', `no route ${request.method} ${request.url.split('?')[0]}`)
+    const path = redactUrl(request.url.split('?')[0] ?? '')
+    const err = new HalyardError('not_found', `no route ${request.method} ${path}`)
     return reply.status(404).send(errorBody(err))
   })
 }

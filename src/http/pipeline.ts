@@ -24,6 +24,7 @@ function resolveNetwork(
   params: Readonly<Record<string, string | undefined>>,
 ): Network {
   if (binding.from === 'pair') return networks.get(params.chain ?? '', params.network ?? '')
+  if (binding.from === 'alias') return networks.getByAlias(params[binding.param] ?? '')
   return networks.getBySlug(params[binding.param] ?? '')
 }
 

@@ -24,6 +24,8 @@ export type ChainKind = Network['kind']
 export type NetworkBinding =
   | { readonly from: 'slug'; readonly param: string; readonly kinds?: readonly ChainKind[] }
   | { readonly from: 'pair'; readonly kinds?: readonly ChainKind[] }
+  /** The Alchemy-compatible root: a slug, `chain-network` or an Alchemy name (`eth-mainnet`). */
+  | { readonly from: 'alias'; readonly param: string; readonly kinds?: readonly ChainKind[] }
 
 export interface InputSchemas<P = unknown, Q = unknown, B = unknown> {
   readonly params?: z.ZodType<P>
@@ -48,6 +50,11 @@ export interface RouteMeta {
   readonly what: string
   /** The WebSocket path: `?apiKey=` is read there too (spec 4.8), even on a plain GET. */
   readonly keyInQuery: boolean
+  /**
+   * The path parameter holding the key (the Alchemy-compatible root, where clients can set
+   * nothing but the URL). It wins over headers; it is redacted wherever a URL is logged.
+   */
+  readonly keyInPath: string | undefined
   readonly responses: RouteResponses
 }
 
@@ -80,6 +87,7 @@ export interface RouteSpec<P, Q, B, N extends NetworkBinding | undefined> extend
   readonly cost: RouteCost
   readonly network?: N
   readonly keyInQuery?: boolean
+  readonly keyInPath?: string
   readonly handler: (x: RouteContext<P, Q, B, N extends NetworkBinding ? Network : undefined>) => unknown
 }
 
@@ -104,6 +112,7 @@ export function defineRoute<
     parseParams: !provenByNetwork(schema.params, spec.network),
     what: spec.what ?? `${spec.method} ${spec.url}`,
     keyInQuery: spec.keyInQuery ?? false,
+    keyInPath: spec.keyInPath,
     responses: spec.responses ?? {},
   }
   app.route({
@@ -131,8 +140,12 @@ export function defineRoute<
  */
 function provenByNetwork(params: z.ZodType | undefined, binding: NetworkBinding | undefined): boolean {
   if (!binding || !(params instanceof z.ZodObject)) return false
-  const bound = binding.from === 'pair' ? ['chain', 'network'] : [binding.param]
-  return Object.keys(params.shape).every((k) => bound.includes(k))
+  return Object.keys(params.shape).every((k) => boundParams(binding).includes(k))
+}
+
+/** The path parameters a network binding (and nothing else) resolves. */
+function boundParams(binding: NetworkBinding): readonly string[] {
+  return binding.from === 'pair' ? ['chain', 'network'] : [binding.param]
 }
 
 /** A route open without an API key (health, metrics, the admin API behind its own guard). */
@@ -147,6 +160,7 @@ export function definePublicRoute<P = unknown, Q = unknown, B = unknown>(
     parseParams: true,
     what: spec.what ?? `${spec.method} ${spec.url}`,
     keyInQuery: false,
+    keyInPath: undefined,
     responses: spec.responses ?? {},
   }
   app.route({

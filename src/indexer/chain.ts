@@ -1,3 +1,4 @@
+import { getContractAddress } from 'viem'
 import { z } from 'zod'
 import type { UpstreamPool } from '../chains/upstream-pool.ts'
 import { describeZodError } from '../config/validation.ts'
@@ -21,6 +22,7 @@ const txSchema = z.object({
   value: quantity,
   transactionIndex: quantity,
   input: hex.optional(),
+  nonce: quantity.optional(),
 })
 
 const headerSchema = z.object({
@@ -103,7 +105,7 @@ export class ChainReader {
     if (full) {
       header.transactions = b.transactions.map((t) => {
         if (typeof t === 'string') throw new Error('eth_getBlockByNumber returned hashes for a full block')
-        return {
+        const tx: IndexedTransaction = {
           hash: t.hash as Hash,
           from: t.from,
           to: t.to ?? null,
@@ -111,6 +113,10 @@ export class ChainReader {
           index: Number(t.transactionIndex),
           input: (t.input ?? '0x') as Hex,
         }
+        // A creation's address follows from sender and nonce (CREATE): no receipt needed.
+        if (tx.to === null && t.nonce !== undefined)
+          tx.created = getContractAddress({ from: t.from, nonce: t.nonce }).toLowerCase() as Address
+        return tx
       })
     }
     return header

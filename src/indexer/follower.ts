@@ -5,8 +5,11 @@ import type { Database } from '../storage/schema.ts'
 import type { Hash } from '../types.ts'
 import { type ChainHeader, type ChainLog, ChainReader, ChainRpcError } from './chain.ts'
 import { decodeLog } from './decode.ts'
+import type { InternalTransferTracing } from './internal-transfers.ts'
+import { nativeTransfersOf, traceMatches, txHashesOf } from './native.ts'
 import type { ReportSkippedLog, SkippedLog } from './skipped-logs.ts'
 import * as store from './store.ts'
+import type { InternalTransfer, TraceOutcome } from './traces.ts'
 import type { BlockConsumer, IndexedBlock, TokenTransfer } from './types.ts'
 
 export interface FollowerOptions {
@@ -25,12 +28,28 @@ export interface FollowerOptions {
   onAdvance: (network: string, cursor: store.Cursor) => void
   /** A log under a transfer topic that fits no standard: skipped, and reported here. */
   onSkippedLog: ReportSkippedLog
+  /** Internal transfers: whether to trace, and each block's trace (internal-transfers.ts). */
+  tracing: InternalTransferTracing
 }
 
 /** Below this gap to the target the follower goes block by block (full blocks); above it, ranges. */
 const BACKFILL_GAP = 16n
 /** Block hashes kept for finding the common ancestor of a reorg. */
 const KEEP_BLOCKS = 512n
+/**
+ * Backfill reads every block with its transactions (external transfers) and traces those with
+ * any: at most this many blocks per step, fewer while steps carry many transactions (memory),
+ * read this many at a time.
+ */
+const MAX_FULL_STEP = 1000n
+const MAX_TXS_PER_STEP = 10_000
+const BLOCK_CONCURRENCY = 16
+
+/** A block read for backfill: header with transactions, and its trace when traced. */
+interface FetchedBlock {
+  header: ChainHeader
+  internal: readonly InternalTransfer[] | undefined
+}
 
 /** In-memory position: `hash` null before the first indexed block (nothing to compare with). */
 interface Position {
@@ -39,16 +58,19 @@ interface Position {
 }
 
 /**
- * Follows one EVM network: catches up with adaptive eth_getLogs ranges, then goes block by block
- * with full blocks; detects reorgs by parent hash (and by the hash at the cursor when the head
- * did not move, as after `anvil_reorg`), rolls back to the common ancestor, and commits each
- * step's data, consumer writes and cursor in one transaction.
+ * Follows one EVM network: catches up in adaptive ranges (eth_getLogs per range, every block
+ * with its transactions, traced when the node traces), then goes block by block; detects reorgs
+ * by parent hash (and by the hash at the cursor when the head did not move, as after
+ * `anvil_reorg`), rolls back to the common ancestor, and commits each step's data (token and
+ * native transfers), consumer writes and cursor in one transaction.
  */
 export class NetworkFollower {
   private readonly chain: ChainReader
   private readonly slug: string
   private pos: Position | undefined
   private range: bigint
+  /** Blocks per backfill step, shrunk while steps carry many transactions. */
+  private fullRange = 100n
   /** Head minus confirmations at the last step that read the head (for lag and readiness). */
   lastTarget: bigint | undefined
   /** The first block the last step tried to index (the one a failing step is stuck on). */
@@ -114,18 +136,29 @@ export class NetworkFollower {
 
   private async followBlock(db: Kysely<Database>, pos: Position, n: bigint): Promise<boolean> {
     const started = performance.now()
-    // Block and logs in parallel (one round trip, not two): the logs are asked for by number,
-    // so each must carry the block's hash, or the block was replaced between the two answers.
-    const [block, logs] = await Promise.all([this.chain.header(n, true), this.chain.logsByRange(n, n)])
+    const net = this.opts.network
+    const tracing = await this.opts.tracing.wanted(net)
+    // Not known yet whether the node traces: wait (a poll) rather than index blocks untraced.
+    if (tracing === undefined) return false
+    // Block, logs and trace in parallel (one round trip, not three): logs and trace are asked
+    // for by number, so each must match the block, or it was replaced between the answers.
+    const [block, logs, first] = await Promise.all([
+      this.chain.header(n, true),
+      this.chain.logsByRange(n, n),
+      tracing ? this.opts.tracing.attempt(net, n) : undefined,
+    ])
     if (!block) return false
     if (pos.hash !== null && block.parentHash !== pos.hash) return this.handleReorg(db, pos, pos.number)
     if (logs.some((l) => l.blockHash !== block.hash)) return false
+    const internal = await this.internalOf(block, first)
+    if (internal === 'replaced') return false
     const fetched = performance.now()
-    const indexed = this.toIndexedBlock(block, logs)
+    const indexed = this.toIndexedBlock(block, logs, internal)
     const decoded = performance.now()
     const t = await this.commit(
       db,
       [indexed],
+      nativeTransfersOf(block, internal),
       [{ number: n, hash: block.hash, parentHash: block.parentHash }],
       {
         number: n,
@@ -149,8 +182,15 @@ export class NetworkFollower {
 
   private async backfill(db: Kysely<Database>, pos: Position, target: bigint): Promise<boolean> {
     const from = pos.number + 1n
-    const to = from + this.range - 1n < target ? from + this.range - 1n : target
+    const tracing = await this.opts.tracing.wanted(this.opts.network)
+    // Not known yet whether the node traces: wait (a poll) rather than index blocks untraced.
+    if (tracing === undefined) return false
+    // The log range adapts to logs per answer, the block count to transactions per step.
+    // biome-ignore lint/complexity/useMathMinMax: bigints (Math.min takes numbers)
+    const step = this.fullRange > this.range ? this.range : this.fullRange
+    const to = from + step - 1n < target ? from + step - 1n : target
     let logs: ChainLog[]
+    const started = performance.now()
     try {
       logs = await this.chain.logsByRange(from, to)
     } catch (err) {
@@ -181,48 +221,112 @@ export class NetworkFollower {
       if (list) list.push(l)
       else byBlock.set(l.blockNumber, [l])
     }
-    // Consumers that need every block with its transactions get them during backfill too.
+    // Every block is read with its transactions (external transfers); consumers see them all
+    // when one needs every block, else only the blocks with logs, as before.
     const asked = await Promise.all(this.opts.consumers.map((c) => c.needsFullBlocks?.(this.slug)))
     const full = asked.some((a) => a === true)
-    const numbers = full ? rangeOf(from, to) : [...new Set<bigint>([from, to, ...byBlock.keys()])]
-    const headers = await this.headers(numbers, full)
-    const first = headers.get(from)
-    const last = headers.get(to)
+    const numbers = rangeOf(from, to)
+    const logsAt = performance.now()
+    const fetched = await this.fullBlocks(numbers, tracing)
+    const blocksAt = performance.now()
+    if (fetched === 'replaced') return false
+    const first = fetched.get(from)?.header
+    const last = fetched.get(to)?.header
     if (!first || !last) return false
     if (pos.hash !== null && first.parentHash !== pos.hash) return this.handleReorg(db, pos, pos.number)
     // A log whose block hash differs from the header we just read came from a replaced block.
     for (const l of logs) {
-      const h = headers.get(l.blockNumber)
+      const h = fetched.get(l.blockNumber)?.header
       if (!h || h.hash !== l.blockHash) return false
     }
-    const published = full ? numbers : [...byBlock.keys()].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
     const blocks: IndexedBlock[] = []
-    for (const n of published) {
-      const h = headers.get(n)
-      if (!h) return false // the node lost a block we just saw: try again next step
-      blocks.push(this.toIndexedBlock(h, byBlock.get(n) ?? []))
+    const native: store.StoredNativeTransfer[] = []
+    let txs = 0
+    for (const n of numbers) {
+      const f = fetched.get(n)
+      if (!f) return false // the node lost a block we just saw: try again next step
+      txs += f.header.transactions?.length ?? 0
+      for (const r of nativeTransfersOf(f.header, f.internal)) native.push(r)
+      if (full || byBlock.has(n)) blocks.push(this.toIndexedBlock(f.header, byBlock.get(n) ?? [], f.internal))
     }
-    const seen = [...headers.values()].map((h) => ({
+    if (txs > MAX_TXS_PER_STEP && this.fullRange > 1n) this.fullRange /= 2n
+    else if (txs < MAX_TXS_PER_STEP / 4 && this.fullRange < MAX_FULL_STEP) this.fullRange *= 2n
+    const seen = [...fetched.values()].map(({ header: h }) => ({
       number: h.number,
       hash: h.hash,
       parentHash: h.parentHash,
     }))
-    await this.commit(db, blocks, seen, { number: to, hash: last.hash })
+    const t = await this.commit(db, blocks, native, seen, { number: to, hash: last.hash })
+    this.opts.logger.debug(
+      {
+        from: Number(from),
+        to: Number(to),
+        logs: logs.length,
+        txs,
+        logsMs: logsAt - started,
+        blocksMs: blocksAt - logsAt,
+        ...t,
+      },
+      'range indexed',
+    )
     return true
   }
 
-  private async headers(numbers: bigint[], full = false): Promise<Map<bigint, ChainHeader>> {
-    const out = new Map<bigint, ChainHeader>()
-    const CONCURRENCY = 16
-    for (let i = 0; i < numbers.length; i += CONCURRENCY) {
-      const part = numbers.slice(i, i + CONCURRENCY)
-      const got = await Promise.all(part.map((n) => this.chain.header(n, full)))
-      for (const h of got) if (h) out.set(h.number, h)
+  /**
+   * Full blocks, each traced when it has transactions and the node traces, BLOCK_CONCURRENCY
+   * at a time. 'replaced' (try again next step) when a trace is of another block than the
+   * header read beside it.
+   */
+  private async fullBlocks(
+    numbers: bigint[],
+    tracing: boolean,
+  ): Promise<Map<bigint, FetchedBlock> | 'replaced'> {
+    const net = this.opts.network
+    const out = new Map<bigint, FetchedBlock>()
+    let replaced = false
+    let next = 0
+    const worker = async () => {
+      while (next < numbers.length && !replaced) {
+        const n = numbers[next++] as bigint
+        const [header, first] = await Promise.all([
+          this.chain.header(n, true),
+          tracing ? this.opts.tracing.attempt(net, n) : undefined,
+        ])
+        if (!header) continue
+        const internal = await this.internalOf(header, first)
+        if (internal === 'replaced') replaced = true
+        else out.set(header.number, { header, internal })
+      }
     }
-    return out
+    await Promise.all(Array.from({ length: Math.min(BLOCK_CONCURRENCY, numbers.length) }, worker))
+    return replaced ? 'replaced' : out
   }
 
-  private toIndexedBlock(block: ChainHeader, logs: ChainLog[]): IndexedBlock {
+  /**
+   * The block's internal transfers from `first` (a trace read beside the block, by number;
+   * undefined when not tracing) or from retries: [] for a block without transactions,
+   * undefined when tracing failed, 'replaced' when the trace is of another block.
+   */
+  private async internalOf(
+    block: ChainHeader,
+    first: TraceOutcome | undefined,
+  ): Promise<readonly InternalTransfer[] | undefined | 'replaced'> {
+    if (!first) return undefined
+    const hashes = txHashesOf(block)
+    if (hashes.length === 0) return []
+    // A failed attempt counts as the first try; an answer that cannot vouch for this block (by
+    // number, of a replaced block, or without hashes) is asked for again.
+    const usable = first.ok && !traceMatches(block, first.trace, false) ? undefined : first
+    const trace = await this.opts.tracing.trace(this.opts.network, block.number, hashes, usable)
+    if (trace && !traceMatches(block, trace, true)) return 'replaced'
+    return trace?.internal
+  }
+
+  private toIndexedBlock(
+    block: ChainHeader,
+    logs: ChainLog[],
+    internal: readonly InternalTransfer[] | undefined,
+  ): IndexedBlock {
     const sorted = [...logs].sort((a, b) => a.logIndex - b.logIndex)
     const indexed: IndexedBlock = {
       network: this.slug,
@@ -243,6 +347,7 @@ export class NetworkFollower {
     if (block.transactions) indexed.transactions = block.transactions
     if (block.gasUsed !== undefined) indexed.gasUsed = block.gasUsed
     if (block.transactionCount !== undefined) indexed.transactionCount = block.transactionCount
+    if (internal) indexed.internalTransfers = internal
     return indexed
   }
 
@@ -263,6 +368,7 @@ export class NetworkFollower {
   private async commit(
     db: Kysely<Database>,
     blocks: IndexedBlock[],
+    native: store.StoredNativeTransfer[],
     seen: { number: bigint; hash: Hash; parentHash: Hash | null }[],
     cursor: store.Cursor,
   ): Promise<{ indexMs: number; consumersMs: number; commitMs: number; committedAt: number }> {
@@ -286,6 +392,7 @@ export class NetworkFollower {
         for (const t of b.transfers)
           transfers.push({ ...t, blockNumber: b.number, blockHash: b.hash, timestamp: b.timestamp })
       await store.saveTransfers(trx, this.slug, transfers)
+      await store.saveNativeTransfers(trx, this.slug, native)
       await store.saveBlocks(trx, this.slug, seen)
       t.indexMs = lap()
       for (const b of blocks) for (const c of this.opts.consumers) await c.onBlock(trx, b)

@@ -82,6 +82,8 @@ describeEach(targets(), 'indexer killed mid-backfill on $name', (target) => {
   let anvil: AnvilProcess
   let head: bigint
   let expected: number
+  /** Transactions in blocks 0..head: one external native transfer each (none moves value inside). */
+  let transactions: number
 
   beforeAll(async () => {
     const prepared = target.prepare()
@@ -109,6 +111,11 @@ describeEach(targets(), 'indexer killed mid-backfill on $name', (target) => {
     ])
     expected = logs.length
     expect(expected).toBe(20 * 25 + 20 * 5)
+    transactions = 0
+    for (let n = 0n; n <= head; n++)
+      transactions += Number(
+        BigInt(await dev.rpc<string>('eth_getBlockTransactionCountByNumber', [`0x${n.toString(16)}`])),
+      )
     await prepared
   })
   afterAll(async () => {
@@ -145,6 +152,12 @@ describeEach(targets(), 'indexer killed mid-backfill on $name', (target) => {
         .distinct()
         .execute()
       expect(distinct.length).toBe(expected)
+      const native = await storage.db
+        .selectFrom('native_transfers')
+        .select(['category', (eb) => eb.fn.countAll<string>().as('n')])
+        .groupBy('category')
+        .execute()
+      expect(native.map((r) => [r.category, Number(r.n)])).toEqual([['external', transactions]])
     } finally {
       await storage.close()
     }

@@ -97,6 +97,11 @@ describe.each(storageBackends())('/ready and /metrics while the indexer is stuck
     expect(ok.status).toBe(200)
     expect(ok.body.checks[CHECK]).toBe('ok')
     expect((await ready(standby)).body.checks[CHECK]).toBe('ok')
+    // A capability line, not a check: it never fails /ready (indexer.native.test.ts: unavailable).
+    for (const h of [runner, standby])
+      expect((await ready(h)).body.checks['internal transfers ethereum/devnet']).toMatch(
+        /^available \(\w+\)$/,
+      )
 
     // The indexer's next block cannot be read: the follower retries it, step after step.
     refuseGetLogs = true

@@ -8,8 +8,10 @@ import type { Database } from '../storage/schema.ts'
 import { NetworkFollower } from './follower.ts'
 import type { HeadSignal, HeadSignalReason } from './head-signal.ts'
 import { IndexerHealth } from './health.ts'
+import { type InternalTransfersAvailability, InternalTransferTracing } from './internal-transfers.ts'
 import { SkippedLogs } from './skipped-logs.ts'
 import { type Cursor, readCursor } from './store.ts'
+import { TraceReader } from './traces.ts'
 import type { BlockConsumer } from './types.ts'
 
 export interface IndexerOptions {
@@ -32,10 +34,14 @@ export interface IndexerOptions {
   metrics?: Metrics
 }
 
-/** A `GET /ready` check (src/server/ops-routes.ts): throws, naming the problem, when not ready. */
+/**
+ * A `GET /ready` check (src/server/ops-routes.ts): throws, naming the problem, when not ready.
+ * One with `info` reports that line instead and never fails `/ready`.
+ */
 export interface IndexerReadinessCheck {
   name: string
   check(): Promise<void>
+  info?(): Promise<string>
 }
 
 export type WakeReason = 'poll' | HeadSignalReason
@@ -59,25 +65,51 @@ export class IndexerService {
   private readonly health: IndexerHealth
   /** Malformed logs are skipped and reported here, by the follower and by consumers. */
   readonly skippedLogs: SkippedLogs
+  /** Call traces: the indexer's internal transfers, and the webhooks' internal_transfer kind. */
+  readonly traces: TraceReader
+  private readonly tracing: InternalTransferTracing
 
   constructor(private readonly opts: IndexerOptions) {
     this.events.setMaxListeners(0)
     this.health = new IndexerHealth(opts.metrics)
     this.skippedLogs = new SkippedLogs(opts.logger, opts.metrics?.indexerLogsSkipped)
+    this.traces = new TraceReader(opts.networks, opts.logger.child({ component: 'traces' }))
+    this.tracing = new InternalTransferTracing(this.traces, opts.logger.child({ component: 'indexer' }))
+  }
+
+  /**
+   * Whether `slug`'s index holds internal (trace-level) transfers: not when the network is not
+   * indexed, has `indexer.internalTransfers: off`, or its node offers no tracing (checked
+   * again every ten minutes). Answers at once from what is known; the first call for a network
+   * may say "not known yet" while the node is asked.
+   */
+  internalTransfersAvailability(slug: string): InternalTransfersAvailability {
+    const network = this.opts.networks.all().find((n) => n.slug === slug)
+    if (!network) return { available: false, reason: `unknown network ${slug}` }
+    return this.tracing.availability(network)
   }
 
   /**
    * One readiness check per indexed network, named `indexer <chain>/<network>`: failing while
-   * the indexer is more than `indexer.maxLagBlocks` behind or keeps failing on the same block.
+   * the indexer is more than `indexer.maxLagBlocks` behind or keeps failing on the same block;
+   * and one line `internal transfers <chain>/<network>` that only informs.
    */
   readinessChecks(): IndexerReadinessCheck[] {
-    return this.indexedNetworks().map((n) => ({
-      name: `indexer ${n.chain}/${n.network}`,
-      check: async () => {
-        const problem = await this.health.problem(n, await this.cursor(n.slug))
-        if (problem) throw new Error(problem)
+    return this.indexedNetworks().flatMap((n) => [
+      {
+        name: `indexer ${n.chain}/${n.network}`,
+        check: async () => {
+          const problem = await this.health.problem(n, await this.cursor(n.slug))
+          if (problem) throw new Error(problem)
+        },
       },
-    }))
+      // A capability, not a fault: `available (…)` or `unavailable: <reason>`, never failing.
+      {
+        name: `internal transfers ${n.chain}/${n.network}`,
+        check: async () => {},
+        info: () => this.tracing.describe(n),
+      },
+    ])
   }
 
   /** Consumers see every block in order, inside the indexer's transaction. Add before start. */
@@ -94,6 +126,8 @@ export class IndexerService {
   start(): void {
     if (this.started) return
     this.started = true
+    // Ask each node whether it traces now, so the query side's first question finds an answer.
+    for (const n of this.indexedNetworks()) this.tracing.availability(n)
     this.loops = this.indexedNetworks().map((n) => this.run(n))
   }
 
@@ -144,6 +178,7 @@ export class IndexerService {
         this.events.emit('advance', slug, c)
       },
       onSkippedLog: this.skippedLogs.report,
+      tracing: this.tracing,
     })
     // A local devnet answers a head poll in well under a millisecond, so a fast devnet (small
     // blockTimeMs) may be polled down to 20 ms; public networks stay at 50 ms or more.

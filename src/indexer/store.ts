@@ -50,10 +50,30 @@ export interface NftBalancesTable {
   balance: string
 }
 
+/** Native value transfers (migration 0100): 'external' transactions and 'internal' call frames. */
+export interface NativeTransfersTable {
+  network: string
+  block_number: string
+  tx_index: number
+  /** 0 for the transaction itself; 1.. for its value-moving frames, depth first. */
+  trace_index: number
+  block_hash: string
+  block_timestamp: string
+  tx_hash: string
+  category: 'external' | 'internal'
+  /** The frame's path in the call tree ("0.1"); null for the transaction itself. */
+  trace_path: string | null
+  from_address: string
+  /** null for a contract creation whose address is not known. */
+  to_address: string | null
+  value: string
+}
+
 export interface IndexerTables {
   indexer_cursors: IndexerCursorsTable
   indexer_blocks: IndexerBlocksTable
   token_transfers: TokenTransfersTable
+  native_transfers: NativeTransfersTable
   token_holders: TokenHoldersTable
   nft_balances: NftBalancesTable
 }
@@ -63,6 +83,21 @@ type Db = Kysely<Database>
 export interface Cursor {
   number: bigint
   hash: Hash
+}
+
+/** A native transfer as the indexer writes it (native.ts builds them). */
+export interface StoredNativeTransfer {
+  blockNumber: bigint
+  blockHash: Hash
+  timestamp: number
+  txIndex: number
+  traceIndex: number
+  txHash: Hash
+  category: 'external' | 'internal'
+  tracePath: string | null
+  from: Address
+  to: Address | null
+  value: bigint
 }
 
 /** A transfer with the block it was in, as the indexer writes it. */
@@ -172,6 +207,34 @@ export async function saveTransfers(db: Db, network: string, transfers: StoredTr
   await applyNftDeltas(db, network, nftDeltas(transfers, 1n))
 }
 
+/** Writes native transfers, as parallel arrays through `unnest` like saveTransfers. */
+export async function saveNativeTransfers(
+  db: Db,
+  network: string,
+  rows: StoredNativeTransfer[],
+): Promise<void> {
+  const CHUNK = 5000
+  for (let i = 0; i < rows.length; i += CHUNK) {
+    const part = rows.slice(i, i + CHUNK)
+    await sql`
+      insert into native_transfers (network, block_number, tx_index, trace_index, block_hash,
+        block_timestamp, tx_hash, category, trace_path, from_address, to_address, value)
+      select ${network}, * from unnest(
+        ${part.map((t) => t.blockNumber.toString())}::bigint[],
+        ${part.map((t) => t.txIndex)}::integer[],
+        ${part.map((t) => t.traceIndex)}::integer[],
+        ${part.map((t) => t.blockHash)}::text[],
+        ${part.map((t) => String(t.timestamp))}::bigint[],
+        ${part.map((t) => t.txHash)}::text[],
+        ${part.map((t) => t.category)}::text[],
+        ${part.map((t) => t.tracePath)}::text[],
+        ${part.map((t) => t.from)}::text[],
+        ${part.map((t) => t.to)}::text[],
+        ${part.map((t) => t.value.toString())}::numeric[])
+      on conflict do nothing`.execute(db)
+  }
+}
+
 async function saveHolders(db: Db, network: string, transfers: StoredTransfer[]): Promise<void> {
   // Blocks arrive in ascending order, so the first sighting kept here is the earliest one.
   const first = new Map<string, { holder: Address; contract: Address; block: bigint }>()
@@ -260,7 +323,7 @@ async function applyNftDeltas(db: Db, network: string, deltas: NftDelta[]): Prom
 /**
  * Undoes everything above `ancestor`: NFT holdings by negated deltas of the removed transfers,
  * holder pairs first seen above it (a pair first seen at or below it stays, correctly), the
- * transfers and the block hashes. The caller moves the cursor in the same transaction.
+ * token and native transfers and the block hashes. The caller moves the cursor in the same transaction.
  */
 export async function rollbackAbove(db: Db, network: string, ancestor: bigint): Promise<number> {
   const above = ancestor.toString()
@@ -296,6 +359,11 @@ export async function rollbackAbove(db: Db, network: string, ancestor: bigint): 
     .where('network', '=', network)
     .where('block_number', '>', above)
     .executeTakeFirst()
+  await db
+    .deleteFrom('native_transfers')
+    .where('network', '=', network)
+    .where('block_number', '>', above)
+    .execute()
   await db.deleteFrom('indexer_blocks').where('network', '=', network).where('number', '>', above).execute()
   return Number(del.numDeletedRows)
 }

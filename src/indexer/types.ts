@@ -1,6 +1,7 @@
 import type { Transaction } from 'kysely'
 import type { Database } from '../storage/schema.ts'
 import type { Address, Hash, Hex } from '../types.ts'
+import type { InternalTransfer } from './traces.ts'
 
 /**
  * The contract between the indexer and its in-process consumers (webhook matcher, wallet
@@ -14,6 +15,8 @@ export interface IndexedTransaction {
   from: Address
   /** null for contract creation. */
   to: Address | null
+  /** For a contract creation: the address it deploys to (from sender and nonce). */
+  created?: Address
   value: bigint
   /** Receipt status: true = success. Undefined when the receipt was not fetched. */
   success?: boolean
@@ -68,6 +71,11 @@ export interface IndexedBlock {
    * following the head; range backfill may leave this undefined).
    */
   transactions?: IndexedTransaction[]
+  /**
+   * Value moved by call frames inside the block's transactions (traces.ts), when the indexer
+   * traced the block; undefined when it did not (tracing off or unavailable, or it failed).
+   */
+  internalTransfers?: readonly InternalTransfer[]
 }
 
 export type DbTransaction = Transaction<Database>

@@ -32,6 +32,16 @@ export interface RateLimiter {
   consume(accountId: string, limits: PlanLimits, cost: LimitCost, nowMs?: number): Promise<LimitDecision>
   /** The same decision without a promise, for limiters that need no I/O (in-process). */
   consumeSync?(accountId: string, limits: PlanLimits, cost: LimitCost, nowMs?: number): LimitDecision
+  /**
+   * The decision without a promise when the limiter can take it without I/O this time (the
+   * Redis limiter's lease, lease.ts); undefined means: call `consume`.
+   */
+  tryConsumeSync?(
+    accountId: string,
+    limits: PlanLimits,
+    cost: LimitCost,
+    nowMs?: number,
+  ): LimitDecision | undefined
   close(): Promise<void>
 }
 

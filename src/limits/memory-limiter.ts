@@ -2,11 +2,11 @@ import { DAY_MS, decide, type LimitCost, type LimitDecision, type RateLimiter } 
 import type { PlanLimits } from './plans.ts'
 
 interface Counters {
+  /** The windows the counts are for. */
   second: number
-  secondCount: number
-  cu: number
   day: number
-  dayCount: number
+  /** Passed to `decide` as it is: no object per call. */
+  readonly used: { second: number; cu: number; day: number }
 }
 
 /** In-process limiter for a single instance. JavaScript's single thread makes it atomic. */
@@ -20,28 +20,30 @@ export class MemoryRateLimiter implements RateLimiter {
 
   consumeSync(accountId: string, limits: PlanLimits, cost: LimitCost, nowMs = Date.now()): LimitDecision {
     const second = Math.floor(nowMs / 1000)
-    const day = Math.floor(nowMs / DAY_MS)
     let c = this.counters.get(accountId)
     if (!c) {
-      c = { second, secondCount: 0, cu: 0, day, dayCount: 0 }
+      c = { second, day: Math.floor(nowMs / DAY_MS), used: { second: 0, cu: 0, day: 0 } }
       this.counters.set(accountId, c)
     }
+    const used = c.used
     if (c.second !== second) {
       c.second = second
-      c.secondCount = 0
-      c.cu = 0
+      used.second = 0
+      used.cu = 0
+      // The day can only change with the second.
+      const day = Math.floor(nowMs / DAY_MS)
+      if (c.day !== day) {
+        c.day = day
+        used.day = 0
+      }
+      this.sweep(day, nowMs)
     }
-    if (c.day !== day) {
-      c.day = day
-      c.dayCount = 0
-    }
-    const decision = decide(limits, cost, { second: c.secondCount, cu: c.cu, day: c.dayCount }, nowMs)
+    const decision = decide(limits, cost, used, nowMs)
     if (decision.allowed) {
-      c.secondCount += cost.requests
-      c.cu += cost.computeUnits
-      c.dayCount += cost.requests
+      used.second += cost.requests
+      used.cu += cost.computeUnits
+      used.day += cost.requests
     }
-    this.sweep(day, nowMs)
     return decision
   }
 

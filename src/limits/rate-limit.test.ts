@@ -81,6 +81,20 @@ describeEach(limiterEnvs, 'plan limits over HTTP with the $name limiter', ({ env
     expect(refused.headers.get('x-ratelimit-reset')).toBe(out[0]!.headers.get('x-ratelimit-reset'))
   })
 
+  it('refuses the 11th cached call the same way (answered at once by the fast lane)', async () => {
+    const key = await h.createKey({ plan: 'free' })
+    // eth_chainId is cached: the lane answers it without a promise when the limiter allows.
+    const out = await burstInOneSecond(11, () => postRpc(url, key, call('eth_chainId')))
+    expect(out.slice(0, 10).map((r) => [r.status, r.headers.get('x-ratelimit-remaining')])).toEqual(
+      Array.from({ length: 10 }, (_, i) => [200, String(9 - i)]),
+    )
+    const refused = out[10]!
+    expect(refused.status).toBe(429)
+    expect(refused.headers.get('retry-after')).toBe('1')
+    expect(refused.headers.get('x-ratelimit-remaining')).toBe('0')
+    expect(refused.headers.get('x-request-id')).toBeTruthy()
+  })
+
   it('refuses a batch whose compute units exceed the plan, naming compute units', async () => {
     const key = await h.createKey({ plan: 'free' })
     // eth_getStorageAt at a past block costs 20 CU; eleven of them pass the free plan's 200 CU/s.

@@ -2,6 +2,13 @@ import type { FeatureHost } from '../http/host.ts'
 import { registerNftRoutes } from './routes.ts'
 import { NftService } from './service.ts'
 
+declare module '../http/host.ts' {
+  interface FeatureServices {
+    /** NFT metadata, collections and holdings (also served at the Alchemy-compatible root). */
+    nfts: NftService
+  }
+}
+
 /**
  * NFT API (spec 4.3): reads holdings from the indexer's tables and contract views through the
  * Token API's Multicall3 reader; loopback metadata servers are reachable in dev mode only.
@@ -15,6 +22,7 @@ export function registerNfts(host: FeatureHost): NftService {
     allowLoopback: ctx.devMode,
     logger: ctx.logger.child({ feature: 'nfts' }),
   })
+  host.services.nfts = nfts
   registerNftRoutes(host.app, nfts)
   host.addTask({ name: 'nft-metadata', stop: () => nfts.stop() })
   return nfts

@@ -67,6 +67,12 @@ export interface OwnedNftList {
   total: number
 }
 
+/** What prefetch needs of a holding: which token, and what is already known of it. */
+export type HoldingRow = Pick<
+  store.OwnedRow,
+  'contract' | 'tokenId' | 'standard' | 'fetched' | 'contractKnown'
+>
+
 export interface NftServiceDeps {
   db: Kysely<Database>
   /** View calls at the head, batched through Multicall3 (the Token API's reader). */
@@ -187,17 +193,8 @@ export class NftService {
 
   async owned(net: Network, holder: Address, page: Page): Promise<OwnedNftList> {
     let { rows, total } = await store.ownedPage(this.deps.db, net.slug, holder, page)
-    const missing = rows.filter((r) => !r.fetched || !r.contractKnown)
-    if (missing.length > 0) {
-      // Fetch what is not known yet in the background (bounded), wait a little for it, and
-      // answer with what is known then: an item is never left out, its unknown fields are null.
-      const work = this.track(this.fillOwned(net, missing))
-      const waitMs = this.deps.config(net).nftMetadata.ownedWaitMs
-      let timer: NodeJS.Timeout | undefined
-      await Promise.race([work, new Promise((r) => (timer = setTimeout(r, waitMs)))])
-      clearTimeout(timer)
-      ;({ rows, total } = await store.ownedPage(this.deps.db, net.slug, holder, page))
-    }
+    if (await this.prefetch(net, rows))
+      ({ rows, total } = await store.ownedPage(this.deps.db, net.slug, holder, page))
     return {
       address: holder,
       chain: net.slug,
@@ -215,13 +212,29 @@ export class NftService {
     }
   }
 
+  /**
+   * Fetches what is not known yet of these holdings (metadata, the contract's standard) in the
+   * background, bounded, and waits up to `ownedWaitMs` for it: a list answers with what is known
+   * then, an item is never left out. Returns whether anything was missing (read the rows again).
+   */
+  async prefetch(net: Network, rows: readonly HoldingRow[]): Promise<boolean> {
+    const missing = rows.filter((r) => !r.fetched || !r.contractKnown)
+    if (missing.length === 0) return false
+    const work = this.track(this.fillOwned(net, missing))
+    const waitMs = this.deps.config(net).nftMetadata.ownedWaitMs
+    let timer: NodeJS.Timeout | undefined
+    await Promise.race([work, new Promise((r) => (timer = setTimeout(r, waitMs)))])
+    clearTimeout(timer)
+    return true
+  }
+
   /** Stops background metadata fetches (server shutdown). */
   async stop(): Promise<void> {
     this.abort.abort()
     await Promise.allSettled([...this.background])
   }
 
-  private async fillOwned(net: Network, rows: store.OwnedRow[]): Promise<void> {
+  private async fillOwned(net: Network, rows: readonly HoldingRow[]): Promise<void> {
     const contracts = [...new Set(rows.filter((r) => !r.contractKnown).map((r) => r.contract))]
     const limiter = this.limiter(net)
     await Promise.allSettled(contracts.map((c) => limiter.run(() => this.standardOf(net, c, null))))
@@ -345,7 +358,8 @@ export class NftService {
     return doc
   }
 
-  private imageGatewayUrl(net: Network, image: string | null): string | null {
+  /** The image's URL through the configured IPFS/Arweave gateways; null for data: URIs. */
+  imageGatewayUrl(net: Network, image: string | null): string | null {
     if (image === null || /^data:/i.test(image)) return null
     return toGatewayUrl(image, this.gateways(net))
   }

@@ -340,7 +340,8 @@ export async function ownedPage(
   }
 }
 
-function asObject(v: unknown): Record<string, unknown> | null {
+/** A JSON object column (as text on PGlite, parsed on PostgreSQL), or null for anything else. */
+export function asObject(v: unknown): Record<string, unknown> | null {
   if (typeof v === 'string') {
     try {
       return asObject(JSON.parse(v))

@@ -23,9 +23,11 @@ export const errorBodySchema = z.object({
 
 /**
  * Which declared routes are the API: everything under /v1 and the operator probes. Not the
- * loopback admin API (the CLI's, behind its own token) nor HTML pages (/dashboard).
+ * loopback admin API (the CLI's, behind its own token) nor HTML pages (/dashboard), nor the
+ * `//{method}` twins of the Alchemy NFT routes (what alchemy-sdk sends for a url ending in `/`).
  */
 export function isDocumented(url: string): boolean {
+  if (url.includes('//')) return false
   return url.startsWith('/v1/') || url === '/health' || url === '/ready' || url === '/metrics'
 }
 

@@ -69,6 +69,15 @@ export class TokenListIndex {
   get size(): number {
     return this.byKey.size
   }
+
+  /** The listed tokens of one chain, in list order (alchemy_getTokenBalances "DEFAULT_TOKENS"). */
+  addresses(chainId: number): Address[] {
+    const prefix = `${chainId}:`
+    const out: Address[] = []
+    for (const key of this.byKey.keys())
+      if (key.startsWith(prefix)) out.push(key.slice(prefix.length) as Address)
+    return out
+  }
 }
 
 /**

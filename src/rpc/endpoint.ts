@@ -142,10 +142,15 @@ function endOfTurn(): Promise<void> {
   return turn
 }
 
-/** Builds the response text directly: a cached result is spliced in as the JSON it is stored as. */
+/** A cached result's answer: the result spliced in as the JSON it is stored as. */
+export function hitFrame(id: JsonRpcId, json: string): string {
+  return `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":${json}}`
+}
+
+/** Builds the response text directly. */
 function serialize(id: JsonRpcId, r: Execution): string {
+  if (r.cache === 'hit') return hitFrame(id, r.json)
   const head = `{"jsonrpc":"2.0","id":${JSON.stringify(id)},`
-  if (r.cache === 'hit') return `${head}"result":${r.json}}`
   const o = r.outcome
   if (o.error !== undefined) return `${head}"error":${JSON.stringify(o.error)}}`
   return `${head}"result":${JSON.stringify(o.result) ?? 'null'}}`

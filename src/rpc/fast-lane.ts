@@ -9,14 +9,23 @@ import { rateLimitHeaders } from '../http/charge.ts'
 import {
   type FastLane,
   type FastLaneHost,
-  readBody,
+  onBody,
   requestIdFor,
   writeAnswer,
   writeLaneError,
 } from '../http/fast-lane.ts'
 import { parseInput } from '../http/params.ts'
 import type { ChainKind } from '../http/route.ts'
-import { admitHttp, answerAdmitted, CACHE_HEADER, type EndpointDeps, JSON_CONTENT_TYPE } from './endpoint.ts'
+import type { LimitDecision } from '../limits/limiter.ts'
+import {
+  admitHttp,
+  answerAdmitted,
+  CACHE_HEADER,
+  type EndpointDeps,
+  type HttpAdmission,
+  hitFrame,
+  JSON_CONTENT_TYPE,
+} from './endpoint.ts'
 
 export interface JsonRpcLaneRoute {
   /** The route's pattern, `…/:chain/:network`: its metric label, and its prefix is what the lane takes. */
@@ -55,37 +64,115 @@ export function jsonRpcFastLane(host: FastLaneHost, route: JsonRpcLaneRoute, dep
     if (!(length > 0) || length > host.bodyLimit || req.headers['transfer-encoding'] !== undefined)
       return false
     host.metrics.recordFastLane()
-    void serve(host, route, deps, { req, res, network, caller, length })
+    const x = new Exchange(host, route, deps, req, res, network, caller)
+    onBody(req, length, (text) => {
+      // The client left before its body arrived: never served, never counted.
+      if (text !== undefined && !answerAtOnce(x, text)) void serve(x, text, undefined)
+    })
     return true
   }
 }
 
-interface Exchange {
-  readonly req: IncomingMessage
-  readonly res: ServerResponse
-  readonly network: Network
-  readonly caller: Caller
-  readonly length: number
+/** One request through the lane: what it needs, and what its answer has collected so far. */
+class Exchange {
+  readonly started = performance.now()
+  readonly requestId: string
+  readonly headers: Record<string, string>
+  metricMethod = 'POST'
+  /** The answer `writeAtEndOfTurn` writes. */
+  text = ''
+
+  constructor(
+    readonly host: FastLaneHost,
+    readonly route: JsonRpcLaneRoute,
+    readonly deps: EndpointDeps,
+    readonly req: IncomingMessage,
+    readonly res: ServerResponse,
+    readonly network: Network,
+    readonly caller: Caller,
+  ) {
+    this.requestId = requestIdFor(req)
+    this.headers = { 'x-request-id': this.requestId }
+    if (host.workerIndex !== undefined) this.headers['x-halyard-worker'] = host.workerIndex
+  }
+
+  record(status: number): void {
+    this.host.metrics.recordHttp(
+      this.route.url,
+      status,
+      this.network.slug,
+      this.metricMethod,
+      (performance.now() - this.started) / 1000,
+    )
+  }
+}
+
+/**
+ * The commonest answer with no promise at all: a single call whose result is in this process's
+ * cache, charged synchronously (in-process limiter, an unlimited plan, or the Redis limiter's
+ * lease). The steps and their order are `serve`'s: admit, charge, look up, count, write at the
+ * end of the turn. Returns false, having changed nothing, when `serve` must answer (a refusal
+ * before the charge, a batch, a cache miss); a charge that needs Redis continues in `serve`.
+ */
+function answerAtOnce(x: Exchange, text: string): boolean {
+  const { deps, route } = x
+  let admission: HttpAdmission
+  try {
+    admission = admitHttp(deps, x.caller, x.network, parseInput(route.body, x.host.parseJson(text), 'body'))
+  } catch {
+    return false
+  }
+  const slot = admission.slots[0]!
+  if (admission.batch || !slot.call) return false
+  const { request, spec } = slot.call
+  const json = deps.rpc.cachedLocally(x.network, request, spec)
+  if (json === undefined) return false
+  x.metricMethod = admission.metricMethod
+  let charge: LimitDecision | Promise<LimitDecision>
+  try {
+    charge = deps.charger.chargeDirect(x.caller, admission.computeUnits, route.url, x.metricMethod)
+  } catch (err) {
+    // The 429, as `serve` writes it: charged (counted as refused), nothing run.
+    x.record(writeLaneError(x.host, x.res, err, x.headers, x.requestId))
+    return true
+  }
+  if (charge instanceof Promise) {
+    void serve(x, text, { admission, charge })
+    return true
+  }
+  const h = x.headers
+  Object.assign(h, rateLimitHeaders(charge))
+  deps.rpc.countHit(x.network, spec)
+  h[CACHE_HEADER] = 'HIT'
+  h['content-type'] = JSON_CONTENT_TYPE
+  x.text = hitFrame(request.id, json)
+  writeAtEndOfTurn(x)
+  return true
 }
 
 /** The Fastify route's handler and hooks, in the same order, on the raw request. */
-async function serve(host: FastLaneHost, route: JsonRpcLaneRoute, deps: EndpointDeps, x: Exchange) {
-  const started = performance.now()
-  const requestId = requestIdFor(x.req)
-  const headers: Record<string, string> = { 'x-request-id': requestId }
-  if (host.workerIndex !== undefined) headers['x-halyard-worker'] = host.workerIndex
-  let metricMethod = 'POST'
-  let charged = false
+async function serve(
+  x: Exchange,
+  text: string,
+  /** Admitted and charging already (answerAtOnce, when the charge needs Redis). */
+  begun: { admission: HttpAdmission; charge: Promise<LimitDecision> } | undefined,
+) {
+  const { host, deps, route, headers } = x
+  let charged = begun !== undefined
   let status = 200
   try {
-    const text = await readBody(x.req, x.length)
-    // The client left before its body arrived: never served, never counted.
-    if (text === undefined) return
-    const body = parseInput(route.body, host.parseJson(text), 'body')
-    const admission = admitHttp(deps, x.caller, x.network, body)
-    metricMethod = admission.metricMethod
-    charged = true
-    const charge = deps.charger.chargeDirect(x.caller, admission.computeUnits, route.url, metricMethod)
+    let admission: HttpAdmission
+    let charge: LimitDecision | Promise<LimitDecision>
+    if (begun) {
+      admission = begun.admission
+      charge = begun.charge
+    } else {
+      const body = parseInput(route.body, host.parseJson(text), 'body')
+      admission = admitHttp(deps, x.caller, x.network, body)
+      x.metricMethod = admission.metricMethod
+      charged = true
+      charge = deps.charger.chargeDirect(x.caller, admission.computeUnits, route.url, x.metricMethod)
+    }
     Object.assign(headers, rateLimitHeaders(charge instanceof Promise ? await charge : charge))
     const answer = await answerAdmitted(deps, admission, x.network, x.caller)
     if (answer.cache) headers[CACHE_HEADER] = answer.cache
@@ -94,13 +181,28 @@ async function serve(host: FastLaneHost, route: JsonRpcLaneRoute, deps: Endpoint
   } catch (err) {
     // Refused before the charge (bad JSON, bad envelope, scope): one request, no compute units.
     if (!charged) Object.assign(headers, await deps.charger.headersForRefusal(x.caller))
-    status = writeLaneError(host, x.res, err, headers, requestId)
+    status = writeLaneError(host, x.res, err, headers, x.requestId)
   }
-  host.metrics.recordHttp(
-    route.url,
-    status,
-    x.network.slug,
-    metricMethod,
-    (performance.now() - started) / 1000,
-  )
+  x.record(status)
+}
+
+let ready: Exchange[] = []
+
+/**
+ * Answers found at once are written in the check phase of the turn, all together, as
+ * `answerAdmitted` resolves its answers (rpc/endpoint.ts): after the turn's reads, one wake-up
+ * of each client instead of a write between reads.
+ */
+function writeAtEndOfTurn(x: Exchange): void {
+  if (ready.length === 0) setImmediate(writeReady)
+  ready.push(x)
+}
+
+function writeReady(): void {
+  const answers = ready
+  ready = []
+  for (const x of answers) {
+    writeAnswer(x.res, 200, x.headers, x.text)
+    x.record(200)
+  }
 }

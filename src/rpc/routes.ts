@@ -4,7 +4,7 @@ import type { Scope } from '../auth/scopes.ts'
 import type { Charger } from '../http/charge.ts'
 import { fastLaneHost } from '../http/fast-lane.ts'
 import { networkPair } from '../http/params.ts'
-import { type ChainKind, defineRoute } from '../http/route.ts'
+import { type ChainKind, defineRoute, type NetworkBinding } from '../http/route.ts'
 import { type EndpointDeps, jsonRpcEndpoint } from './endpoint.ts'
 import { DEFAULT_MAX_BATCH } from './envelope.ts'
 import { jsonRpcFastLane } from './fast-lane.ts'
@@ -35,6 +35,13 @@ export function defineJsonRpcRoute(
     what: string
     kinds?: readonly ChainKind[]
     registry?: MethodRegistry
+    /**
+     * The Alchemy-compatible root: the network named by any alias in `param`, the key in
+     * `keyParam`. Such a route has no fast lane (its paths are not `…/{chain}/{network}`).
+     */
+    alias?: { readonly param: string; readonly keyParam: string }
+    /** The path's schema when it is not `{chain, network}` (OpenAPI, the hostile sweep). */
+    params?: z.ZodType
   },
   deps: Deps,
 ) {
@@ -45,7 +52,7 @@ export function defineJsonRpcRoute(
     ...(route.registry ? { registry: route.registry } : {}),
   }
   const scopes: readonly Scope[] = typeof route.scope === 'string' ? [route.scope] : route.scope
-  const lanes = fastLaneHost(app)
+  const lanes = route.alias ? undefined : fastLaneHost(app)
   if (lanes)
     lanes.lanes.push(
       jsonRpcFastLane(lanes, { url: route.url, scopes, kinds: route.kinds, body: jsonRpcBody }, endpoint),
@@ -56,11 +63,20 @@ export function defineJsonRpcRoute(
     scope: route.scope,
     // Charged per call by the endpoint: the body decides the cost.
     cost: 'self',
-    network: route.kinds ? { from: 'pair', kinds: route.kinds } : { from: 'pair' },
+    network: networkBinding(route),
+    ...(route.alias ? { keyInPath: route.alias.keyParam } : {}),
     what: route.what,
-    schema: { params: networkPair, body: jsonRpcBody },
+    schema: { params: route.params ?? networkPair, body: jsonRpcBody },
     handler: jsonRpcEndpoint(endpoint),
   })
+}
+
+function networkBinding(route: {
+  kinds?: readonly ChainKind[]
+  alias?: { readonly param: string }
+}): NetworkBinding {
+  const kinds = route.kinds ? { kinds: route.kinds } : {}
+  return route.alias ? { from: 'alias', param: route.alias.param, ...kinds } : { from: 'pair', ...kinds }
 }
 
 /** POST /v1/rpc/{chain}/{network}: spec 4.1. */

@@ -60,6 +60,29 @@ export class RpcService {
     return r.outcome ?? { result: JSON.parse(r.json) }
   }
 
+  /**
+   * A result this process's memory cache holds, without a promise and without counting it:
+   * the fast lane (rpc/fast-lane.ts) looks first, charges, then counts it with `countHit`
+   * exactly as `run` counts a hit. Undefined sends the call to `run`.
+   */
+  cachedLocally(network: Network, request: JsonRpcRequest, spec: MethodSpec): string | undefined {
+    if (!spec.coalesce || !this.runtime(network).settings.cache) return undefined
+    const { params } = request
+    const plan = spec.cache(params)
+    if (plan.kind === 'none') return undefined
+    if (plan.kind === 'pinned') {
+      const finalized = network.pool.finalizedHead?.()
+      if (finalized === undefined || plan.height > finalized) return undefined
+    }
+    return this.cache.getLocal(cacheKey(network, request.method, params))
+  }
+
+  /** Counts a hit `cachedLocally` found, as `run` counts one. */
+  countHit(network: Network, spec: MethodSpec): void {
+    this.metrics.recordCacheLookup(network.slug, 'hit')
+    this.count(network, spec, 'ok')
+  }
+
   /** Like `execute`, but says whether the cache answered and keeps a hit as JSON text. */
   async run(
     network: Network,
@@ -79,7 +102,7 @@ export class RpcService {
         if (finalized === undefined || plan.height > finalized) plan = { kind: 'none' }
       }
     }
-    const key = shared ? `${network.slug}\n${method}\n${JSON.stringify(params)}` : undefined
+    const key = shared ? cacheKey(network, method, params) : undefined
     if (key !== undefined && plan.kind !== 'none') {
       const hit = this.cache.getLocal(key) ?? (await this.cache.getRemote(key))
       this.metrics.recordCacheLookup(network.slug, hit === undefined ? 'miss' : 'hit')
@@ -159,4 +182,9 @@ export class RpcService {
     }
     return rt
   }
+}
+
+/** Where a call's result is cached and in-flight calls meet: the same call on the same network. */
+function cacheKey(network: Network, method: string, params: unknown): string {
+  return `${network.slug}\n${method}\n${JSON.stringify(params)}`
 }

@@ -4,8 +4,8 @@ import { metricsCollector } from './cluster-metrics.ts'
 
 /**
  * Several Halyard workers on one port (node:cluster), so the gateway uses every core. Only
- * worker 0 runs the singleton background jobs (indexer and its consumers, webhook delivery,
- * mail); every worker serves HTTP and WebSocket. Limits stay correct because the cluster is
+ * worker 0 runs the singleton background jobs (indexer and its consumers, mail); every worker
+ * serves HTTP and WebSocket and delivers webhooks (claims are SKIP LOCKED; src/webhooks/register.ts). Limits stay correct because the cluster is
  * only allowed with PostgreSQL and Redis: every worker charges the same Redis counters.
  */
 

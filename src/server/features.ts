@@ -1,3 +1,4 @@
+import { registerAlchemy } from '../alchemy/register.ts'
 import { registerBundler } from '../bundler/register.ts'
 import { registerDashboard } from '../dashboard/register.ts'
 import { registerGasPrices } from '../gas/register-prices.ts'
@@ -8,6 +9,7 @@ import { registerNfts } from '../nfts/register.ts'
 import { registerOpenApi } from '../openapi/register.ts'
 import { registerRpc } from '../rpc/register.ts'
 import { registerTokens } from '../tokens/register.ts'
+import { registerTransfers } from '../transfers/register.ts'
 import { registerUsage } from '../usage/register.ts'
 import { registerWallets } from '../wallets/register.ts'
 import { registerWebhooks } from '../webhooks/register.ts'
@@ -25,12 +27,14 @@ export async function registerFeatures(host: FeatureHost): Promise<void> {
   registerIndexer(host)
   await registerTokens(host)
   registerNfts(host)
+  registerTransfers(host)
   const webhooks = registerWebhooks(host)
   registerWs(host)
   registerWallets(host)
   registerGasPrices(host)
   await registerSponsorship(host)
   registerBundler(host)
+  registerAlchemy(host)
   registerOpenApi(host)
   registerDashboard(host, { webhooks })
 }

@@ -161,6 +161,8 @@ export const GROUPS: ReadonlyArray<readonly [name: string, match: (url: string) 
   ['WebSocket (plain GET /v1/ws)', (u) => u.startsWith('/v1/ws/')],
   ['tokens (/v1/tokens)', (u) => u.startsWith('/v1/tokens/')],
   ['NFTs (/v1/nfts)', (u) => u.startsWith('/v1/nfts/')],
+  ['transfers (/v1/transfers)', (u) => u.startsWith('/v1/transfers/')],
+  ['Alchemy-compatible root (/v1/alchemy)', (u) => u.startsWith('/v1/alchemy/')],
   ['gas (/v1/gas)', (u) => u.startsWith('/v1/gas/')],
   ['wallets (/v1/wallets)', (u) => u === '/v1/wallets' || u.startsWith('/v1/wallets/')],
   ['webhooks (/v1/webhooks)', (u) => u === '/v1/webhooks' || u.startsWith('/v1/webhooks/')],

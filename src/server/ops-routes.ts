@@ -9,7 +9,13 @@ import { workerMetrics } from './cluster-metrics.ts'
 
 export interface ReadinessCheck {
   name: string
+  /** Throws naming the problem. */
   check(): Promise<void>
+  /**
+   * A line about a capability (e.g. internal transfers), reported in `checks` instead of "ok";
+   * it never makes `/ready` fail.
+   */
+  info?(): Promise<string>
 }
 
 interface Deps {
@@ -29,17 +35,19 @@ export function registerOpsRoutes(app: FastifyInstance, deps: Deps) {
     url: '/ready',
     handler: async ({ reply }) => {
       const results: Record<string, string> = {}
+      const informational = new Set<string>()
       const run = async (name: string, fn: () => Promise<unknown>) => {
         try {
-          await withTimeout(fn(), 2_000)
-          results[name] = 'ok'
+          const line = await withTimeout(fn(), 2_000)
+          results[name] = informational.has(name) ? String(line) : 'ok'
         } catch (err) {
           results[name] = `failing: ${(err as Error).message}`
         }
       }
+      for (const c of deps.checks ?? []) if (c.info) informational.add(c.name)
       await Promise.all([
         run('database', () => sql`select 1`.execute(deps.db)),
-        ...(deps.checks ?? []).map((c) => run(c.name, () => c.check())),
+        ...(deps.checks ?? []).map((c) => run(c.name, () => (c.info ? c.info() : c.check()))),
         ...deps.networks.all().map((n) =>
           run(`network ${n.chain}/${n.network}`, async () => {
             const out = await n.pool.call(n.kind === 'solana' ? 'getHealth' : 'eth_chainId', [], {
@@ -49,7 +57,7 @@ export function registerOpsRoutes(app: FastifyInstance, deps: Deps) {
           }),
         ),
       ])
-      const ready = Object.values(results).every((v) => v === 'ok')
+      const ready = Object.entries(results).every(([name, v]) => v === 'ok' || informational.has(name))
       return reply.status(ready ? 200 : 503).send({ status: ready ? 'ready' : 'not_ready', checks: results })
     },
   })

@@ -118,6 +118,61 @@ export function parseConfig(eventType: EventType, raw: unknown): WebhookConfig {
   return cfg
 }
 
+/** Event types one webhook may monitor at most (`event_types`). */
+export const MAX_EVENT_TYPES = EVENT_TYPES.length
+
+/** The event types a stored webhook monitors: `event_types`, or `event_type` alone (rows before 0111). */
+export function typesOf(row: { event_type: string; event_types?: readonly string[] | null }): EventType[] {
+  const list = row.event_types?.length ? row.event_types : [row.event_type]
+  return list as EventType[]
+}
+
+/** The part of a config one event type reads (its schema's keys). */
+export function configFor(eventType: EventType, cfg: WebhookConfig): WebhookConfig {
+  const keys = Object.keys(schemas[eventType].shape)
+  return Object.fromEntries(Object.entries(cfg).filter(([k]) => keys.includes(k))) as WebhookConfig
+}
+
+/**
+ * A config for several event types: every key must be one some listed type reads (a typo is
+ * still refused), and each type's part is validated by that type's rules (so
+ * address_activity still needs `addresses`). A key several types read means the same for each
+ * (`addresses` is who takes part in a transfer or transaction, and the emitting contract for
+ * `log`), so `{addresses}` on address_activity + log watches both. One type: parseConfig.
+ */
+export function parseConfigForTypes(types: readonly EventType[], raw: unknown): WebhookConfig {
+  if (types.length === 1) return parseConfig(types[0] as EventType, raw)
+  const obj = raw ?? {}
+  if (typeof obj !== 'object' || Array.isArray(obj)) throw invalidRequest('config: must be an object')
+  const known = new Set(types.flatMap((t) => Object.keys(schemas[t].shape)))
+  for (const key of Object.keys(obj)) {
+    if (!known.has(key))
+      throw invalidRequest(`config: ${key} is not a filter of ${types.join(', ')} (unknown key)`)
+  }
+  const merged: WebhookConfig = {}
+  for (const t of types) {
+    const keys = Object.keys(schemas[t].shape)
+    const part = Object.fromEntries(Object.entries(obj).filter(([k]) => keys.includes(k)))
+    Object.assign(merged, parseConfig(t, part))
+  }
+  return merged
+}
+
+/** The match keys of every listed type, each once. */
+export function matchKeysForTypes(types: readonly EventType[], cfg: WebhookConfig): MatchKey[] {
+  const seen = new Set<string>()
+  const out: MatchKey[] = []
+  for (const t of types) {
+    for (const k of matchKeys(t, configFor(t, cfg))) {
+      const id = `${k.kind}:${k.key}`
+      if (seen.has(id)) continue
+      seen.add(id)
+      out.push(k)
+    }
+  }
+  return out
+}
+
 export interface MatchKey {
   kind: 'addr' | 'contract' | 'tx' | 'log_addr' | 'any'
   key: string
@@ -154,6 +209,24 @@ export function matchKeys(eventType: EventType, cfg: WebhookConfig): MatchKey[] 
       return []
   }
 }
+
+/** `event_types` at create and PATCH: one or more types, each once (duplicates are dropped). */
+export const eventTypesSchema = z
+  .array(z.string(), { error: 'event_types: must be an array of event types' })
+  .min(1, 'event_types: must list at least one event type')
+  .max(MAX_EVENT_TYPES, `event_types: at most ${MAX_EVENT_TYPES} event types`)
+  .transform((list, ctx) => {
+    for (const t of list) {
+      if (!(EVENT_TYPES as readonly string[]).includes(t)) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `event_types: must each be one of ${EVENT_TYPES.join(', ')} (got "${t.slice(0, 40)}")`,
+        })
+        return z.NEVER
+      }
+    }
+    return [...new Set(list)] as EventType[]
+  })
 
 export const eventTypeSchema = z.enum(EVENT_TYPES, {
   error: (issue) =>

@@ -46,6 +46,8 @@ export interface DeliveryOptions {
   ca?: string
   /** Token metadata for form B NFT_TRANSFER payloads, added before each attempt (nft-metadata.ts). */
   nftMetadata?: NftMetadataSource
+  /** Who makes the attempts (cross-wake.ts instanceId): recorded with each one. */
+  instance?: string
   /** An attempt found a signing secret that does not decrypt (the metric counts these). */
   onUndecryptable?: () => void
 }
@@ -106,6 +108,7 @@ export class DeliveryWorker {
     this.sender = new WebhookSender(secretKey, opts)
     this.outcomes = new OutcomeWriter(
       db,
+      opts.instance ?? null,
       logger,
       (o) => this.afterRecorded(o),
       () => this.stopping,

@@ -189,24 +189,31 @@ export async function release(db: Db, seqs: readonly string[]): Promise<void> {
  * thousands of deliveries per second. An event no longer `sending` (cancelled by a reorg, or
  * its webhook deleted meanwhile) keeps its state; the attempt is still logged.
  */
-export async function recordOutcomes(db: Db, items: readonly AttemptOutcome[]): Promise<void> {
+export async function recordOutcomes(
+  db: Db,
+  items: readonly AttemptOutcome[],
+  /** The instance that made the attempts (the delivery history shows it). */
+  instance: string | null = null,
+): Promise<void> {
   if (items.length === 0) return
   await db.transaction().execute(async (trx) => {
     for (let i = 0; i < items.length; i += 2000) {
       const chunk = items.slice(i, i + 2000)
       await sql`
-        insert into webhook_attempts (event_id, webhook_id, attempt, status_code, error, duration_ms)
-        select * from unnest(
+        insert into webhook_attempts (event_id, webhook_id, attempt, status_code, error, duration_ms, instance)
+        select *, ${instance}::text from unnest(
           ${chunk.map((o) => o.ev.id)}::text[],
           ${chunk.map((o) => o.ev.webhook_id)}::text[],
           ${chunk.map((o) => o.ev.attempts + 1)}::integer[],
           ${chunk.map((o) => o.statusCode)}::integer[],
-          ${chunk.map((o) => o.error)}::text[],
+          ${chunk.map((o) => storableError(o.error))}::text[],
           ${chunk.map((o) => o.durationMs)}::integer[])`.execute(trx)
       const seqs = chunk.map((o) => o.ev.seq)
       const statuses = chunk.map((o) => o.next)
       const errors = chunk.map((o) =>
-        o.next === 'delivered' ? null : (o.error ?? (o.statusCode === null ? null : `HTTP ${o.statusCode}`)),
+        o.next === 'delivered'
+          ? null
+          : storableError(o.error ?? (o.statusCode === null ? null : `HTTP ${o.statusCode}`)),
       )
       const retries = chunk.map((o) => o.retryAt?.toISOString() ?? null)
       // `e.seq = any(…)` gives the planner an index condition: without fresh statistics a
@@ -226,6 +233,17 @@ export async function recordOutcomes(db: Db, items: readonly AttemptOutcome[]): 
         where e.seq = any(${seqs}::bigint[]) and e.seq = v.seq and e.status = 'sending'`.execute(trx)
     }
   })
+}
+
+/**
+ * An attempt's error as PostgreSQL text can hold it: NUL bytes (which `text` refuses, failing
+ * the whole batch — and a batch that never records leaves its delivered events `sending`, to
+ * be sent again at every lease expiry) become U+FFFD, and the length is capped.
+ */
+export function storableError(error: string | null): string | null {
+  if (error === null) return null
+  const clean = error.includes('\u0000') ? error.replaceAll('\u0000', '\ufffd') : error
+  return clean.length > 2000 ? `${clean.slice(0, 2000)}…` : clean
 }
 
 /** Cancels undelivered events of blocks above `ancestor` (reorg), inside the indexer's transaction. */

@@ -5,7 +5,7 @@ import type { Logger } from '../logger.ts'
 import type { DB } from '../storage/database.ts'
 import type { Database } from '../storage/schema.ts'
 import { BlockIndex } from './block-index.ts'
-import type { EventType } from './config.ts'
+import { configFor, typesOf } from './config.ts'
 import type { LeaseStamp } from './delivery.ts'
 import { type Candidate, candidate, type Draft, EventDrafter } from './event-drafts.ts'
 import { camelData, type DeliveryFormat, envelopeB } from './form-b.ts'
@@ -91,6 +91,11 @@ interface Matched {
   events: NewEvent[]
   /** Each matched webhook's account (for the quota). */
   accounts?: Map<string, string>
+  /**
+   * Those accounts' plans, read while matching (before the indexer's transaction when the
+   * match ran early), so an unlimited plan costs no statement inside the transaction.
+   */
+  plans?: Map<string, string>
   lookupMs: number
   buildMs: number
 }
@@ -105,8 +110,11 @@ export class WebhookMatcher implements BlockConsumer {
   needsFullBlocks(network: string): Promise<boolean> {
     return store.watchesTransactions(this.db, network)
   }
-  /** Parsed configs by webhook id, with the row version they came from (a PATCH changes it). */
-  private readonly parsed = new Map<string, Candidate>()
+  /**
+   * Parsed configs by webhook id, one per event type it monitors, with the row version they
+   * came from (a PATCH changes it).
+   */
+  private readonly parsed = new Map<string, Candidate[]>()
   /** Called once a commit with unleased new events is done (the delivery worker claims at once). */
   onEvents: ((network: string, block: bigint) => void) | undefined
   /** This process's delivery worker, when it runs: events are leased to it as they are inserted. */
@@ -227,26 +235,31 @@ export class WebhookMatcher implements BlockConsumer {
     for (const l of block.logs) keys.add(l.address)
     const rows = await store.candidates(db, block.network, [...keys])
     if (rows.length === 0) return { events: [], lookupMs: performance.now() - started, buildMs: 0 }
-    let stale = rows.filter((r) => this.parsed.get(r.webhook_id)?.version !== r.version)
+    let stale = rows.filter((r) => this.parsed.get(r.webhook_id)?.[0]?.version !== r.version)
     if (stale.length > 0) {
       if (this.parsed.size + stale.length > 50_000) {
         this.parsed.clear()
         stale = rows
       }
-      const types = new Map(stale.map((r) => [r.webhook_id, r.event_type as EventType]))
+      const types = new Map(stale.map((r) => [r.webhook_id, typesOf(r)]))
       for (const c of await store.configs(
         db,
         stale.map((r) => r.webhook_id),
       )) {
+        const list = types.get(c.id) ?? []
+        // Each type drafts from the keys it reads (several types share one stored config).
+        const cfg = list.length > 1 ? JSON.parse(c.config) : undefined
         this.parsed.set(
           c.id,
-          candidate(
-            c.id,
-            types.get(c.id) as EventType,
-            c.config,
-            c.version,
-            c.format as DeliveryFormat,
-            c.account_id,
+          list.map((t) =>
+            candidate(
+              c.id,
+              t,
+              cfg ? JSON.stringify(configFor(t, cfg)) : c.config,
+              c.version,
+              c.format as DeliveryFormat,
+              c.account_id,
+            ),
           ),
         )
       }
@@ -255,33 +268,40 @@ export class WebhookMatcher implements BlockConsumer {
 
     // Each candidate is checked only against the block items its matched keys point at, so a
     // block with 10,000 transfers and 1,000 candidate webhooks costs ~10,000 checks, not 10^7.
-    const matched: Array<{ c: Candidate; keys: Array<{ kind: string; key: string }> }> = []
+    const matched: Array<{ cs: Candidate[]; keys: Array<{ kind: string; key: string }> }> = []
     const formats = new Map<string, DeliveryFormat>()
     const accounts = new Map<string, string>()
     for (const r of rows) {
-      const c = this.parsed.get(r.webhook_id)
+      const cs = this.parsed.get(r.webhook_id)
+      const c = cs?.[0]
       // Deleted between the two reads: nothing to deliver to.
-      if (!c) continue
+      if (!cs || !c) continue
       formats.set(c.id, c.format)
       if (c.accountId) accounts.set(c.id, c.accountId)
-      matched.push({ c, keys: r.keys.map((key, i) => ({ kind: r.kinds[i] as string, key })) })
+      matched.push({ cs, keys: r.keys.map((key, i) => ({ kind: r.kinds[i] as string, key })) })
     }
+    // Read while the events are built (a failed read leaves it to overQuota, in the transaction).
+    const plansRead = this.opts.quotaOf
+      ? store.accountPlans(db, [...new Set(accounts.values())]).catch(() => undefined)
+      : undefined
     const index = new BlockIndex(block, txs)
     const txIndex = new Map(txs.map((t) => [t.hash, t.index]))
-    // Traced once per block, and only when an internal_transfer webhook is a candidate.
+    // The transfers the indexer traced and commits with this block (one source); traced here
+    // only when it did not (tracing off or failed) and an internal_transfer webhook is a candidate.
     const internal =
-      this.opts.traces && matched.some((m) => m.c.eventType === 'internal_transfer')
+      block.internalTransfers ??
+      (this.opts.traces && matched.some((m) => m.cs.some((c) => c.eventType === 'internal_transfer'))
         ? await this.opts.traces.internalTransfers(
             block.network,
             block.number,
             txs.map((t) => t.hash),
           )
-        : []
+        : [])
     const drafts: Draft[] = []
-    for (const { c, keys: hits } of matched) {
+    for (const { cs, keys: hits } of matched) {
       const view = index.narrow(hits)
       const narrowed: IndexedBlock = { ...block, transfers: view.transfers, logs: view.logs }
-      await this.drafter.draft(c, narrowed, view.txs, drafts, txIndex, internal)
+      for (const c of cs) await this.drafter.draft(c, narrowed, view.txs, drafts, txIndex, internal)
     }
     if (drafts.length === 0)
       return { events: [], lookupMs: lookedUp - started, buildMs: performance.now() - lookedUp }
@@ -305,7 +325,8 @@ export class WebhookMatcher implements BlockConsumer {
         body: JSON.stringify(body),
       }
     })
-    return { events, accounts, lookupMs: lookedUp - started, buildMs: performance.now() - lookedUp }
+    const plans = await plansRead
+    return { events, accounts, plans, lookupMs: lookedUp - started, buildMs: performance.now() - lookedUp }
   }
 
   /**
@@ -326,6 +347,7 @@ export class WebhookMatcher implements BlockConsumer {
       day,
       [...perAccount].map(([accountId, events]) => ({ accountId, events })),
       quotaOf,
+      m.plans,
     )
     if (![...charged].some(([a, c]) => c.allowed < (perAccount.get(a) ?? 0))) return undefined
     const over = new Map<string, string>()

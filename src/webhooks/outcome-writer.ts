@@ -14,6 +14,8 @@ export class OutcomeWriter {
 
   constructor(
     private readonly db: DB,
+    /** Recorded with each attempt: which instance made it. */
+    private readonly instance: string | null,
     private readonly logger: Logger,
     /** Runs after an outcome is durable, before its `done`. */
     private readonly afterRecorded: (outcome: AttemptOutcome) => Promise<void>,
@@ -32,14 +34,18 @@ export class OutcomeWriter {
 
   private async flushLoop(): Promise<void> {
     let failures = 0
+    // After PostgreSQL refused a batch's data, outcomes go one per transaction until the queue
+    // is empty, so the one it refuses is found and the others are written.
+    let isolating = false
     while (this.pending.length > 0) {
-      const batch = this.pending
-      this.pending = []
+      const batch = isolating ? this.pending.splice(0, 1) : this.pending
+      if (!isolating) this.pending = []
       try {
         const t0 = performance.now()
         await store.recordOutcomes(
           this.db,
           batch.map((b) => b.outcome),
+          this.instance,
         )
         this.logger.debug(
           { ms: Math.round(performance.now() - t0), outcomes: batch.length },
@@ -47,6 +53,23 @@ export class OutcomeWriter {
         )
         failures = 0
       } catch (err) {
+        if (refusedData(err)) {
+          if (batch.length > 1) {
+            isolating = true
+            this.pending = [...batch, ...this.pending]
+            continue
+          }
+          // This outcome alone cannot be written: retrying it forever would hold up every
+          // outcome behind it (their events would stay `sending` and be sent again at each
+          // lease expiry). Dropped with an error; its event is re-sent once its lease expires.
+          const o = batch[0]?.outcome
+          this.logger.error(
+            { err: (err as Error).message, webhook: o?.ev.webhook_id, event: o?.ev.id },
+            'webhook attempt could not be recorded; its event will be sent again',
+          )
+          batch[0]?.done()
+          continue
+        }
         failures++
         this.logger.warn(
           { err: (err as Error).message, failures },
@@ -70,4 +93,10 @@ export class OutcomeWriter {
     }
     this.flushing = undefined
   }
+}
+
+/** PostgreSQL refused the values themselves (data exception, integrity violation), not the connection. */
+function refusedData(err: unknown): boolean {
+  const code = (err as { code?: unknown }).code
+  return typeof code === 'string' && /^(22|23)/.test(code)
 }

@@ -98,7 +98,12 @@ export class PendingWatcher {
     const rows = await this.db
       .selectFrom('webhooks')
       .select(['id', 'chain', 'config', 'format'])
-      .where('event_type', '=', 'pending_transaction')
+      .where((eb) =>
+        eb.or([
+          eb('event_type', '=', 'pending_transaction'),
+          sql<boolean>`'pending_transaction' = any(event_types)`,
+        ]),
+      )
       .where('status', '=', 'active')
       .execute()
     const byNetwork = new Map<string, Watcher[]>()

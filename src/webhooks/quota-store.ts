@@ -21,19 +21,17 @@ export async function chargeQuota(
   day: string,
   charges: readonly QuotaCharge[],
   quotaOf: (plan: string) => number | null,
+  /** The accounts' plans when already read (accountPlans, before the transaction). */
+  known?: ReadonlyMap<string, string>,
 ): Promise<Map<string, { allowed: number; plan: string; quota: number }>> {
   const out = new Map<string, { allowed: number; plan: string; quota: number }>()
   if (charges.length === 0) return out
-  const plans = await trx
-    .selectFrom('accounts')
-    .select(['id', 'plan'])
-    .where(
-      'id',
-      'in',
+  const planOf =
+    known ??
+    (await accountPlans(
+      trx,
       charges.map((c) => c.accountId),
-    )
-    .execute()
-  const planOf = new Map(plans.map((p) => [p.id, p.plan]))
+    ))
   const limited = charges.flatMap((c) => {
     const plan = planOf.get(c.accountId) ?? 'free'
     const quota = quotaOf(plan)
@@ -70,6 +68,17 @@ export async function recordOverQuota(
         ${chunk.map((e) => e.id)}::text[], ${chunk.map((e) => e.webhook_id)}::text[], ${chunk.map((e) => e.reason)}::text[]
       ) as v(e, w, r)`.execute(trx)
   }
+}
+
+/** The plans of these accounts (an account whose row is gone is absent: the free plan's quota). */
+export async function accountPlans(db: Db, accountIds: readonly string[]): Promise<Map<string, string>> {
+  if (accountIds.length === 0) return new Map()
+  const rows = await db
+    .selectFrom('accounts')
+    .select(['id', 'plan'])
+    .where('id', 'in', [...accountIds])
+    .execute()
+  return new Map(rows.map((p) => [p.id, p.plan]))
 }
 
 /** How many webhooks an account has (the per-account cap). */

@@ -2,6 +2,7 @@ import { Counter } from 'prom-client'
 import type { FeatureHost } from '../http/host.ts'
 import { NftService } from '../nfts/service.ts'
 import type { Address } from '../types.ts'
+import { CrossWake, instanceId } from './cross-wake.ts'
 import { DeliveryWorker } from './delivery.ts'
 import { camelData } from './form-b.ts'
 import { Mailer } from './mailer.ts'
@@ -13,7 +14,6 @@ import { registerWebhookRoutes } from './routes.ts'
 import { WebhookService } from './service.ts'
 import { webhookSettings } from './settings.ts'
 import { TokenMetadata } from './token-metadata.ts'
-import { TraceReader } from './traces.ts'
 
 declare module '../http/host.ts' {
   interface FeatureServices {
@@ -47,9 +47,22 @@ export function registerWebhooks(host: FeatureHost): WebhookService {
     help: 'Webhook delivery attempts skipped because the signing secret does not decrypt with HALYARD_SECRET_KEY',
     registers: [ctx.metrics.registry],
   })
-  const traces = new TraceReader(ctx.networks, ctx.logger.child({ component: 'webhooks' }))
+  // The indexer's reader (src/indexer/traces.ts): one source for native_transfers and these events.
+  const traces = services.indexer.traces
   let worker: DeliveryWorker | undefined
-  const wake = () => worker?.wake()
+  const instance = instanceId(ctx.env.HALYARD_INSTANCE_ID)
+  const cross = new CrossWake(
+    ctx.storage,
+    ctx.env.DATABASE_URL,
+    () => worker?.wake(),
+    ctx.logger.child({ component: 'webhooks' }),
+  )
+  // New work here: this worker claims at once, and the other instances are told (one of them
+  // may have room first).
+  const wake = () => {
+    worker?.wake()
+    cross.notify()
+  }
   const service = new WebhookService(
     db,
     ctx.networks,
@@ -66,6 +79,7 @@ export function registerWebhooks(host: FeatureHost): WebhookService {
     ctx.secretKey,
     {
       ...settings.delivery,
+      instance,
       onUndecryptable: () => undecryptable.inc(),
       // Its own NftService over the same tables and cache as the NFT API (src/nfts).
       nftMetadata: async (slug, contract, tokenId) => {
@@ -108,8 +122,23 @@ export function registerWebhooks(host: FeatureHost): WebhookService {
     ctx.logger.child({ component: 'webhooks' }),
     wake,
   )
+  // Delivery runs in every process, cluster workers included (claims are SKIP LOCKED, and
+  // cross.notify wakes the others): not an onStart job, which only the cluster's leader runs.
+  // The mailer and the mempool watcher stay singletons. HALYARD_WEBHOOK_DELIVERY=off keeps an
+  // instance to the API and matching (its notices still wake the instances that deliver).
+  const delivers = ctx.env.HALYARD_WEBHOOK_DELIVERY !== 'off'
+  let delivering: Promise<void> | undefined = cross
+    .start()
+    .catch((err) =>
+      ctx.logger.warn(
+        { err: (err as Error).message },
+        'webhook wake listener did not start; other instances are seen at the next poll',
+      ),
+    )
+    .then(() => {
+      if (delivers) w.start()
+    })
   host.onStart(() => {
-    w.start()
     mailer.start()
     pending.start()
   })
@@ -118,7 +147,10 @@ export function registerWebhooks(host: FeatureHost): WebhookService {
     stop: async () => {
       pending.stop()
       await nfts.stop()
+      await delivering
+      delivering = undefined
       await w.stop()
+      await cross.stop()
       await mailer.stop()
     },
   })

@@ -4,7 +4,7 @@ import type { NetworkRegistry } from '../chains/registry.ts'
 import { requireNetworkAccess } from '../http/access.ts'
 import { idParam, pageQuery } from '../http/params.ts'
 import { defineRoute } from '../http/route.ts'
-import { eventTypeSchema } from './config.ts'
+import { EVENT_TYPES, eventTypeSchema, eventTypesSchema, MAX_ITEMS } from './config.ts'
 import { formatSchema } from './form-b.ts'
 import { view, type WebhookService } from './service.ts'
 
@@ -15,9 +15,61 @@ import { view, type WebhookService } from './service.ts'
  */
 
 const url = (error: string) => z.string({ error }).meta({ example: 'https://receiver.example/hook' })
+/*
+ * The filter keys (spec 2.7, 6.2), declared here for the OpenAPI document; which keys an event
+ * type reads, and their full rules, are checked by config.ts (parseConfig), which refuses a key
+ * the webhook's types do not read. Every filter runs in the matcher, before an event exists.
+ */
+// Lists are not capped here: parseConfig's refusal names the field and the cap.
+const addressList = (what: string) =>
+  z.array(z.string()).describe(`${what} (0x addresses, at most ${MAX_ITEMS})`).optional()
 const config = z
-  .record(z.string(), z.unknown(), { error: 'config: must be an object' })
-  .meta({ example: { addresses: ['0xd8da6bf26964af9d7eed9e10c4a2c4f1e3cf3c6a'] } })
+  .looseObject(
+    {
+      addresses: addressList(
+        'address filter: address_activity, token_transfer, nft_transfer, internal_transfer and pending_transaction match when one of these sends or receives (see address_match); log matches logs these contracts emit. Required for address_activity and pending_transaction',
+      ),
+      address_match: z
+        .enum(['either', 'from', 'to'])
+        .describe('which side of a transfer or transaction `addresses` must be on (default either)')
+        .optional(),
+      contracts: addressList('token contract filter (token_transfer, nft_transfer)'),
+      min_value: z
+        .string()
+        .describe(
+          'minimum value in base units, as a decimal string (address_activity: native value; token_transfer: raw token amount; internal_transfer: wei)',
+        )
+        .optional(),
+      min_value_per_contract: z
+        .record(z.string(), z.string())
+        .describe(
+          'token_transfer: minimum raw amount per token contract (address → decimal string); other contracts use min_value',
+        )
+        .optional(),
+      selectors: z
+        .array(z.string())
+        .describe('address_activity: 4-byte function selectors of the transaction (e.g. 0xa9059cbb)')
+        .optional(),
+      tx_hashes: z
+        .array(z.string())
+        .describe(`mined_transaction: the transaction hashes to report (required; at most ${MAX_ITEMS})`)
+        .optional(),
+      topics: z
+        .array(z.union([z.null(), z.string(), z.array(z.string())]))
+        .describe(
+          'log: at most 4 topic hashes by position, as in eth_getLogs (null = any; a list = any of them)',
+        )
+        .optional(),
+    },
+    { error: 'config: must be an object' },
+  )
+  .describe("filters of the webhook's event types; keys a type does not read are refused")
+  .meta({ example: { addresses: ['0xd8da6bf26964af9d7eed9e10c4a2c4f1e3cf3c6a'], address_match: 'to' } })
+const eventTypes = eventTypesSchema
+  .describe(
+    `several event types for one webhook (one of ${EVENT_TYPES.join(', ')} each); instead of event_type, not with it`,
+  )
+  .meta({ example: ['token_transfer', 'nft_transfer'] })
 
 const createBody = z.strictObject({
   url: url('url: is required and must be a string'),
@@ -25,7 +77,8 @@ const createBody = z.strictObject({
     .string({ error: 'chain: is required and must be a string' })
     .min(1)
     .meta({ example: 'ethereum-devnet' }),
-  event_type: eventTypeSchema.meta({ example: 'address_activity' }),
+  event_type: eventTypeSchema.meta({ example: 'address_activity' }).optional(),
+  event_types: eventTypes.optional(),
   config: config.optional(),
   format: formatSchema.meta({ example: 'A' }).optional(),
 })
@@ -43,6 +96,8 @@ const patchBody = z.strictObject({
     .optional(),
   config: config.optional(),
   format: formatSchema.meta({ example: 'B' }).optional(),
+  event_type: eventTypeSchema.optional(),
+  event_types: eventTypes.optional(),
 })
 
 const webhookId = idParam(
@@ -71,8 +126,9 @@ const webhook = z.object({
   id: z.string(),
   url: z.string(),
   chain: z.string(),
-  event_type: eventTypeSchema,
-  config: z.record(z.string(), z.unknown()).describe("the event type's filter, as stored"),
+  event_type: eventTypeSchema.describe('the first of event_types'),
+  event_types: z.array(eventTypeSchema).describe('every event type the webhook monitors'),
+  config: z.record(z.string(), z.unknown()).describe("the event types' filters, as stored"),
   format: formatSchema.describe('delivery form: A (spec 6.1) or B (6.2)'),
   status: webhookStatus,
   status_reason: z.string().nullable().describe('why the service paused or disabled it'),
@@ -81,21 +137,20 @@ const webhook = z.object({
 })
 const signingSecret = z.string().describe('returned only in this response')
 const createdWebhook = webhook.extend({ signing_secret: signingSecret })
-const webhookList = z.object({
-  webhooks: z.array(
-    webhook.pick({ id: true, url: true, chain: true, event_type: true, status: true, created_at: true }),
-  ),
-  page: z.number().int(),
-  total: z.number().int(),
-})
-const updatedWebhook = webhook.pick({
+const summary = {
   id: true,
   url: true,
   chain: true,
   event_type: true,
+  event_types: true,
   status: true,
-  updated_at: true,
+} as const
+const webhookList = z.object({
+  webhooks: z.array(webhook.pick({ ...summary, created_at: true })),
+  page: z.number().int(),
+  total: z.number().int(),
 })
+const updatedWebhook = webhook.pick({ ...summary, updated_at: true })
 const deletedWebhook = z.object({ id: z.string(), deleted: z.literal(true) })
 const deliveryList = z.object({
   deliveries: z.array(
@@ -105,6 +160,10 @@ const deliveryList = z.object({
       status_code: z.number().int().nullable().describe('null: no HTTP answer (timeout, refused)'),
       error: z.string().nullable(),
       duration_ms: z.number().int(),
+      instance: z
+        .string()
+        .nullable()
+        .describe('the Halyard instance that made the attempt (HALYARD_INSTANCE_ID, or hostname:pid)'),
       created_at: timestamp,
     }),
   ),

@@ -3,7 +3,13 @@ import type { NetworkRegistry } from '../chains/registry.ts'
 import { invalidRequest, notFound } from '../errors.ts'
 import type { Logger } from '../logger.ts'
 import type { DB } from '../storage/database.ts'
-import { type EventType, matchKeys, parseConfig, type WebhookConfig } from './config.ts'
+import {
+  type EventType,
+  matchKeysForTypes,
+  parseConfigForTypes,
+  typesOf,
+  type WebhookConfig,
+} from './config.ts'
 import { encryptSecret, generateSigningSecret } from './crypto.ts'
 import { camelData, type DeliveryFormat, envelopeB } from './form-b.ts'
 import type { Mailer } from './mailer.ts'
@@ -21,6 +27,8 @@ export interface WebhookView {
   url: string
   chain: string
   event_type: string
+  /** Every type monitored (`event_type` is the first). */
+  event_types: EventType[]
   config: WebhookConfig
   /** Delivery form: 'A' (spec 6.1) or 'B' (6.2). */
   format: string
@@ -28,6 +36,17 @@ export interface WebhookView {
   status_reason: string | null
   created_at: string
   updated_at: string
+}
+
+/**
+ * `event_type` (one type) or `event_types` (one or more; the first is shown as `event_type`):
+ * exactly one of the two. Both is a 400 rather than a silent winner.
+ */
+function chosenTypes(input: { event_type?: EventType; event_types?: EventType[] }): EventType[] | undefined {
+  if (input.event_type !== undefined && input.event_types !== undefined)
+    throw invalidRequest('event_types: give event_type or event_types, not both')
+  if (input.event_types !== undefined) return input.event_types
+  return input.event_type === undefined ? undefined : [input.event_type]
 }
 
 /** Who creates a webhook: its account, and the e-mail a pause notice goes to. */
@@ -58,18 +77,27 @@ export class WebhookService {
 
   async create(
     owner: WebhookOwner,
-    input: { url: string; chain: string; event_type: EventType; config?: unknown; format?: DeliveryFormat },
+    input: {
+      url: string
+      chain: string
+      event_type?: EventType
+      event_types?: EventType[]
+      config?: unknown
+      format?: DeliveryFormat
+    },
   ) {
+    const types = chosenTypes(input)
+    if (types === undefined) throw invalidRequest('event_type: is required (or event_types, a list)')
     const network = this.networks.getBySlug(input.chain)
     if (network.kind !== 'evm')
       throw invalidRequest(
         `chain: webhooks are available on EVM networks only (${input.chain} is ${network.kind})`,
       )
     const url = await this.checkUrl(input.url)
-    const cfg = parseConfig(input.event_type, input.config)
-    if (input.event_type === 'internal_transfer' && !(await this.traces?.supported(network.slug)))
+    const cfg = parseConfigForTypes(types, input.config)
+    if (types.includes('internal_transfer') && !(await this.traces?.supported(network.slug)))
       throw invalidRequest(
-        `event_type: internal_transfer needs call traces, and the node of ${network.slug} answers neither debug_traceBlockByNumber (callTracer) nor trace_block`,
+        `${input.event_types ? 'event_types' : 'event_type'}: internal_transfer needs call traces, and the node of ${network.slug} answers neither debug_traceBlockByNumber (callTracer) nor trace_block`,
       )
     const plan = owner.plan ?? (await store.accountPlan(this.db, owner.accountId))
     const cap = limitFor(this.limits.webhooksPerAccount, plan)
@@ -85,13 +113,14 @@ export class WebhookService {
         notify_email: owner.email,
         url,
         chain: network.slug,
-        event_type: input.event_type,
+        event_type: types[0] as EventType,
+        event_types: types,
         config: JSON.stringify(cfg),
         secret_enc: encryptSecret(secret, this.secretKey),
         status: 'active',
         format: input.format ?? 'A',
       },
-      matchKeys(input.event_type, cfg),
+      matchKeysForTypes(types, cfg),
     )
     return { ...view(row), signing_secret: secret }
   }
@@ -110,6 +139,7 @@ export class WebhookService {
         url: r.url,
         chain: r.chain,
         event_type: r.event_type,
+        event_types: typesOf(r),
         status: r.status,
         created_at: r.created_at.toISOString(),
       })),
@@ -121,16 +151,24 @@ export class WebhookService {
   async update(
     accountId: string,
     id: string,
-    patch: { url?: string; status?: 'active' | 'paused'; config?: unknown; format?: DeliveryFormat },
+    patch: {
+      url?: string
+      status?: 'active' | 'paused'
+      config?: unknown
+      format?: DeliveryFormat
+      event_type?: EventType
+      event_types?: EventType[]
+    },
   ) {
     const row = await this.get(accountId, id)
+    const newTypes = chosenTypes(patch)
     if (row.status === 'disabled' && patch.status) {
       throw invalidRequest(
         `status: webhook ${id} is disabled (${row.status_reason ?? 'by the service'}); update its url to re-enable it`,
       )
     }
     const changes: Parameters<typeof store.update>[2] = {}
-    let keys: ReturnType<typeof matchKeys> | undefined
+    let keys: ReturnType<typeof matchKeysForTypes> | undefined
     if (patch.url !== undefined) {
       changes.url = await this.checkUrl(patch.url)
       // A disabled webhook (its URL failed the safety checks) comes back with a new, valid URL.
@@ -140,10 +178,20 @@ export class WebhookService {
         changes.notified_at = null
       }
     }
-    if (patch.config !== undefined) {
-      const cfg = parseConfig(row.event_type as EventType, patch.config)
+    if (patch.config !== undefined || newTypes !== undefined) {
+      // New types are checked against the config they will read: the new one, else the stored one.
+      const types = newTypes ?? typesOf(row)
+      const cfg = parseConfigForTypes(types, patch.config ?? JSON.parse(row.config))
+      if (newTypes?.includes('internal_transfer') && !(await this.traces?.supported(row.chain)))
+        throw invalidRequest(
+          `event_types: internal_transfer needs call traces, and the node of ${row.chain} answers neither debug_traceBlockByNumber (callTracer) nor trace_block`,
+        )
       changes.config = JSON.stringify(cfg)
-      keys = matchKeys(row.event_type as EventType, cfg)
+      keys = matchKeysForTypes(types, cfg)
+      if (newTypes !== undefined) {
+        changes.event_type = newTypes[0] as EventType
+        changes.event_types = newTypes
+      }
     }
     // Takes effect for events created from now on: a queued event keeps the body it was built with.
     if (patch.format !== undefined) changes.format = patch.format
@@ -162,6 +210,7 @@ export class WebhookService {
       url: updated.url,
       chain: updated.chain,
       event_type: updated.event_type,
+      event_types: typesOf(updated),
       status: updated.status,
       updated_at: updated.updated_at.toISOString(),
     }
@@ -258,6 +307,7 @@ export class WebhookService {
         status_code: r.status_code,
         error: r.error,
         duration_ms: r.duration_ms,
+        instance: r.instance,
         created_at: r.created_at.toISOString(),
       })),
       page: q.page,
@@ -321,6 +371,7 @@ export function view(row: WebhookRow): WebhookView {
     url: row.url,
     chain: row.chain,
     event_type: row.event_type,
+    event_types: typesOf(row),
     config: JSON.parse(row.config) as WebhookConfig,
     format: row.format,
     status: row.status,

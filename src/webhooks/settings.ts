@@ -89,7 +89,7 @@ export function webhookSettings(env: Env, devMode: boolean): WebhookSettings {
       concurrency: env.HALYARD_WEBHOOK_CONCURRENCY ?? 64,
       perHostCap: env.HALYARD_WEBHOOK_PER_HOST ?? 16,
       perLane: 25,
-      pollMs: 100,
+      pollMs: env.HALYARD_WEBHOOK_POLL_INTERVAL ? parseDuration(env.HALYARD_WEBHOOK_POLL_INTERVAL) : 100,
       maxResponseBytes: 16 * 1024,
       // Dev mode: a newcomer's receiver on the same machine, over http:// or https://.
       allowLoopback: devMode,

@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, expect, it } from 'vitest'
 import { describeEachStorage, type TestStorage } from '../../test/helpers/storage.ts'
+import { createLogger } from '../logger.ts'
+import { OutcomeWriter } from './outcome-writer.ts'
 import type { ClaimedEvent } from './store.ts'
 import * as store from './store.ts'
 
@@ -161,5 +163,116 @@ describeEachStorage('webhook claims on $name', (backend) => {
     await store.update(storage.db, 'wh_tx', { status: 'active' })
     expect(await store.watchesTransactions(storage.db, 'ethereum-devnet')).toBe(true)
     expect(await store.watchesTransactions(storage.db, 'base-devnet')).toBe(false)
+  })
+})
+
+describeEachStorage('webhook attempt records on $name', (backend) => {
+  let storage: TestStorage
+  beforeAll(async () => {
+    storage = await backend.open()
+  })
+  afterAll(async () => {
+    await storage?.close()
+  })
+
+  // A batch PostgreSQL refuses would never be written: its delivered events would stay
+  // `sending` and go out again at every lease expiry.
+  it('records an outcome whose error text holds a NUL byte, with the rest of its batch', async () => {
+    await store.insertWebhook(storage.db, webhook('wh_nul'), [])
+    await store.insertEvents(storage.db, [
+      {
+        id: 'evt_n1',
+        webhook_id: 'wh_nul',
+        network: null,
+        block_number: null,
+        event_type: 'log',
+        body: '{}',
+      },
+      {
+        id: 'evt_n2',
+        webhook_id: 'wh_nul',
+        network: null,
+        block_number: null,
+        event_type: 'log',
+        body: '{}',
+      },
+    ])
+    const claimed = await store.claim(storage.db, 10, 10, 60_000, [])
+    const [a, b] = claimed
+    expect(claimed.map((e) => e.id)).toEqual(['evt_n1', 'evt_n2'])
+    await store.recordOutcomes(
+      storage.db,
+      [
+        { ev: a as ClaimedEvent, statusCode: 200, error: null, durationMs: 1, next: 'delivered' },
+        {
+          ev: b as ClaimedEvent,
+          statusCode: null,
+          error: 'connect: bad\u0000peer',
+          durationMs: 1,
+          next: 'pending',
+          retryAt: new Date(),
+        },
+      ],
+      'test-instance',
+    )
+    expect((await store.event(storage.db, 'wh_nul', 'evt_n1'))?.status).toBe('delivered')
+    expect((await store.event(storage.db, 'wh_nul', 'evt_n2'))?.last_error).toBe('connect: bad\ufffdpeer')
+    const { rows } = await store.attempts(storage.db, 'wh_nul', 10, 0)
+    expect(rows.map((r) => [r.event_id, r.instance])).toEqual([
+      ['evt_n1', 'test-instance'],
+      ['evt_n2', 'test-instance'],
+    ])
+  })
+})
+
+describeEachStorage('webhook outcome writer on $name', (backend) => {
+  let storage: TestStorage
+  beforeAll(async () => {
+    storage = await backend.open()
+  })
+  afterAll(async () => {
+    await storage?.close()
+  })
+
+  it('writes the rest of a batch PostgreSQL refuses one outcome of, and gives that one up', async () => {
+    await store.insertWebhook(storage.db, webhook('wh_w1'), [])
+    await store.insertWebhook(storage.db, webhook('wh_w2'), [])
+    await store.insertWebhook(storage.db, webhook('wh_w3'), [])
+    const ids = ['w1', 'w2', 'w3']
+    await store.insertEvents(
+      storage.db,
+      ids.map((w) => ({
+        id: `evt_${w}`,
+        webhook_id: `wh_${w}`,
+        network: null,
+        block_number: null,
+        event_type: 'log',
+        body: '{}',
+      })),
+    )
+    const claimed = (await store.claim(storage.db, 10, 1, 60_000, [])).filter((e) => e.id.startsWith('evt_w'))
+    expect(claimed).toHaveLength(3)
+    const writer = new OutcomeWriter(
+      storage.db,
+      'w',
+      createLogger('silent'),
+      async () => {},
+      () => false,
+    )
+    const done: string[] = []
+    for (const ev of claimed) {
+      // duration_ms is an integer column: 2^40 is out of its range (SQLSTATE 22003).
+      const durationMs = ev.id === 'evt_w2' ? 2 ** 40 : 1
+      writer.record({ ev, statusCode: 200, error: null, durationMs, next: 'delivered' }, () =>
+        done.push(ev.id),
+      )
+    }
+    await writer.drain()
+    expect(done.sort()).toEqual(['evt_w1', 'evt_w2', 'evt_w3'])
+    const status = async (w: string) => (await store.event(storage.db, `wh_${w}`, `evt_${w}`))?.status
+    expect(await status('w1')).toBe('delivered')
+    expect(await status('w3')).toBe('delivered')
+    // Not recorded: still leased, so it is sent again once the lease runs out.
+    expect(await status('w2')).toBe('sending')
   })
 })

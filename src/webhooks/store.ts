@@ -17,8 +17,12 @@ export type WebhookRow = Selectable<WebhooksTable>
 
 export async function insertWebhook(
   db: Db,
-  row: Omit<WebhookRow, 'created_at' | 'updated_at' | 'notified_at' | 'status_reason' | 'format'> & {
+  row: Omit<
+    WebhookRow,
+    'created_at' | 'updated_at' | 'notified_at' | 'status_reason' | 'format' | 'event_types'
+  > & {
     format?: string
+    event_types?: string[]
   },
   keys: MatchKey[],
 ) {
@@ -69,6 +73,8 @@ export async function update(
     notified_at?: Date | null
     format?: string
     secret_enc?: string
+    event_type?: string
+    event_types?: string[]
   },
   keys?: MatchKey[],
 ): Promise<WebhookRow | undefined> {
@@ -164,6 +170,7 @@ export async function candidates(db: Db, network: string, keys: string[]) {
   const result = await sql<{
     webhook_id: string
     event_type: string
+    event_types: string[]
     version: string
     kinds: string[]
     keys: string[]
@@ -173,7 +180,7 @@ export async function candidates(db: Db, network: string, keys: string[]) {
       from unnest(${[...keys, '*']}::text[]) as q(key)
       join webhook_match_keys k on k.network = ${network} and k.key = q.key
     )
-    select w.id as webhook_id, w.event_type, w.xmin::text as version,
+    select w.id as webhook_id, w.event_type, w.event_types, w.xmin::text as version,
       array_agg(h.kind) as kinds, array_agg(h.key) as keys
     from hits h join webhooks w on w.id = h.webhook_id
     where w.status = 'active'
@@ -188,7 +195,13 @@ export async function watchesTransactions(db: Db, network: string): Promise<bool
     .select('id')
     .where('chain', '=', network)
     .where('status', '=', 'active')
-    .where('event_type', 'in', ['address_activity', 'mined_transaction', 'new_block', 'internal_transfer'])
+    .where((eb) => {
+      const watching = ['address_activity', 'mined_transaction', 'new_block', 'internal_transfer']
+      return eb.or([
+        eb('event_type', 'in', watching),
+        sql<boolean>`event_types && ${sql.val(watching)}::text[]`,
+      ])
+    })
     .limit(1)
     .executeTakeFirst()
   return row !== undefined

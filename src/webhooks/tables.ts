@@ -10,6 +10,8 @@ export interface WebhooksTable {
   url: string
   chain: string
   event_type: string
+  /** Every event type monitored, `event_type` first (migration 0111); empty: `event_type` alone. */
+  event_types: Generated<string[]>
   config: string
   secret_enc: string
   status: string
@@ -55,6 +57,8 @@ export interface WebhookAttemptsTable {
   error: string | null
   duration_ms: number
   created_at: Generated<Date>
+  /** The instance that made the attempt (migration 0110; null before it). */
+  instance: string | null
 }
 
 export interface MailOutboxTable {

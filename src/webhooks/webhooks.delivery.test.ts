@@ -189,6 +189,7 @@ describeEachStorage('webhooks: delivery and API on $name', (backend) => {
       'chain',
       'created_at',
       'event_type',
+      'event_types',
       'id',
       'status',
       'url',

@@ -43,6 +43,7 @@ describeEachStorage('webhooks: failing receivers on $name', (backend) => {
     expect(Object.keys(patched.body).sort()).toEqual([
       'chain',
       'event_type',
+      'event_types',
       'id',
       'status',
       'updated_at',

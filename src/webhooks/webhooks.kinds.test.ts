@@ -1,15 +1,15 @@
-import { pad, toHex } from 'viem'
+import { keccak256, pad, toBytes, toHex } from 'viem'
 import { expect, it } from 'vitest'
 import { describeEachStorage } from '../../test/helpers/storage.ts'
 import { until } from '../../test/helpers/until.ts'
 import { DEV_ACCOUNT } from '../devnet/demo.ts'
-import type { Address, Hash } from '../types.ts'
+import type { Address, Hash, Hex } from '../types.ts'
 import { webhooksFixture } from './webhooks-fixture.ts'
 
 /**
  * The event kinds spec 6.2 adds, on anvil (webhooks-fixture.ts): new_block and
  * internal_transfer (anvil answers both debug_traceBlockByNumber with the call tracer and
- * trace_block; Halyard asks the first).
+ * trace_block; Halyard asks trace_block first, src/indexer/traces.ts).
  */
 
 /**
@@ -217,4 +217,82 @@ describeEachStorage('webhooks: new_block and internal_transfer on $name', (backe
     })
     expect(got[2]?.body.data.metadataError).toEqual(expect.any(String))
   })
+
+  it('nft_transfer in form B: an ERC-1155 mint and burn, both with the token metadata', async () => {
+    const { dev, receiver, items } = fx
+    const O = '0x00000000000000000000000000000000000000d5' as Address
+    const doc = `data:application/json;base64,${Buffer.from(JSON.stringify({ name: 'Shield', description: 'the Shield' })).toString('base64')}`
+    const res = await api('POST', '/webhooks', {
+      url: fx.urlFor('nft-1155'),
+      chain: 'ethereum-devnet',
+      event_type: 'nft_transfer',
+      config: { addresses: [O], contracts: [items] },
+      format: 'B',
+    })
+    expect(res.status, JSON.stringify(res.body)).toBe(201)
+    await dev.send('DemoERC1155', items, 'setURI', [doc])
+    const mint = await dev.send('DemoERC1155', items, 'mint', [O, 77n, 3n])
+    await until('the mint', () => receiver.acked('nft-1155').length >= 1)
+    // DemoERC1155 has no burn function: for one transaction its code is swapped for a runtime
+    // that emits the TransferSingle an OpenZeppelin _burn(O, 77, 1) emits, then restored (its
+    // storage, the URI included, never changes).
+    const code = await dev.rpc<Hex>('eth_getCode', [items, 'latest'])
+    await dev.rpc('anvil_setCode', [items, transferSingleEmitter(DEV_ACCOUNT, O, ZERO, 77n, 1n)])
+    let burn: Hash
+    try {
+      burn = await fx.dev.rpc<Hash>('eth_sendTransaction', [{ from: DEV_ACCOUNT, to: items, data: '0x' }])
+      await fx.dev.client.waitForTransactionReceipt({ hash: burn, pollingInterval: 50 })
+    } finally {
+      await dev.rpc('anvil_setCode', [items, code])
+    }
+    await until('the burn', () => receiver.acked('nft-1155').length >= 2)
+    const [m, b] = receiver.acked('nft-1155')
+    const metadata = { name: 'Shield', description: 'the Shield', tokenId: '77', standard: 'ERC1155' }
+    expect(m?.body.data).toMatchObject({
+      transactionHash: mint,
+      contract: items,
+      from: ZERO,
+      to: O,
+      tokenId: '77',
+      standard: 'ERC1155',
+      quantity: 3,
+      transferType: 'mint',
+      metadata,
+      metadataError: null,
+    })
+    expect(b?.body.data).toMatchObject({
+      transactionHash: burn,
+      contract: items,
+      from: O,
+      to: ZERO,
+      tokenId: '77',
+      standard: 'ERC1155',
+      quantity: 1,
+      transferType: 'burn',
+      metadata,
+      metadataError: null,
+    })
+    expect(b?.headers['x-webhook-event']).toBe('NFT_TRANSFER')
+  })
 })
+
+const ZERO = `0x${'0'.repeat(40)}` as Address
+
+/**
+ * Runtime code that emits TransferSingle(operator, from, to, id, value) when called:
+ * `PUSH32 id PUSH1 0 MSTORE PUSH32 value PUSH1 32 MSTORE PUSH32 to PUSH32 from PUSH32 operator
+ * PUSH32 topic0 PUSH1 64 PUSH1 0 LOG4 STOP`.
+ */
+function transferSingleEmitter(
+  operator: Address,
+  from: Address,
+  to: Address,
+  id: bigint,
+  value: bigint,
+): Hex {
+  const w = (v: Hex | bigint) => (typeof v === 'bigint' ? toHex(v, { size: 32 }) : pad(v)).slice(2)
+  const topic0 = keccak256(toBytes('TransferSingle(address,address,address,uint256,uint256)'))
+  const data = `7f${w(id)}600052 7f${w(value)}602052`
+  const log = `7f${w(to)}7f${w(from)}7f${w(operator)}7f${w(topic0)}60406000a400`
+  return `0x${data.replace(' ', '')}${log}`
+}

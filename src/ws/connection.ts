@@ -18,6 +18,7 @@ import {
 import type { WsPlanLimits } from '../limits/plans.ts'
 import { admit, type Call } from '../rpc/admission.ts'
 import { DEFAULT_MAX_BATCH, errorFrame, replyFrame } from '../rpc/envelope.ts'
+import type { MethodRegistry } from '../rpc/methods/spec.ts'
 import type { RpcService } from '../rpc/service.ts'
 import type { NetworkStreams, StreamSubscriber } from './network-streams.ts'
 import { PushPayload, subscriptionIdBytes } from './push-frame.ts'
@@ -25,8 +26,9 @@ import {
   type LogFilter,
   parseSubscribeParams,
   parseUnsubscribeParams,
-  type SubscriptionKind,
+  type SubscribeRequest,
 } from './routes.ts'
+import type { MinedFilter, PendingFilter } from './tx-filters.ts'
 
 /** Close codes: 1001 going away (shutdown), 1008 policy violation (a slow client). */
 export const CLOSE_GOING_AWAY = 1001
@@ -36,6 +38,10 @@ export interface ConnectionDeps {
   readonly rpc: RpcService
   readonly charger: Charger
   readonly streams: NetworkStreams
+  /** The surface's methods (the Alchemy-compatible root's); the network kind's by default. */
+  readonly registry?: MethodRegistry
+  /** Alchemy's transaction subscription kinds are served too. */
+  readonly alchemyKinds: boolean
   readonly wsLimits: WsPlanLimits
   /** A client is closed once more than this many bytes wait to be sent to it. */
   readonly sendBufferBytes: number
@@ -53,14 +59,21 @@ const TEXT = { binary: false } as const
 
 class ClientSubscription implements StreamSubscriber {
   private readonly idBytes: Buffer
+  readonly kind: SubscribeRequest['kind']
+  readonly filter?: LogFilter
+  readonly mined?: MinedFilter
+  readonly pending?: PendingFilter
 
   constructor(
     readonly id: string,
-    readonly kind: SubscriptionKind,
-    readonly filter: LogFilter | undefined,
+    request: SubscribeRequest,
     private readonly conn: ClientConnection,
   ) {
     this.idBytes = subscriptionIdBytes(id)
+    this.kind = request.kind
+    if (request.kind === 'logs') this.filter = request.filter
+    else if ('mined' in request) this.mined = request.mined
+    else if ('pending' in request) this.pending = request.pending
   }
 
   deliver(payload: PushPayload): void {
@@ -199,6 +212,7 @@ export class ClientConnection {
       caller: this.caller,
       maxBatch: DEFAULT_MAX_BATCH,
       intercept: (spec) => spec.ws !== undefined,
+      ...(this.deps.registry ? { registry: this.deps.registry } : {}),
     })
     if (!admission.ok)
       return errorFrame(null, { code: RPC_INVALID_REQUEST, message: admission.error.message })
@@ -215,7 +229,11 @@ export class ClientConnection {
         if (!slot.call) return errorFrame(slot.id, slot.error)
         const { request, spec } = slot.call
         if (refusal) return errorFrame(request.id, refusal)
-        const o = await this.deps.rpc.execute(this.network, request, spec)
+        // With the caller, as over HTTP: some rows answer per account (rpc/methods/spec.ts).
+        const r = await this.deps.rpc.run(this.network, request, spec, this.caller)
+        if (r.cache === 'hit')
+          return `{"jsonrpc":"2.0","id":${JSON.stringify(request.id)},"result":${r.json}}`
+        const o = r.outcome
         return o.error !== undefined ? errorFrame(request.id, o.error) : replyFrame(request.id, o.result)
       }),
     )
@@ -233,7 +251,7 @@ export class ClientConnection {
 
   private async subscribe(call: Call, activate: ClientSubscription[]): Promise<string> {
     const { request } = call
-    const parsed = parseSubscribeParams(request.params)
+    const parsed = parseSubscribeParams(request.params, this.deps.alchemyKinds)
     if (!parsed.ok) return errorFrame(request.id, { code: RPC_INVALID_PARAMS, message: parsed.message })
     const limit = this.deps.wsLimits.subscriptionsPerConnection
     if (this.subs.size >= limit) {
@@ -246,8 +264,7 @@ export class ClientConnection {
     if (refusal) return errorFrame(request.id, refusal)
     await this.deps.streams.prepare(parsed.value.kind)
     const id = `0x${randomBytes(16).toString('hex')}`
-    const value = parsed.value
-    const sub = new ClientSubscription(id, value.kind, value.kind === 'logs' ? value.filter : undefined, this)
+    const sub = new ClientSubscription(id, parsed.value, this)
     // Counted against the limit now; fed by the stream once the reply is sent (activate).
     this.subs.set(id, sub)
     activate.push(sub)

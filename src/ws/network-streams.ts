@@ -15,11 +15,15 @@ import {
   upstreamLogSchema,
 } from './routes.ts'
 import { SyncingStream } from './syncing-stream.ts'
+import { MINED, type MinedFilter, PENDING_TXS, type PendingFilter } from './tx-filters.ts'
+import { TxStreams } from './tx-streams.ts'
 
 /** One client subscription as the fan-out sees it. */
 export interface StreamSubscriber {
   readonly kind: SubscriptionKind
   readonly filter?: LogFilter
+  readonly mined?: MinedFilter
+  readonly pending?: PendingFilter
   /** Sends one push; the payload is shared by every subscriber of the event. */
   deliver(payload: PushPayload): void
 }
@@ -53,6 +57,8 @@ export class NetworkStreams {
     logs: new Set(),
     newPendingTransactions: new Set(),
     syncing: new Set(),
+    [MINED]: new Set(),
+    [PENDING_TXS]: new Set(),
   }
   private readonly socket: UpstreamSocket | undefined
   private readonly tracker: HeadTracker
@@ -65,6 +71,7 @@ export class NetworkStreams {
   private pendingTimer: NodeJS.Timeout | undefined
   private pendingFilter: string | undefined
   private readonly syncing: SyncingStream
+  private readonly txs: TxStreams
   private closed = false
   /** Observer for benchmarks and tests: a head arrived from upstream (ms since epoch, fractional). */
   onHeadReceived: ((number: bigint, atMs: number) => void) | undefined
@@ -94,6 +101,9 @@ export class NetworkStreams {
       })
     }
     this.syncing = new SyncingStream(network, this.subs.syncing, opts, logger)
+    this.txs = new TxStreams(network, this.subs[MINED], this.subs[PENDING_TXS], opts, logger, (n, kind) =>
+      this.counted(kind === 'mined' ? MINED : PENDING_TXS, n),
+    )
     this.tracker = new HeadTracker(
       { byHash: (h) => this.blockHead('eth_getBlockByHash', [h, false]) },
       (added, removed) => this.emitBlocks(added, removed),
@@ -130,7 +140,7 @@ export class NetworkStreams {
    * from the current head, so the subscriber gets exactly the blocks mined after its reply.
    */
   prepare(kind: SubscriptionKind): Promise<void> {
-    if (kind !== 'newHeads' && kind !== 'logs') return Promise.resolve()
+    if (!usesHeads(kind)) return Promise.resolve()
     if (!this.headsOn) this.headsReady = this.startHeads()
     return this.headsReady
   }
@@ -138,17 +148,19 @@ export class NetworkStreams {
   add(sub: StreamSubscriber): void {
     if (this.closed) return
     this.subs[sub.kind].add(sub)
-    if (sub.kind === 'newHeads' || sub.kind === 'logs') void this.prepare(sub.kind)
-    else if (sub.kind === 'newPendingTransactions') this.startPending()
+    if (usesHeads(sub.kind)) void this.prepare(sub.kind)
+    else if (sub.kind === 'newPendingTransactions' || sub.kind === PENDING_TXS) this.startPending()
     else this.syncing.start()
   }
 
   /** Also for a subscription that was prepared but never added: an idle stream stops either way. */
   remove(sub: StreamSubscriber): void {
     this.subs[sub.kind].delete(sub)
-    if (this.subs.newHeads.size === 0 && this.subs.logs.size === 0) this.stopHeads()
+    if (this.subs.newHeads.size === 0 && this.subs.logs.size === 0 && this.subs[MINED].size === 0)
+      this.stopHeads()
     if (this.subs.logs.size === 0) this.logsByBlock.clear()
-    if (this.subs.newPendingTransactions.size === 0) this.stopPending()
+    if (this.subs[MINED].size === 0) this.txs.reset()
+    if (this.subs.newPendingTransactions.size === 0 && this.subs[PENDING_TXS].size === 0) this.stopPending()
     if (this.subs.syncing.size === 0) this.syncing.stop()
   }
 
@@ -206,6 +218,7 @@ export class NetworkStreams {
     this.stopHeadPoll()
     this.tracker.reset()
     this.logsByBlock.clear()
+    this.txs.reset()
   }
 
   private startHeadPoll(): void {
@@ -273,6 +286,7 @@ export class NetworkStreams {
         for (const log of logs) this.fanOutLog(log, false)
       }
     }
+    await this.txs.onBlocks(added, removed)
   }
 
   private fanOutLog(log: ChainLogEntry, removed: boolean): void {
@@ -335,10 +349,7 @@ export class NetworkStreams {
       this.socket.subscribe(PENDING, {
         params: ['newPendingTransactions'],
         onPush: (hash) => {
-          if (typeof hash !== 'string') return
-          const payload = new PushPayload(JSON.stringify(hash))
-          for (const sub of this.subs.newPendingTransactions) sub.deliver(payload)
-          this.counted('newPendingTransactions', this.subs.newPendingTransactions.size)
+          if (typeof hash === 'string') this.onPendingHash(hash)
         },
         onLive: () => {},
         onDown: () => {},
@@ -359,22 +370,30 @@ export class NetworkStreams {
         if (out.error) {
           this.pendingFilter = undefined
         } else if (Array.isArray(out.result)) {
-          for (const hash of out.result) {
-            if (typeof hash !== 'string') continue
-            const payload = new PushPayload(JSON.stringify(hash))
-            for (const sub of this.subs.newPendingTransactions) sub.deliver(payload)
-            this.counted('newPendingTransactions', this.subs.newPendingTransactions.size)
-          }
+          for (const hash of out.result) if (typeof hash === 'string') this.onPendingHash(hash)
         }
       } catch (err) {
         this.pendingFilter = undefined
         this.logger.warn({ network: this.network.slug, err: (err as Error).message }, 'pending poll failed')
       }
-      if (this.subs.newPendingTransactions.size === 0 || this.closed) return
+      if (this.pendingSubscribers() === 0 || this.closed) return
       this.pendingTimer = setTimeout(loop, this.opts.pollIntervalMs)
       this.pendingTimer.unref()
     }
     this.pendingTimer = setTimeout(loop, 0)
+  }
+
+  private pendingSubscribers(): number {
+    return this.subs.newPendingTransactions.size + this.subs[PENDING_TXS].size
+  }
+
+  private onPendingHash(hash: string): void {
+    if (this.subs.newPendingTransactions.size > 0) {
+      const payload = new PushPayload(JSON.stringify(hash))
+      for (const sub of this.subs.newPendingTransactions) sub.deliver(payload)
+      this.counted('newPendingTransactions', this.subs.newPendingTransactions.size)
+    }
+    if (this.subs[PENDING_TXS].size > 0) void this.txs.onPendingHash(hash)
   }
 
   private stopPending(): void {
@@ -385,4 +404,9 @@ export class NetworkStreams {
     this.pendingFilter = undefined
     if (filter) void this.network.pool.call('eth_uninstallFilter', [filter]).catch(() => {})
   }
+}
+
+/** Kinds fed from the head tracker (every block once, in order, reorgs included). */
+function usesHeads(kind: SubscriptionKind): boolean {
+  return kind === 'newHeads' || kind === 'logs' || kind === MINED
 }

@@ -1,6 +1,14 @@
 import { z } from 'zod'
 import { describeZodError } from '../config/validation.ts'
 import type { Address, Hash } from '../types.ts'
+import {
+  MINED,
+  type MinedFilter,
+  PENDING_TXS,
+  type PendingFilter,
+  parseMinedFilter,
+  parsePendingFilter,
+} from './tx-filters.ts'
 
 /**
  * Wire shapes of the WebSocket endpoint (spec 4.8): the path, `eth_subscribe` parameters,
@@ -21,7 +29,11 @@ export function parseWsPath(pathname: string): { chain: string; network: string 
 }
 
 export const SUBSCRIPTION_KINDS = ['newHeads', 'logs', 'newPendingTransactions', 'syncing'] as const
-export type SubscriptionKind = (typeof SUBSCRIPTION_KINDS)[number]
+/** Served on the Alchemy-compatible root only (tx-filters.ts). */
+export const ALCHEMY_SUBSCRIPTION_KINDS = [MINED, PENDING_TXS] as const
+export type SubscriptionKind =
+  | (typeof SUBSCRIPTION_KINDS)[number]
+  | (typeof ALCHEMY_SUBSCRIPTION_KINDS)[number]
 
 const hexString = z.string().regex(/^0x[0-9a-fA-F]*$/, 'must be 0x-prefixed hex')
 const hash32 = z.string().regex(/^0x[0-9a-fA-F]{64}$/, 'must be a 32-byte 0x hex string')
@@ -55,24 +67,30 @@ export interface LogFilter {
 export type SubscribeRequest =
   | { kind: 'newHeads' | 'newPendingTransactions' | 'syncing' }
   | { kind: 'logs'; filter: LogFilter }
+  | { kind: typeof MINED; mined: MinedFilter }
+  | { kind: typeof PENDING_TXS; pending: PendingFilter }
 
-/** Checks `eth_subscribe` params; the error message names the offending parameter. */
-export function parseSubscribeParams(
-  params: readonly unknown[],
-): { ok: true; value: SubscribeRequest } | { ok: false; message: string } {
+type SubscribeParse = { ok: true; value: SubscribeRequest } | { ok: false; message: string }
+
+/**
+ * Checks `eth_subscribe` params; the error message names the offending parameter. `alchemy`:
+ * the Alchemy-compatible root, which serves Alchemy's transaction kinds too.
+ */
+export function parseSubscribeParams(params: readonly unknown[], alchemy = false): SubscribeParse {
+  const kinds: readonly string[] = alchemy
+    ? [...SUBSCRIPTION_KINDS, ...ALCHEMY_SUBSCRIPTION_KINDS]
+    : SUBSCRIPTION_KINDS
   const kind = params[0]
   if (typeof kind !== 'string') {
+    return { ok: false, message: `params[0]: subscription kind is required (one of ${kinds.join(', ')})` }
+  }
+  if (!kinds.includes(kind)) {
     return {
       ok: false,
-      message: `params[0]: subscription kind is required (one of ${SUBSCRIPTION_KINDS.join(', ')})`,
+      message: `params[0]: unknown subscription kind ${JSON.stringify(kind).slice(0, 80)} (supported: ${kinds.join(', ')})`,
     }
   }
-  if (!(SUBSCRIPTION_KINDS as readonly string[]).includes(kind)) {
-    return {
-      ok: false,
-      message: `params[0]: unknown subscription kind ${JSON.stringify(kind).slice(0, 80)} (supported: ${SUBSCRIPTION_KINDS.join(', ')})`,
-    }
-  }
+  if (kind === MINED || kind === PENDING_TXS) return parseTxKind(kind, params)
   if (kind !== 'logs') {
     // geth accepts `newPendingTransactions` with a boolean "full transactions" flag; Halyard sends hashes.
     if (params.length > 2 || (params.length === 2 && typeof params[1] !== 'boolean' && params[1] !== null)) {
@@ -97,6 +115,16 @@ export function parseSubscribeParams(
       },
     },
   }
+}
+
+function parseTxKind(kind: typeof MINED | typeof PENDING_TXS, params: readonly unknown[]): SubscribeParse {
+  if (params.length > 2) return { ok: false, message: `params[2]: ${kind} takes one options object` }
+  if (kind === MINED) {
+    const f = parseMinedFilter(params[1])
+    return f.ok ? { ok: true, value: { kind, mined: f.value } } : f
+  }
+  const f = parsePendingFilter(params[1])
+  return f.ok ? { ok: true, value: { kind, pending: f.value } } : f
 }
 
 export function parseUnsubscribeParams(params: readonly unknown[]): string | undefined {

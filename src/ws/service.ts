@@ -12,6 +12,7 @@ import type { Metrics } from '../metrics.ts'
 import type { RpcService } from '../rpc/service.ts'
 import { CLOSE_GOING_AWAY, ClientConnection } from './connection.ts'
 import { NetworkStreams, type StreamOptions } from './network-streams.ts'
+import { HALYARD_WS, type WsSurface } from './surface.ts'
 import { authorizeUpgrade, refuseUpgrade } from './upgrade.ts'
 
 /**
@@ -76,6 +77,8 @@ export class WsService {
   private readonly perAccount = new Map<string, number>()
   private readonly pushDebt = new Map<string, { caller: Caller; bytes: number }>()
   private readonly decisions = new WeakMap<IncomingMessage, LimitDecision>()
+  private readonly surfaceOf = new WeakMap<IncomingMessage, WsSurface>()
+  private readonly surfaces: WsSurface[] = [HALYARD_WS]
   private readonly alive = new WeakSet<WebSocket>()
   private readonly timers: NodeJS.Timeout[] = []
   private shuttingDown: Promise<void> | undefined
@@ -95,6 +98,11 @@ export class WsService {
       perMessageDeflate: false,
       clientTracking: false,
       maxPayload: this.opts.maxPayloadBytes,
+      // Each surface picks the subprotocol it echoes (alchemy-sdk fails without its own).
+      handleProtocols: (offered, req) => {
+        const choose = this.surfaceOf.get(req)?.protocol
+        return choose ? choose(offered) : (offered.values().next().value ?? false)
+      },
     })
     // Anything the ws library still refuses during the handshake gets the error body too
     // (with this listener it writes no answer of its own).
@@ -115,6 +123,11 @@ export class WsService {
   /** Adjusts limits and timings for streams and connections created after the call (tests, bench). */
   tune(options: Partial<WsOptions>): void {
     this.opts = { ...this.opts, ...options }
+  }
+
+  /** Accepts upgrades on another URL family too (a feature's root, e.g. the Alchemy-compatible one). */
+  addSurface(surface: WsSurface): void {
+    this.surfaces.push(surface)
   }
 
   connectionCount(): number {
@@ -140,7 +153,10 @@ export class WsService {
     let decision: LimitDecision | undefined
     let reserved: string | undefined
     try {
-      const { caller, network } = await authorizeUpgrade(req, this.deps)
+      const { caller, network, surface } = await authorizeUpgrade(req, {
+        ...this.deps,
+        surfaces: this.surfaces,
+      })
       const limits = wsLimitsFor(caller.plan)
       const open = this.perAccount.get(caller.accountId) ?? 0
       if (limits.connectionsPerAccount !== null && open >= limits.connectionsPerAccount) {
@@ -159,11 +175,12 @@ export class WsService {
       if (socket.destroyed || this.shuttingDown)
         throw new HalyardError('invalid_request', 'connection closed')
       this.decisions.set(req, decision)
+      this.surfaceOf.set(req, surface)
       const account = reserved
       // From here the socket's close releases the slot (also when the handshake fails).
       reserved = undefined
       socket.once('close', () => this.release(account))
-      this.wss.handleUpgrade(req, socket, head, (ws) => this.accept(ws, socket, caller, network))
+      this.wss.handleUpgrade(req, socket, head, (ws) => this.accept(ws, socket, caller, network, surface))
     } catch (err) {
       if (reserved) this.release(reserved)
       if (!(err instanceof HalyardError) || err.status >= 500) {
@@ -198,9 +215,11 @@ export class WsService {
     this.wss.close()
   }
 
-  private accept(ws: WebSocket, socket: Duplex, caller: Caller, network: Network): void {
+  private accept(ws: WebSocket, socket: Duplex, caller: Caller, network: Network, surface: WsSurface): void {
     const streams = this.streamsFor(network)
     const conn = new ClientConnection(ws, socket, caller, network, {
+      ...(surface.registry ? { registry: surface.registry } : {}),
+      alchemyKinds: surface.alchemyKinds ?? false,
       rpc: this.deps.rpc,
       charger: this.deps.charger,
       streams,

@@ -249,6 +249,8 @@ describe('hostile WebSocket upgrades and frames (PGlite)', () => {
   const DEV = '/v1/ws/ethereum/devnet'
   const query = (qs: string) => upgrade(`${DEV}?${qs}`, { headers: q })
   const hdr = (headers: Record<string, string | null>) => upgrade(DEV, { headers })
+  const alc = (rest: string, headers: Record<string, string | null> = {}) =>
+    upgrade(`/v1/alchemy/${rest}`, { headers: { ...q, ...headers } })
   const KEY_RE = /Sec-WebSocket-Key/i
   const VERSION_RE = /Sec-WebSocket-Version/i
 
@@ -296,6 +298,21 @@ describe('hostile WebSocket upgrades and frames (PGlite)', () => {
     ['garbage first line', () => 'GARBAGE\r\n\r\n', 400],
     ['HTTP/9.9 upgrade', () => upgrade(DEV).replace('HTTP/1.1', 'HTTP/9.9'), 400],
     ['TLS ClientHello bytes', () => Buffer.from('16030100a5010000a10303', 'hex'), 400],
+    ['bad Sec-WebSocket-Protocol', () => hdr({ 'sec-websocket-protocol': 'a,,b' }), 400, /protocol/i],
+    // The Alchemy-compatible root (src/alchemy/ws.ts): the key in the path, never repeated.
+    ['alchemy: good upgrade', () => alc(`eth-devnet/v2/${key}`), 101],
+    ['alchemy: trailing slash', () => alc(`ethereum-devnet/v2/${key}/`), 101],
+    ['alchemy: wrong key', () => alc(`eth-devnet/v2/${BAD_KEY}`), 401, /API key/],
+    ['alchemy: wrong path key, good header', () => alc(`eth-devnet/v2/x`, { 'x-api-key': key }), 401],
+    ['alchemy: key 10k chars', () => alc(`eth-devnet/v2/${'k'.repeat(10_000)}`), 401],
+    ['alchemy: NUL key', () => alc('eth-devnet/v2/%00'), 401],
+    ['alchemy: bad escape in the key', () => alc(`eth-devnet/v2/${key}%zz`), 404, /redacted/],
+    ['alchemy: extra segment', () => alc(`eth-devnet/v2/${key}/more`), 404, /redacted/],
+    ['alchemy: no key', () => alc('eth-devnet/v2/'), 404],
+    ['alchemy: unknown network', () => alc(`eth-nowhere/v2/${key}`), 404, /eth-nowhere/],
+    ['alchemy: network 10k chars', () => alc(`${'n'.repeat(10_000)}/v2/${key}`), 404],
+    ['alchemy: test key on mainnet', () => alc(`eth-mainnet/v2/${testKey}`), 403, /test keys/],
+    ['alchemy: bad subprotocol', () => alc(`eth-devnet/v2/${key}`, { 'sec-websocket-protocol': ',' }), 400],
   ]
 
   it('answers every hostile upgrade request with 101 or the error body, then lets go of the socket', async () => {
@@ -327,6 +344,7 @@ describe('hostile WebSocket upgrades and frames (PGlite)', () => {
           problems.push(`server still holds the socket ${CLOSE_MS} ms after refusing (client left half-open)`)
       }
       if (want !== undefined && ans.status !== want) problems.push(`want HTTP ${want}`)
+      if (ans.text.includes(key) || ans.text.includes(testKey)) problems.push('the answer repeats a key')
       ans.socket.destroy()
       const line = `HTTP ${ans.status} ${ans.contentType} ${ans.text.slice(0, 200)}`
       seen.push(`${name}: ${line}`)

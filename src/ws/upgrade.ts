@@ -8,11 +8,14 @@ import { keyFrom, requireNetworkAccess, requireScope } from '../http/access.ts'
 import { rateLimitHeaders } from '../http/charge.ts'
 import { endWithError } from '../http/errors.ts'
 import type { LimitDecision } from '../limits/limiter.ts'
-import { parseWsPath } from './routes.ts'
+import { redactUrl } from '../logger.ts'
+import type { WsRoute, WsSurface } from './surface.ts'
 
 export interface UpgradeDeps {
   readonly auth: AuthService
   readonly networks: NetworkRegistry
+  /** Tried in order; the first whose path matches answers. */
+  readonly surfaces: readonly WsSurface[]
 }
 
 const WS_KEY = /^[+/0-9A-Za-z]{22}==$/
@@ -42,20 +45,34 @@ function checkHandshake(req: IncomingMessage): void {
 export async function authorizeUpgrade(
   req: IncomingMessage,
   deps: UpgradeDeps,
-): Promise<{ caller: Caller; network: Network }> {
+): Promise<{ caller: Caller; network: Network; surface: WsSurface }> {
   checkHandshake(req)
   const url = new URL(req.url ?? '/', 'http://halyard.invalid')
-  const path = parseWsPath(url.pathname)
-  if (!path)
-    throw notFound(`no route GET ${url.pathname} for a WebSocket upgrade; use /v1/ws/{chain}/{network}`)
-  const caller = await deps.auth.authenticate(keyFrom(req.headers, url.searchParams.get('apiKey')))
-  const network = deps.networks.get(path.chain, path.network)
+  let found: { surface: WsSurface; route: WsRoute } | undefined
+  for (const surface of deps.surfaces) {
+    const route = surface.match(url.pathname)
+    if (route) {
+      found = { surface, route }
+      break
+    }
+  }
+  if (!found) {
+    // The path may carry a key (a mistyped Alchemy-compatible URL): never repeat it.
+    throw notFound(
+      `no route GET ${redactUrl(url.pathname)} for a WebSocket upgrade; use ${deps.surfaces.map((s) => s.hint).join(' or ')}`,
+    )
+  }
+  const { surface, route } = found
+  const caller = await deps.auth.authenticate(
+    route.pathKey ?? keyFrom(req.headers, url.searchParams.get('apiKey')),
+  )
+  const network = route.network(deps.networks)
   if (network.kind !== 'evm') {
     throw notFound(`WebSocket subscriptions are not available on ${network.chain}/${network.network}`)
   }
   requireNetworkAccess(caller, network)
   requireScope(caller, 'rpc:read', 'WebSocket subscriptions')
-  return { caller, network }
+  return { caller, network, surface }
 }
 
 /** Answers a refused upgrade over plain HTTP with the spec's error body, then closes. */

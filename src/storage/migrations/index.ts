@@ -14,6 +14,9 @@ import { m0075_dashboard_sessions } from './0075_dashboard_sessions.ts'
 import { m0080_webhooks_form_b } from './0080_webhooks_form_b.ts'
 import { m0081_webhooks_quota } from './0081_webhooks_quota.ts'
 import { m0090_api_keys_last_used } from './0090_api_keys_last_used.ts'
+import { m0100_transfers } from './0100_transfers.ts'
+import { m0110_webhook_attempts_instance } from './0110_webhook_attempts_instance.ts'
+import { m0111_webhooks_event_types } from './0111_webhooks_event_types.ts'
 
 /**
  * Every migration, by name. Names sort in application order. Forward-only: a shipped
@@ -35,4 +38,7 @@ export const migrations: Record<string, Migration> = {
   '0080_webhooks_form_b': m0080_webhooks_form_b,
   '0081_webhooks_quota': m0081_webhooks_quota,
   '0090_api_keys_last_used': m0090_api_keys_last_used,
+  '0100_transfers': m0100_transfers,
+  '0110_webhook_attempts_instance': m0110_webhook_attempts_instance,
+  '0111_webhooks_event_types': m0111_webhooks_event_types,
 }

@@ -19,6 +19,9 @@ const storage = await openStorage({
   poolSize: 5,
 })
 const env = loadEnv({
+  // PostgreSQL: the LISTEN connection that wakes this worker when another instance has new work.
+  DATABASE_URL: process.env.WORKER_DATABASE_URL,
+  HALYARD_INSTANCE_ID: process.env.WORKER_INSTANCE_ID,
   HALYARD_LOG_LEVEL: 'silent',
   HALYARD_DATA_DIR: mkdtempSync(path.join(tmpdir(), 'halyard-whcrash-')),
   // Generous: the machine running the suite may be busy, and a retry must not exhaust here.

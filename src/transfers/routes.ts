@@ -1,0 +1,128 @@
+import type { FastifyInstance } from 'fastify'
+import { z } from 'zod'
+import { address, chainSlug } from '../http/params.ts'
+import { defineRoute } from '../http/route.ts'
+import type { TransferService } from './service.ts'
+import { CATEGORIES, type Category } from './store.ts'
+
+const EVM_SLUG = { from: 'slug', param: 'chain', kinds: ['evm'] } as const
+
+const enumOf = <T extends string>(name: string, values: readonly [T, ...T[]], dflt: T) =>
+  z
+    .enum(values, { error: `${name} must be one of ${values.join(', ')}` })
+    .optional()
+    .transform((v) => v ?? dflt)
+
+/** A block number as a plain decimal integer (as block_number is shown in the answers). */
+const block = (name: string) =>
+  z
+    .string({ error: `${name} must be a block number (a decimal integer)` })
+    .regex(/^\d{1,18}$/, { error: `${name} must be a block number (a decimal integer)` })
+    .transform((v) => BigInt(v))
+    .optional()
+    .meta({ example: '0' })
+
+const categoryList = z
+  .string({ error: `category must be a comma-separated list of ${CATEGORIES.join(', ')}` })
+  .max(200)
+  .transform((v, ctx): Category[] => {
+    const parts = v.split(',').map((p) => p.trim())
+    const bad = parts.find((p) => !CATEGORIES.includes(p as Category))
+    if (bad !== undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        message: `category: "${bad.slice(0, 40)}" is not one of ${CATEGORIES.join(', ')}`,
+      })
+      return z.NEVER
+    }
+    return [...new Set(parts as Category[])]
+  })
+  .optional()
+  .meta({ example: 'erc20,erc721' })
+
+const limit = z
+  .string({ error: 'limit must be an integer between 1 and 100' })
+  .optional()
+  .transform((v, ctx) => {
+    if (v === undefined) return 100
+    const n = /^\d{1,3}$/.test(v) ? Number(v) : Number.NaN
+    if (n >= 1 && n <= 100) return n
+    ctx.addIssue({ code: 'custom', message: 'limit must be an integer between 1 and 100' })
+    return z.NEVER
+  })
+
+export const transferQuery = z
+  .object({
+    direction: enumOf('direction', ['both', 'from', 'to'], 'both').describe(
+      'from: sent by the address; to: received; both (default)',
+    ),
+    category: categoryList.describe('default: every category the network indexes'),
+    from_block: block('from_block').describe('first block (included)'),
+    to_block: block('to_block').describe('last block (included)'),
+    contract: address('contract').optional().describe('token contract: only its token transfers'),
+    order: enumOf('order', ['desc', 'asc'], 'desc').describe('desc (newest first, default) or asc'),
+    limit,
+    cursor: z
+      .string({ error: 'cursor must be the next_cursor of a previous page' })
+      .max(200, { error: 'cursor is not a cursor this API returned (pass next_cursor as is)' })
+      .optional()
+      .describe('next_cursor of the previous page'),
+  })
+  .superRefine((q, ctx) => {
+    if (q.from_block !== undefined && q.to_block !== undefined && q.from_block > q.to_block)
+      ctx.addIssue({ code: 'custom', message: 'from_block must not be after to_block', path: ['from_block'] })
+  })
+
+/* Response body, for the OpenAPI document. */
+const intOrNull = z.number().int().nullable()
+const transferList = z.object({
+  address: z.string(),
+  chain: z.string(),
+  transfers: z.array(
+    z.object({
+      category: z.enum(CATEGORIES as [Category, ...Category[]]),
+      block_number: z.number().int(),
+      block_timestamp: z.number().int().describe('Unix seconds'),
+      tx_hash: z.string(),
+      tx_index: intOrNull.describe('native transfers'),
+      trace_index: intOrNull.describe('native: 0 = the transaction itself, 1.. = call frames'),
+      log_index: intOrNull.describe('token transfers'),
+      batch_index: intOrNull.describe('position in an ERC-1155 batch'),
+      from: z.string(),
+      to: z.string().nullable(),
+      contract: z.string().nullable().describe('null for native transfers'),
+      token_id: z.string().nullable(),
+      value: z.string().regex(/^\d+$/).describe('raw integer amount'),
+      formatted_value: z.string().nullable().describe('decimal-adjusted; null when decimals are unknown'),
+      symbol: z.string().nullable(),
+      decimals: intOrNull,
+    }),
+  ),
+  next_cursor: z.string().nullable().describe('null on the last page'),
+})
+
+/** Halyard's transfer API (issue 19): native and token transfers of an address, keyset-paged. */
+export function registerTransferRoutes(app: FastifyInstance, transfers: TransferService): void {
+  defineRoute(app, {
+    method: 'GET',
+    url: '/v1/transfers/:chain/:address',
+    scope: 'data:read',
+    // Like the other list routes (token balances, owned NFTs): one indexed read per page.
+    cost: 20,
+    network: EVM_SLUG,
+    what: 'transfers',
+    schema: { params: z.object({ chain: chainSlug, address: address('address') }), query: transferQuery },
+    responses: { 200: transferList },
+    handler: ({ network, params, query }) =>
+      transfers.list(network, params.address, {
+        direction: query.direction,
+        categories: query.category,
+        fromBlock: query.from_block,
+        toBlock: query.to_block,
+        contract: query.contract,
+        order: query.order,
+        limit: query.limit,
+        cursor: query.cursor,
+      }),
+  })
+}

@@ -1,0 +1,153 @@
+import { z } from 'zod'
+import { describeZodError } from '../config/validation.ts'
+import type { Address } from '../types.ts'
+
+/**
+ * Alchemy's transaction subscriptions (issue 19), as the Alchemy-compatible root serves them:
+ * `alchemy_minedTransactions` and `alchemy_pendingTransactions`, their parameters as alchemy-sdk
+ * 3.6.5 sends them, and the matching of one transaction against a subscriber's filter.
+ */
+
+export const MINED = 'alchemy_minedTransactions'
+export const PENDING_TXS = 'alchemy_pendingTransactions'
+
+/** Alchemy documents 1,000 addresses per subscription; more is refused, not truncated. */
+export const MAX_FILTER_ADDRESSES = 1000
+
+const address = z
+  .string()
+  .regex(/^0x[0-9a-fA-F]{40}$/, 'must be a 20-byte 0x address')
+  .transform((a) => a.toLowerCase() as Address)
+
+/** An address or a list of them (a union would report "Invalid input" rather than which entry). */
+const oneOrMany = z.preprocess(
+  (v) => (typeof v === 'string' ? [v] : v),
+  z
+    .array(address, 'must be an address or a list of addresses')
+    .max(MAX_FILTER_ADDRESSES, `has more than ${MAX_FILTER_ADDRESSES} addresses`),
+)
+
+// Unknown fields are ignored (clients add their own); nulls count as absent, as the SDK's
+// undefined fields do once serialised.
+const minedSchema = z
+  .object({
+    addresses: z
+      .array(
+        z
+          .object({ from: address.nullish(), to: address.nullish() })
+          .refine((a) => a.from != null || a.to != null, 'needs from or to'),
+      )
+      .max(MAX_FILTER_ADDRESSES, `has more than ${MAX_FILTER_ADDRESSES} entries`)
+      .nullish(),
+    includeRemoved: z.boolean().nullish(),
+    hashesOnly: z.boolean().nullish(),
+  })
+  .strip()
+
+const pendingSchema = z
+  .object({
+    fromAddress: oneOrMany.nullish(),
+    toAddress: oneOrMany.nullish(),
+    hashesOnly: z.boolean().nullish(),
+  })
+  .strip()
+
+export interface AddressPair {
+  readonly from?: Address
+  readonly to?: Address
+}
+
+export interface MinedFilter {
+  /** A transaction matches when any pair does (each pair: every address it names); empty = any. */
+  readonly addresses: readonly AddressPair[]
+  readonly includeRemoved: boolean
+  readonly hashesOnly: boolean
+}
+
+export interface PendingFilter {
+  /** A transaction matches when it is from one of `from` or to one of `to`; both empty = any. */
+  readonly from: ReadonlySet<Address>
+  readonly to: ReadonlySet<Address>
+  readonly hashesOnly: boolean
+}
+
+type Parsed<T> = { ok: true; value: T } | { ok: false; message: string }
+
+export function parseMinedFilter(raw: unknown): Parsed<MinedFilter> {
+  const parsed = minedSchema.safeParse(raw ?? {})
+  if (!parsed.success) return { ok: false, message: `params[1]: ${describeZodError(parsed.error)}` }
+  return {
+    ok: true,
+    value: {
+      addresses: (parsed.data.addresses ?? []).map((a) => ({
+        ...(a.from != null ? { from: a.from } : {}),
+        ...(a.to != null ? { to: a.to } : {}),
+      })),
+      includeRemoved: parsed.data.includeRemoved ?? false,
+      hashesOnly: parsed.data.hashesOnly ?? false,
+    },
+  }
+}
+
+export function parsePendingFilter(raw: unknown): Parsed<PendingFilter> {
+  const parsed = pendingSchema.safeParse(raw ?? {})
+  if (!parsed.success) return { ok: false, message: `params[1]: ${describeZodError(parsed.error)}` }
+  const from = parsed.data.fromAddress ?? []
+  const to = parsed.data.toAddress ?? []
+  if (from.length + to.length > MAX_FILTER_ADDRESSES) {
+    return {
+      ok: false,
+      message: `params[1]: fromAddress and toAddress name more than ${MAX_FILTER_ADDRESSES} addresses together`,
+    }
+  }
+  return {
+    ok: true,
+    value: { from: new Set(from), to: new Set(to), hashesOnly: parsed.data.hashesOnly ?? false },
+  }
+}
+
+/** A transaction as an upstream returns it: what matching relies on, the rest passed through. */
+export const upstreamTxSchema = z
+  .object({
+    hash: z.string().regex(/^0x[0-9a-fA-F]{64}$/),
+    from: address,
+    to: address.nullish(),
+  })
+  .passthrough()
+
+export interface ChainTx {
+  readonly hash: string
+  readonly from: Address
+  /** Null for a contract creation. */
+  readonly to: Address | null
+  /** The transaction as clients receive it. */
+  readonly wire: Record<string, unknown>
+}
+
+export function toChainTx(raw: unknown): ChainTx | undefined {
+  const parsed = upstreamTxSchema.safeParse(raw)
+  if (!parsed.success) return undefined
+  return {
+    hash: parsed.data.hash.toLowerCase(),
+    from: parsed.data.from,
+    to: parsed.data.to ?? null,
+    wire: raw as Record<string, unknown>,
+  }
+}
+
+export function matchesMined(tx: ChainTx, f: MinedFilter): boolean {
+  if (f.addresses.length === 0) return true
+  return f.addresses.some(
+    (a) => (a.from === undefined || a.from === tx.from) && (a.to === undefined || a.to === tx.to),
+  )
+}
+
+export function matchesPending(tx: ChainTx, f: PendingFilter): boolean {
+  if (f.from.size === 0 && f.to.size === 0) return true
+  return f.from.has(tx.from) || (tx.to !== null && f.to.has(tx.to))
+}
+
+/** Whether a pending subscriber needs the transaction itself, or its hash is enough. */
+export function needsPendingBody(f: PendingFilter): boolean {
+  return !f.hashesOnly || f.from.size > 0 || f.to.size > 0
+}

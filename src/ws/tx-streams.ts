@@ -1,0 +1,173 @@
+import type { Network } from '../chains/registry.ts'
+import type { Logger } from '../logger.ts'
+import type { Hash } from '../types.ts'
+import { PushPayload } from './push-frame.ts'
+import type { Head } from './routes.ts'
+import {
+  type ChainTx,
+  type MinedFilter,
+  matchesMined,
+  matchesPending,
+  needsPendingBody,
+  type PendingFilter,
+  toChainTx,
+} from './tx-filters.ts'
+
+/** A subscriber of Alchemy's transaction kinds, as this fan-out sees it. */
+export interface TxSubscriber {
+  readonly mined?: MinedFilter
+  readonly pending?: PendingFilter
+  deliver(payload: PushPayload): void
+}
+
+/**
+ * Pending lookups under way at once; hashes beyond it are not looked up (the pending stream is
+ * best effort anyway), so a burst of pending transactions cannot flood the upstream.
+ */
+export const MAX_PENDING_LOOKUPS = 128
+
+interface Options {
+  readonly requestTimeoutMs: number
+  readonly keepBlocks: number
+}
+
+/**
+ * `alchemy_minedTransactions` and `alchemy_pendingTransactions` on top of the streams the
+ * network already holds: each new block (from the head tracker, in order, reorgs included) is
+ * read once with its transactions and filtered locally per subscriber; each pending hash is
+ * looked up once, and only when some subscriber needs more than the hash. Payloads are built
+ * once per transaction and shape, then shared by every subscriber that matches.
+ */
+export class TxStreams {
+  private readonly txsByBlock = new Map<Hash, ChainTx[]>()
+  private lookups = 0
+  /** Pending hashes not looked up because MAX_PENDING_LOOKUPS were under way (tests, metrics). */
+  skippedLookups = 0
+
+  constructor(
+    private readonly network: Network,
+    private readonly mined: ReadonlySet<TxSubscriber>,
+    private readonly pending: ReadonlySet<TxSubscriber>,
+    private readonly opts: Options,
+    private readonly logger: Logger,
+    private readonly counted: (n: number, kind: 'mined' | 'pending') => void,
+  ) {}
+
+  /** The heads stream stopped or no mined subscriber is left: forget the blocks read. */
+  reset(): void {
+    this.txsByBlock.clear()
+  }
+
+  /** In order: transactions a reorg undid (removed: true, to those who asked), then new blocks'. */
+  async onBlocks(added: readonly Head[], removed: readonly Head[]): Promise<void> {
+    for (const block of removed) {
+      const txs = this.txsByBlock.get(block.hash)
+      this.txsByBlock.delete(block.hash)
+      if (!txs) continue
+      for (let i = txs.length - 1; i >= 0; i--) this.fanOutMined(txs[i]!, true)
+    }
+    if (this.mined.size === 0) return
+    for (const block of added) {
+      for (const tx of await this.blockTxs(block)) this.fanOutMined(tx, false)
+    }
+  }
+
+  private fanOutMined(tx: ChainTx, removed: boolean): void {
+    let full: PushPayload | undefined
+    let hashOnly: PushPayload | undefined
+    let n = 0
+    for (const sub of this.mined) {
+      const f = sub.mined
+      if (!f || (removed && !f.includeRemoved) || !matchesMined(tx, f)) continue
+      if (f.hashesOnly) {
+        hashOnly ??= new PushPayload(JSON.stringify({ removed, transaction: { hash: tx.wire.hash } }))
+        sub.deliver(hashOnly)
+      } else {
+        full ??= new PushPayload(JSON.stringify({ removed, transaction: tx.wire }))
+        sub.deliver(full)
+      }
+      n++
+    }
+    this.counted(n, 'mined')
+  }
+
+  /** One pending hash from the upstream stream. */
+  async onPendingHash(hash: string): Promise<void> {
+    if (this.pending.size === 0) return
+    let needBody = false
+    for (const sub of this.pending) if (sub.pending && needsPendingBody(sub.pending)) needBody = true
+    if (needBody && this.lookups >= MAX_PENDING_LOOKUPS) {
+      this.skippedLookups++
+      needBody = false
+    }
+    const tx = needBody ? await this.pendingTx(hash) : undefined
+    const hashPayload = new PushPayload(JSON.stringify(hash))
+    let full: PushPayload | undefined
+    let n = 0
+    for (const sub of this.pending) {
+      const f = sub.pending
+      if (!f) continue
+      if (needsPendingBody(f)) {
+        // Gone already (mined or dropped) or unreadable: nothing to match against.
+        if (!tx || !matchesPending(tx, f)) continue
+        if (f.hashesOnly) sub.deliver(hashPayload)
+        else {
+          full ??= new PushPayload(JSON.stringify(tx.wire))
+          sub.deliver(full)
+        }
+      } else sub.deliver(hashPayload)
+      n++
+    }
+    this.counted(n, 'pending')
+  }
+
+  private async pendingTx(hash: string): Promise<ChainTx | undefined> {
+    this.lookups++
+    try {
+      const out = await this.network.pool.call('eth_getTransactionByHash', [hash], {
+        timeoutMs: this.opts.requestTimeoutMs,
+      })
+      if (out.error || out.result === null) return undefined
+      return toChainTx(out.result)
+    } catch {
+      return undefined
+    } finally {
+      this.lookups--
+    }
+  }
+
+  /** One eth_getBlockByHash with transactions per block, whatever the number of subscribers. */
+  private async blockTxs(block: Head): Promise<ChainTx[]> {
+    let lastError = ''
+    for (let attempt = 0; attempt < 3; attempt++) {
+      try {
+        const out = await this.network.pool.call('eth_getBlockByHash', [block.hash, true], {
+          timeoutMs: this.opts.requestTimeoutMs,
+        })
+        if (out.error) throw new Error(out.error.message)
+        const list = (out.result as { transactions?: unknown } | null)?.transactions
+        if (!Array.isArray(list)) throw new Error('eth_getBlockByHash returned no transaction list')
+        const txs: ChainTx[] = []
+        for (const raw of list) {
+          const tx = toChainTx(raw)
+          if (tx) txs.push(tx)
+        }
+        this.txsByBlock.set(block.hash, txs)
+        while (this.txsByBlock.size > this.opts.keepBlocks) {
+          const oldest = this.txsByBlock.keys().next().value
+          if (oldest === undefined) break
+          this.txsByBlock.delete(oldest)
+        }
+        return txs
+      } catch (err) {
+        lastError = (err as Error).message
+        await new Promise((r) => setTimeout(r, 100 * (attempt + 1)))
+      }
+    }
+    this.logger.error(
+      { network: this.network.slug, block: block.number.toString(), err: lastError },
+      'could not read the transactions of a block; alchemy_minedTransactions subscribers miss them',
+    )
+    return []
+  }
+}
