@@ -149,7 +149,7 @@ export async function ensureAccountAbstraction(
     })
     pending.push({ name: c.name, hash })
   }
-  await waitAll(client, pending)
+  await waitAll(client, rpcUrl, pending)
   changed.push(...pending.map((p) => p.name))
 
   const paymaster = await ensurePaymasters(client, rpcUrl, dataDir, changed)
@@ -201,7 +201,7 @@ async function ensurePaymasters(client: PublicClient, rpcUrl: string, dataDir: s
     ])
     const hash = await wallet.sendTransaction({ data, gas: 5_000_000n, chain })
     const name = `VerifyingPaymaster ${version === 'v06' ? 'v0.6' : 'v0.7'}`
-    await waitAll(client, [{ name, hash }])
+    await waitAll(client, rpcUrl, [{ name, hash }])
     changed.push(name)
     const r = await client.getTransactionReceipt({ hash })
     return (r.contractAddress ?? '').toLowerCase() as Address
@@ -246,7 +246,7 @@ async function ensurePaymasters(client: PublicClient, rpcUrl: string, dataDir: s
       })
     }
   }
-  await waitAll(client, txs)
+  await waitAll(client, rpcUrl, txs)
   changed.push(...txs.map((t) => t.name))
   return { address, signer, v06 }
 }
@@ -341,7 +341,11 @@ async function hasCode(client: PublicClient, address: Address): Promise<boolean>
   return code !== undefined && code !== '0x'
 }
 
-async function waitAll(client: PublicClient, txs: { name: string; hash: Hash }[]) {
+async function waitAll(client: PublicClient, rpcUrl: string, txs: { name: string; hash: Hash }[]) {
+  // The dev chain mines a block a second: mining now spares each of the three rounds of
+  // deployments up to a second (issue 20, the first start). On an automining node this adds
+  // one empty block.
+  if (txs.length > 0) await rpc(rpcUrl, 'evm_mine', [])
   await Promise.all(
     txs.map(async (t) => {
       const r = await client.waitForTransactionReceipt({
