@@ -67,7 +67,7 @@ export function jsonRpcFastLane(host: FastLaneHost, route: JsonRpcLaneRoute, dep
     const x = new Exchange(host, route, deps, req, res, network, caller)
     onBody(req, length, (text) => {
       // The client left before its body arrived: never served, never counted.
-      if (text !== undefined && !answerAtOnce(x, text)) void serve(x, text, undefined)
+      if (text !== undefined) answerAtOnce(x, text)
     })
     return true
   }
@@ -111,22 +111,23 @@ class Exchange {
  * The commonest answer with no promise at all: a single call whose result is in this process's
  * cache, charged synchronously (in-process limiter, an unlimited plan, or the Redis limiter's
  * lease). The steps and their order are `serve`'s: admit, charge, look up, count, write at the
- * end of the turn. Returns false, having changed nothing, when `serve` must answer (a refusal
- * before the charge, a batch, a cache miss); a charge that needs Redis continues in `serve`.
+ * end of the turn. Anything else goes on in `serve` from where this stopped: a refusal before
+ * the charge (`serve` parses again to answer it), a batch or a cache miss (admitted once, here),
+ * a charge that needs Redis (already begun).
  */
-function answerAtOnce(x: Exchange, text: string): boolean {
+function answerAtOnce(x: Exchange, text: string): void {
   const { deps, route } = x
   let admission: HttpAdmission
   try {
     admission = admitHttp(deps, x.caller, x.network, parseInput(route.body, x.host.parseJson(text), 'body'))
   } catch {
-    return false
+    return void serve(x, text, undefined)
   }
   const slot = admission.slots[0]!
-  if (admission.batch || !slot.call) return false
+  if (admission.batch || !slot.call) return void serve(x, text, { admission })
   const { request, spec } = slot.call
   const json = deps.rpc.cachedLocally(x.network, request, spec)
-  if (json === undefined) return false
+  if (json === undefined) return void serve(x, text, { admission })
   x.metricMethod = admission.metricMethod
   let charge: LimitDecision | Promise<LimitDecision>
   try {
@@ -134,12 +135,9 @@ function answerAtOnce(x: Exchange, text: string): boolean {
   } catch (err) {
     // The 429, as `serve` writes it: charged (counted as refused), nothing run.
     x.record(writeLaneError(x.host, x.res, err, x.headers, x.requestId))
-    return true
+    return
   }
-  if (charge instanceof Promise) {
-    void serve(x, text, { admission, charge })
-    return true
-  }
+  if (charge instanceof Promise) return void serve(x, text, { admission, charge })
   const h = x.headers
   Object.assign(h, rateLimitHeaders(charge))
   deps.rpc.countHit(x.network, spec)
@@ -147,28 +145,25 @@ function answerAtOnce(x: Exchange, text: string): boolean {
   h['content-type'] = JSON_CONTENT_TYPE
   x.text = hitFrame(request.id, json)
   writeAtEndOfTurn(x)
-  return true
 }
 
 /** The Fastify route's handler and hooks, in the same order, on the raw request. */
 async function serve(
   x: Exchange,
   text: string,
-  /** Admitted and charging already (answerAtOnce, when the charge needs Redis). */
-  begun: { admission: HttpAdmission; charge: Promise<LimitDecision> } | undefined,
+  /** What answerAtOnce did already: admitted, and perhaps begun a charge that needs Redis. */
+  begun: { admission: HttpAdmission; charge?: Promise<LimitDecision> } | undefined,
 ) {
   const { host, deps, route, headers } = x
-  let charged = begun !== undefined
+  let charged = begun?.charge !== undefined
   let status = 200
   try {
-    let admission: HttpAdmission
+    const admission =
+      begun?.admission ??
+      admitHttp(deps, x.caller, x.network, parseInput(route.body, host.parseJson(text), 'body'))
     let charge: LimitDecision | Promise<LimitDecision>
-    if (begun) {
-      admission = begun.admission
-      charge = begun.charge
-    } else {
-      const body = parseInput(route.body, host.parseJson(text), 'body')
-      admission = admitHttp(deps, x.caller, x.network, body)
+    if (begun?.charge) charge = begun.charge
+    else {
       x.metricMethod = admission.metricMethod
       charged = true
       charge = deps.charger.chargeDirect(x.caller, admission.computeUnits, route.url, x.metricMethod)
