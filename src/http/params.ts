@@ -43,7 +43,8 @@ export const uint256 = (name: string, o: { jsonNumber?: boolean } = {}) => {
     .meta({ example: '1' })
 }
 
-const intString = (name: string, min: number, max: number, dflt: number) => {
+/** A decimal integer query parameter in [min, max], `dflt` when absent; else a 400 naming it. */
+export const intString = (name: string, min: number, max: number, dflt: number) => {
   const range = `${name} must be an integer between ${min} and ${max}`
   return z
     .string({ error: range })

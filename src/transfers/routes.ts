@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import { z } from 'zod'
-import { address, chainSlug } from '../http/params.ts'
+import { address, chainSlug, intString } from '../http/params.ts'
 import { defineRoute } from '../http/route.ts'
 import type { TransferService } from './service.ts'
 import { CATEGORIES, type Category } from './store.ts'
@@ -40,16 +40,7 @@ const categoryList = z
   .optional()
   .meta({ example: 'erc20,erc721' })
 
-const limit = z
-  .string({ error: 'limit must be an integer between 1 and 100' })
-  .optional()
-  .transform((v, ctx) => {
-    if (v === undefined) return 100
-    const n = /^\d{1,3}$/.test(v) ? Number(v) : Number.NaN
-    if (n >= 1 && n <= 100) return n
-    ctx.addIssue({ code: 'custom', message: 'limit must be an integer between 1 and 100' })
-    return z.NEVER
-  })
+const limit = intString('limit', 1, 100, 100)
 
 export const transferQuery = z
   .object({
