@@ -12,11 +12,12 @@
  * bundler, and driven through `POST /v1/bundler/ethereum/devnet` with an API key, as a user
  * would. Alto runs as its own process (installed on first run into .bench-deps/, git-ignored).
  *
- * Halyard unsafe and Alto take BENCH_ROUNDS (2) turns each, alternating, and the table shows each
+ * Halyard unsafe and Alto take BENCH_ROUNDS (2) turns each, alternating, each in one process for
+ * all its turns (Alto's and Halyard's JIT warm alike), and the table shows each
  * one's best round (every round is printed): on a shared machine a load spike in one row's
  * window would otherwise decide the ratio.
  *
- * Knobs: BENCH_OPS (100), BENCH_CONCURRENCY (16 requests in flight), BENCH_ROWS (which rows:
+ * Knobs: BENCH_OPS (200), BENCH_CONCURRENCY (16 requests in flight), BENCH_ROWS (which rows:
  * halyard-unsafe,alto,halyard-safe), BENCH_MAX_EXEC (Halyard's EVM calls in flight on anvil: 1,
  * dev mode's setting; 4 measured slower), BENCH_SIM_DEPLOY (1: EntryPointSimulations deployed once,
  * as Alto deploys its own; 0: sent as a code override with every simulation), BENCH_PROFILE=1 (Halyard's CPU profile during each
@@ -35,7 +36,7 @@ import { type LoadSpec, missingRow, type Row, runLoad } from './lib/bundler-load
 import { cpuTop, formatCpuTop, profileFiles } from './lib/cpu-top.ts'
 import { type HalyardChild, serveHalyardChild, startHalyardChild } from './lib/halyard-child.ts'
 
-const OPS = Number(process.env.BENCH_OPS ?? 100)
+const OPS = Number(process.env.BENCH_OPS ?? 200)
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16)
 const PROFILE = process.env.BENCH_PROFILE === '1'
 /** Which rows run (profiling one row): any of halyard-unsafe, alto, halyard-safe. */
@@ -59,22 +60,38 @@ async function stopChild(h: HalyardChild): Promise<void> {
   if (h.child.exitCode === null) h.child.kill('SIGKILL')
 }
 
-async function halyardRow(name: string, network: Partial<NetworkConfigInput>, load: LoadSpec): Promise<Row> {
+/**
+ * `rounds` loads on one Halyard child, as Alto's one process takes all of its rounds (a process
+ * per round would leave Halyard's JIT cold in every round and Alto's warm from the second);
+ * `after` takes each round's row (and runs Alto's turn).
+ */
+async function halyardRounds(
+  name: string,
+  network: Partial<NetworkConfigInput>,
+  load: LoadSpec,
+  rounds: number,
+  after: (row: Row) => Promise<void> = async () => {},
+): Promise<Row[]> {
   process.env[NETWORK_ENV] = JSON.stringify(network)
   const profileDir = PROFILE ? mkdtempSync(path.join(tmpdir(), 'halyard-bench-prof-')) : undefined
   const h = await startHalyardChild(import.meta.filename, load.anvilUrl, profileDir ? { profileDir } : {})
-  let row: Row | undefined
+  const rows: Row[] = []
   try {
-    row = await runLoad(name, { url: h.url, headers: { 'x-api-key': h.key } }, load)
-    return row
+    for (let round = 0; round < rounds; round++) {
+      const row = await runLoad(name, { url: h.url, headers: { 'x-api-key': h.key } }, load)
+      rows.push(row)
+      await after(row)
+    }
+    return rows
   } finally {
     await stopChild(h)
-    if (profileDir && row?.acceptWindow) {
-      console.log(
-        `\n${name}: Halyard child CPU during the accept phase (${profileDir}, window ${row.acceptWindow.from}–${row.acceptWindow.to} µs)`,
-      )
-      console.log(formatCpuTop(cpuTop(profileFiles(profileDir), row.acceptWindow), 30))
-    }
+    for (const [i, row] of rows.entries())
+      if (profileDir && row.acceptWindow) {
+        console.log(
+          `\n${name}, round ${i + 1}: Halyard child CPU during the accept phase (${profileDir}, window ${row.acceptWindow.from}–${row.acceptWindow.to} µs)`,
+        )
+        console.log(formatCpuTop(cpuTop(profileFiles(profileDir), row.acceptWindow), 30))
+      }
   }
 }
 
@@ -130,15 +147,20 @@ async function main() {
         altoUrl = started.url
       }
     } else best.set('Alto unsafe', skipped('Alto unsafe'))
-    for (let round = 0; round < ROUNDS; round++) {
-      if (ROWS.has('halyard-unsafe')) keep(await halyardRow('Halyard unsafe', network('unsafe'), load))
+    const altoRound = async () => {
       if (altoUrl) keep(await runLoad('Alto unsafe', { url: altoUrl }, load))
     }
+    if (ROWS.has('halyard-unsafe'))
+      await halyardRounds('Halyard unsafe', network('unsafe'), load, ROUNDS, async (row) => {
+        keep(row)
+        await altoRound()
+      })
+    else for (let round = 0; round < ROUNDS; round++) await altoRound()
     alto?.kill('SIGKILL')
     alto = undefined
     if (!ROWS.has('halyard-unsafe')) best.set('Halyard unsafe', skipped('Halyard unsafe'))
     const safe = ROWS.has('halyard-safe')
-      ? await halyardRow('Halyard safe (ERC-7562)', network('safe'), load)
+      ? ((await halyardRounds('Halyard safe (ERC-7562)', network('safe'), load, 1))[0] as Row)
       : skipped('Halyard safe (ERC-7562)')
     const rows = [best.get('Halyard unsafe') as Row, best.get('Alto unsafe') as Row, safe]
     console.log(`\nrounds, in order: ${rounds.join('; ')}`)

@@ -92,7 +92,9 @@ export async function ensureBuild(root, entry = 'src/cli/main.ts') {
     // Another process put the same build in place first.
     rmSync(tmp, { recursive: true, force: true })
   }
-  pruneOld(builds, name)
+  try {
+    pruneOld(builds, name)
+  } catch {}
   return main
 }
 
@@ -100,7 +102,12 @@ export async function ensureBuild(root, entry = 'src/cli/main.ts') {
 const ABANDONED_MS = 10 * 60_000
 
 function pruneOld(builds, current) {
-  const entries = readdirSync(builds).map((n) => ({ n, t: statSync(path.join(builds, n)).mtimeMs }))
+  // Best effort, and raced by other starts: a `.tmp-` directory listed here may be renamed into
+  // place or removed before it is looked at. Pruning never fails a start.
+  const entries = readdirSync(builds).flatMap((n) => {
+    const s = statSync(path.join(builds, n), { throwIfNoEntry: false })
+    return s ? [{ n, t: s.mtimeMs }] : []
+  })
   const abandoned = entries.filter((e) => e.n.startsWith('.tmp-') && Date.now() - e.t > ABANDONED_MS)
   const old = entries
     .filter((e) => e.n !== current && !e.n.startsWith('.tmp-'))

@@ -1,9 +1,10 @@
 import { invalidRequest } from '../errors.ts'
+import { encodeOpaque as encode, matchOpaque } from '../http/opaque-key.ts'
 import type { Address } from '../types.ts'
 
 /**
  * The opaque `pageKey`s of the Alchemy-compatible NFT API: the position after which the next
- * page starts (keyset, never an offset), base64url so clients do not take it apart. A key
+ * page starts (keyset, never an offset), opaque (src/http/opaque-key.ts). A key
  * carries no filters: used with other parameters it is still a position.
  */
 
@@ -14,12 +15,8 @@ const TOKEN = new RegExp(`^t1\\.(${ID})$`)
 const HOLDER = new RegExp(`^h1\\.(${ADDR})$`)
 const MAX_UINT256 = 2n ** 256n - 1n
 
-const encode = (s: string) => Buffer.from(s).toString('base64url')
-
 function decode(key: string, form: RegExp): RegExpExecArray {
-  const m = /^[A-Za-z0-9_-]{1,200}$/.test(key)
-    ? form.exec(Buffer.from(key, 'base64url').toString('latin1'))
-    : null
+  const m = matchOpaque(key, form, 200)
   if (!m)
     throw invalidRequest(
       'pageKey is not a page key this server issued: pass the pageKey of the previous answer unchanged',

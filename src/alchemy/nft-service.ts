@@ -3,8 +3,8 @@ import type { z } from 'zod'
 import type { Network } from '../chains/registry.ts'
 import { HalyardError, invalidRequest } from '../errors.ts'
 import { readCursor } from '../indexer/store.ts'
+import { Limiter } from '../nfts/fetcher.ts'
 import type { NftMetadata, NftService } from '../nfts/service.ts'
-import { readMetadata } from '../nfts/store.ts'
 import type { Database } from '../storage/schema.ts'
 import type { Address } from '../types.ts'
 import { holderKey, ownedKey, tokenKey } from './nft-page-key.ts'
@@ -53,7 +53,7 @@ export class AlchemyNftApi {
       this.tokenMetadata(net, p.contractAddress, p.tokenId, p.refreshCache),
       this.contract(net, p.contractAddress),
     ])
-    return nftShape(contract, await this.tokenFromMetadata(net, meta))
+    return nftShape(contract, this.tokenFromMetadata(meta))
   }
 
   /** A batch answers every entry: one it cannot find says why in `raw.error` (a batch never fails for one token). */
@@ -62,7 +62,7 @@ export class AlchemyNftApi {
       const contract = await this.contractOrKind(net, t.contractAddress)
       try {
         const meta = await this.tokenMetadata(net, t.contractAddress, t.tokenId, p.refreshCache)
-        return nftShape(contract, await this.tokenFromMetadata(net, meta))
+        return nftShape(contract, this.tokenFromMetadata(meta))
       } catch (err) {
         if (!(err instanceof HalyardError) || err.code !== 'not_found') throw err
         return nftShape(contract, missingToken(t.tokenId, contract.tokenType, err.message))
@@ -175,18 +175,17 @@ export class AlchemyNftApi {
     contract: Address,
     id: bigint,
     refresh: boolean,
-  ): Promise<NftMetadata> {
+  ): Promise<{ meta: NftMetadata; fetchedAt: Date }> {
     try {
-      return await this.nfts.metadata(net, contract, id, refresh)
+      return await this.nfts.metadataFetched(net, contract, id, refresh)
     } catch (err) {
       if (refresh && err instanceof HalyardError && err.code === 'rate_limited')
-        return this.nfts.metadata(net, contract, id, false)
+        return this.nfts.metadataFetched(net, contract, id, false)
       throw err
     }
   }
 
-  private async tokenFromMetadata(net: Network, m: NftMetadata): Promise<TokenView> {
-    const stored = await readMetadata(this.db, net.slug, m.contract, BigInt(m.token_id))
+  private tokenFromMetadata({ meta: m, fetchedAt }: { meta: NftMetadata; fetchedAt: Date }): TokenView {
     return {
       tokenId: BigInt(m.token_id),
       tokenType: m.standard,
@@ -197,7 +196,7 @@ export class AlchemyNftApi {
       imageGateway: m.image_gateway_url,
       metadata: m.metadata,
       error: m.metadata_error,
-      fetchedAt: stored?.fetchedAt ?? null,
+      fetchedAt,
     }
   }
 
@@ -287,15 +286,7 @@ function missingToken(tokenId: bigint, tokenType: AlchemyTokenType, error: strin
 }
 
 /** `f` over `items`, at most CONCURRENCY at once, results in order. */
-async function mapLimit<T, R>(items: readonly T[], f: (t: T) => Promise<R>): Promise<R[]> {
-  const out = new Array<R>(items.length)
-  let next = 0
-  const worker = async () => {
-    while (next < items.length) {
-      const i = next++
-      out[i] = await f(items[i] as T)
-    }
-  }
-  await Promise.all(Array.from({ length: Math.min(CONCURRENCY, items.length) }, worker))
-  return out
+function mapLimit<T, R>(items: readonly T[], f: (t: T) => Promise<R>): Promise<R[]> {
+  const limiter = new Limiter(CONCURRENCY)
+  return Promise.all(items.map((t) => limiter.run(() => f(t))))
 }

@@ -23,7 +23,9 @@ export function registerAlchemy(host: FeatureHost): void {
       ...receiptRows(ctx.logger),
       ...simulateRows({ tokens, sources, logger: ctx.logger }),
       // Set by registerTransfers (src/transfers/register.ts) when that feature runs.
-      ...(services.transfers ? [assetTransfersRow({ transfers: services.transfers })] : []),
+      ...(services.transfers
+        ? [assetTransfersRow({ transfers: services.transfers, logger: ctx.logger })]
+        : []),
     ],
     [
       // Alchemy's one URL also answers ERC-4337, ERC-7677 and account-kit's methods (@account-kit/infra).

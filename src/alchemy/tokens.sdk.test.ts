@@ -1,104 +1,19 @@
-import { mkdtempSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import path from 'node:path'
-import { Alchemy, AssetTransfersCategory, Network, TokenBalanceType } from 'alchemy-sdk'
-import { encodeFunctionData, erc20Abi, parseAbi } from 'viem'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import {
-  anvilNetwork,
-  call,
-  postRpc,
-  startTestHalyard,
-  type TestHalyard,
-} from '../../test/helpers/halyard.ts'
-import { type AnvilProcess, startAnvil } from '../devnet/anvil.ts'
-import { DEV_ACCOUNT, Devnet } from '../devnet/demo.ts'
-import { ensureMulticall3 } from '../devnet/multicall3.ts'
-import { openStorage, type Storage } from '../storage/database.ts'
-import type { Address } from '../types.ts'
-
-const HOLDER = '0x000000000000000000000000000000000000a11c' as Address
-const OTHER = '0x000000000000000000000000000000000000b0b0' as Address
-const LOGO = 'https://tokens.example/dusd.png'
-const hex32 = (v: bigint) => `0x${v.toString(16).padStart(64, '0')}`
+import { TokenBalanceType } from 'alchemy-sdk'
+import { describe, expect, it } from 'vitest'
+import { postRpc } from '../../test/helpers/halyard.ts'
+import { HOLDER, hex32, LOGO, OTHER, tokensFixture } from './tokens-fixture.ts'
 
 /**
  * The real alchemy-sdk, with only its `url` pointed at Halyard's compat root, against anvil with
- * real ERC-20 contracts indexed by Halyard: the token methods, receipts and core calls.
+ * real ERC-20 contracts indexed by Halyard: the token balance and metadata methods, and how they
+ * answer malformed and hostile params. Receipts, core calls and simulation: core.sdk.test.ts.
  */
-describe('alchemy-sdk against the compat root: tokens, receipts, core', () => {
-  let anvil: AnvilProcess
-  let storage: Storage
-  let h: TestHalyard
-  let dev: Devnet
-  let key: string
-  let url: string
-  let alchemy: Alchemy
-  let usd: Address
-  let gold: Address
-  let gone: Address
-  let unlisted: Address
-  let mintBlock: bigint
-
-  beforeAll(async () => {
-    anvil = await startAnvil()
-    await ensureMulticall3(anvil.url)
-    storage = await openStorage({})
-    dev = new Devnet(anvil.url)
-    usd = await dev.deploy('DemoERC20', ['Dollar', 'DUSD', 6])
-    gold = await dev.deploy('DemoERC20', ['Gold', 'DGLD', 18])
-    gone = await dev.deploy('DemoERC20', ['Gone', 'GONE', 18])
-    unlisted = await dev.deploy('DemoERC20', ['Quiet', 'QT', 0])
-    const dir = mkdtempSync(path.join(tmpdir(), 'alc-tokens-'))
-    const list = path.join(dir, 'list.json')
-    const entry = (address: Address, name: string, symbol: string, decimals: number, logoURI?: string) => ({
-      chainId: anvil.chainId,
-      address,
-      name,
-      symbol,
-      decimals,
-      ...(logoURI ? { logoURI } : {}),
-    })
-    writeFileSync(
-      list,
-      JSON.stringify({
-        name: 'test list',
-        timestamp: '2026-11-24T00:00:00Z',
-        version: { major: 1, minor: 0, patch: 0 },
-        tokens: [entry(usd, 'Dollar', 'DUSD', 6, LOGO), entry(gold, 'Gold', 'DGLD', 18)],
-      }),
-    )
-    h = await startTestHalyard({
-      networks: [anvilNetwork(anvil, { data: { tokenLists: [list] } })],
-      storage,
-    })
-    key = await h.createKey()
-    url = `${h.baseUrl}/alchemy/eth-devnet/v2/${key}`
-    // `network` only sets what ethers believes the chain is; a custom url is used as is.
-    alchemy = new Alchemy({ url, network: Network.ETH_MAINNET, maxRetries: 0 })
-    await dev.send('DemoERC20', usd, 'mint', [HOLDER, 1_234_567_891n])
-    await dev.send('DemoERC20', gold, 'mint', [HOLDER, 10n ** 18n + 1n])
-    await dev.send('DemoERC20', gone, 'mint', [DEV_ACCOUNT, 7n])
-    await dev.send('DemoERC20', gone, 'transfer', [HOLDER, 7n])
-    mintBlock = BigInt(await dev.rpc<string>('eth_blockNumber'))
-    await dev.send('DemoERC20', unlisted, 'mint', [OTHER, 3n])
-    const head = BigInt(await dev.rpc<string>('eth_blockNumber'))
-    await h.halyard.services.indexer.waitForBlock('ethereum-devnet', head)
-  })
-  afterAll(async () => {
-    await h?.close()
-    await storage?.close()
-    await anvil?.stop()
-  })
-
-  const rpc = (method: string, params: unknown[]) => postRpc(url, undefined, call(method, params))
-  const errorOf = async (method: string, params: unknown[]) => {
-    const res = await rpc(method, params)
-    expect(res.status).toBe(200)
-    return res.json.error as { code: number; message: string }
-  }
+describe('alchemy-sdk against the compat root: tokens', () => {
+  const fx = tokensFixture()
+  const { rpc, errorOf } = fx
 
   it('getTokenBalances (erc20, the default): every token the index saw for the holder, exact', async () => {
+    const { alchemy, usd, gold, gone } = fx
     const expected = [
       { contractAddress: usd, tokenBalance: hex32(1_234_567_891n), error: null },
       { contractAddress: gold, tokenBalance: hex32(10n ** 18n + 1n), error: null },
@@ -111,6 +26,7 @@ describe('alchemy-sdk against the compat root: tokens, receipts, core', () => {
   })
 
   it('getTokenBalances with a contract list reads exactly those, and names a non-token', async () => {
+    const { alchemy, gold, unlisted } = fx
     const res = await alchemy.core.getTokenBalances(HOLDER, [gold, unlisted, OTHER])
     expect(res.tokenBalances).toEqual([
       { contractAddress: gold, tokenBalance: hex32(10n ** 18n + 1n), error: null },
@@ -120,6 +36,7 @@ describe('alchemy-sdk against the compat root: tokens, receipts, core', () => {
   })
 
   it('getTokenBalances DEFAULT_TOKENS reads the network token list', async () => {
+    const { alchemy, usd, gold } = fx
     const res = await alchemy.core.getTokenBalances(HOLDER, { type: TokenBalanceType.DEFAULT_TOKENS })
     expect(res.tokenBalances).toEqual([
       { contractAddress: usd, tokenBalance: hex32(1_234_567_891n), error: null },
@@ -128,6 +45,7 @@ describe('alchemy-sdk against the compat root: tokens, receipts, core', () => {
   })
 
   it('maxCount and pageKey walk the erc20 set once, and the SDK passes pageKey back', async () => {
+    const { alchemy, usd, gold, gone } = fx
     const seen: string[] = []
     let pageKey: string | undefined
     for (let i = 0; i < 5; i++) {
@@ -150,6 +68,7 @@ describe('alchemy-sdk against the compat root: tokens, receipts, core', () => {
   })
 
   it('getTokensForOwner: balances formatted with each token metadata', async () => {
+    const { alchemy, usd, gold, gone } = fx
     const res = await alchemy.core.getTokensForOwner(HOLDER)
     expect(res.tokens).toEqual([
       {
@@ -183,6 +102,7 @@ describe('alchemy-sdk against the compat root: tokens, receipts, core', () => {
   })
 
   it('getTokenMetadata exact, with the listed logo; a non-token answers nulls', async () => {
+    const { alchemy, usd, unlisted } = fx
     expect(await alchemy.core.getTokenMetadata(usd)).toEqual({
       name: 'Dollar',
       symbol: 'DUSD',
@@ -203,51 +123,8 @@ describe('alchemy-sdk against the compat root: tokens, receipts, core', () => {
     })
   })
 
-  it('getTransactionReceipts by number and by hash equal the node own eth_getBlockReceipts', async () => {
-    const direct = await dev.rpc<unknown[]>('eth_getBlockReceipts', [`0x${mintBlock.toString(16)}`])
-    expect(direct.length).toBeGreaterThan(0)
-    const byNumber = await alchemy.core.getTransactionReceipts({ blockNumber: `0x${mintBlock.toString(16)}` })
-    expect(byNumber).toEqual({ receipts: direct })
-    const block = await dev.rpc<{ hash: string }>('eth_getBlockByNumber', [
-      `0x${mintBlock.toString(16)}`,
-      false,
-    ])
-    const byHash = await alchemy.core.getTransactionReceipts({ blockHash: block.hash })
-    expect(byHash).toEqual({ receipts: direct })
-  })
-
-  it('core methods go through unchanged', async () => {
-    const head = await dev.rpc<string>('eth_blockNumber')
-    expect(await alchemy.core.getBlockNumber()).toBe(Number(BigInt(head)))
-    expect((await alchemy.core.getBalance(DEV_ACCOUNT)).toBigInt()).toBe(
-      BigInt(await dev.rpc<string>('eth_getBalance', [DEV_ACCOUNT, 'latest'])),
-    )
-    const block = await alchemy.core.getBlock(Number(mintBlock))
-    expect(block.number).toBe(Number(mintBlock))
-    expect(await alchemy.core.getCode(usd)).toBe(await dev.rpc<string>('eth_getCode', [usd, 'latest']))
-  })
-
-  it('getAssetTransfers is wired to the transfer index (its own tests: src/transfers)', async () => {
-    const res = await alchemy.core.getAssetTransfers({
-      fromBlock: '0x0',
-      toAddress: HOLDER,
-      category: [AssetTransfersCategory.ERC20],
-    })
-    expect(res.transfers.map((t) => t.rawContract.address?.toLowerCase()).sort()).toEqual(
-      [usd, gold, gone].sort(),
-    )
-  })
-
-  it('an alchemy_* method not served is -32601 naming it, through the SDK too', async () => {
-    const err = await errorOf('alchemy_simulateExecution', [{}])
-    expect(err.code).toBe(-32601)
-    expect(err.message).toMatch(/alchemy_simulateExecution.*not served/)
-    await expect(alchemy.core.send('alchemy_getGasOptimizedTransactionStatus', ['0x1'])).rejects.toThrow(
-      /not served/,
-    )
-  })
-
   it('malformed params are -32602 naming the field; 1,501 contracts name the limit', async () => {
+    const { usd } = fx
     const many = Array.from({ length: 1501 }, (_, i) => `0x${(i + 1).toString(16).padStart(40, '0')}`)
     const cases: [string, unknown[], RegExp][] = [
       [
@@ -281,7 +158,9 @@ describe('alchemy-sdk against the compat root: tokens, receipts, core', () => {
       expect(err.message).toMatch(message)
     }
   })
+
   it('answers hostile params with -32601/-32602 per call, never an internal error', async () => {
+    const { url } = fx
     const many = Array.from({ length: 1501 }, (_, i) => `0x${(i + 1).toString(16).padStart(40, '0')}`)
     const calls: [string, unknown][] = [
       ['alchemy_getTokenBalances', [HOLDER, many]],
@@ -317,110 +196,5 @@ describe('alchemy-sdk against the compat root: tokens, receipts, core', () => {
       expect(a.error, where).toBeDefined()
       expect([-32601, -32602], `${where}: ${a.error?.message}`).toContain(a.error?.code)
     }
-  })
-  it('simulateAssetChanges: native value and ERC-20 transfers and approvals from debug_traceCall', async () => {
-    const transfer = encodeFunctionData({ abi: erc20Abi, functionName: 'transfer', args: [OTHER, 100n] })
-    const res = await alchemy.transact.simulateAssetChanges({ from: HOLDER, to: usd, data: transfer })
-    expect(res.error).toBeUndefined()
-    expect(res.gasUsed).toMatch(/^0x[0-9a-f]+$/)
-    expect(res.changes).toEqual([
-      {
-        assetType: 'ERC20',
-        changeType: 'TRANSFER',
-        from: HOLDER,
-        to: OTHER,
-        rawAmount: '100',
-        amount: '0.0001',
-        name: 'Dollar',
-        symbol: 'DUSD',
-        decimals: 6,
-        contractAddress: usd,
-        logo: LOGO,
-      },
-    ])
-    const approve = encodeFunctionData({ abi: erc20Abi, functionName: 'approve', args: [OTHER, 5n] })
-    const approved = await alchemy.transact.simulateAssetChanges({ from: HOLDER, to: gold, data: approve })
-    expect(approved.changes).toMatchObject([
-      {
-        assetType: 'ERC20',
-        changeType: 'APPROVE',
-        from: HOLDER,
-        to: OTHER,
-        rawAmount: '5',
-        contractAddress: gold,
-      },
-    ])
-    const paid = await alchemy.transact.simulateAssetChanges({
-      from: DEV_ACCOUNT,
-      to: OTHER,
-      value: '0xde0b6b3a7640000',
-    })
-    expect(paid.changes).toEqual([
-      {
-        assetType: 'NATIVE',
-        changeType: 'TRANSFER',
-        from: DEV_ACCOUNT,
-        to: OTHER,
-        rawAmount: '1000000000000000000',
-        amount: '1',
-        name: 'Ether',
-        symbol: 'ETH',
-        decimals: 18,
-      },
-    ])
-    // NFTs: a public mint is a Transfer from the zero address (ERC-721) and a TransferBatch (ERC-1155).
-    const art = await dev.deploy('DemoERC721', ['Art', 'ART'])
-    const items = await dev.deploy('DemoERC1155', ['ipfs://x/{id}', 'Items', 'ITM'])
-    const zero = '0x0000000000000000000000000000000000000000'
-    const mint721 = encodeFunctionData({
-      abi: parseAbi(['function mint(address to, uint256 tokenId, string uri)']),
-      functionName: 'mint',
-      args: [OTHER, 58n, 'ipfs://a'],
-    })
-    const nft = await alchemy.transact.simulateAssetChanges({ from: HOLDER, to: art, data: mint721 })
-    expect(nft.changes).toEqual([
-      {
-        assetType: 'ERC721',
-        changeType: 'TRANSFER',
-        from: zero,
-        to: OTHER,
-        name: 'Art',
-        symbol: 'ART',
-        decimals: 0,
-        contractAddress: art,
-        tokenId: '0x3a',
-      },
-    ])
-    const mintBatch = encodeFunctionData({
-      abi: parseAbi(['function mintBatch(address to, uint256[] ids, uint256[] amounts)']),
-      functionName: 'mintBatch',
-      args: [OTHER, [1n, 2n], [3n, 4n]],
-    })
-    const batch = await alchemy.transact.simulateAssetChanges({ from: HOLDER, to: items, data: mintBatch })
-    expect(batch.changes).toMatchObject([
-      {
-        assetType: 'ERC1155',
-        from: zero,
-        to: OTHER,
-        contractAddress: items,
-        tokenId: '0x1',
-        rawAmount: '3',
-        amount: '3',
-      },
-      {
-        assetType: 'ERC1155',
-        from: zero,
-        to: OTHER,
-        contractAddress: items,
-        tokenId: '0x2',
-        rawAmount: '4',
-        amount: '4',
-      },
-    ])
-    // Sending more than the balance reverts: no changes, the error says why.
-    const tooMuch = encodeFunctionData({ abi: erc20Abi, functionName: 'transfer', args: [OTHER, 10n ** 30n] })
-    const failed = await alchemy.transact.simulateAssetChanges({ from: HOLDER, to: usd, data: tooMuch })
-    expect(failed.changes).toEqual([])
-    expect(failed.error?.message).toMatch(/revert/i)
   })
 })

@@ -1,11 +1,12 @@
 import type { Logger } from '../logger.ts'
 import type { DB } from '../storage/database.ts'
+import { pendingOps, setOpState } from './builder-store.ts'
 import { insertBundle } from './bundle-store.ts'
 import type { BlockInfo, BundlerChain } from './chain.ts'
 import { failedOpIndex, revertToError } from './entrypoint.ts'
 import type { Executor } from './executor.ts'
 import { DEFAULT_IN_FLIGHT, InFlight, type InFlightHooks, type InFlightSettings } from './inflight.ts'
-import { pendingOps, type StoredOp, setOpState } from './mempool-store.ts'
+import type { StoredOp } from './mempool-store.ts'
 import type { EntryPointRef } from './types.ts'
 import { encodeHandleOps } from './userop.ts'
 

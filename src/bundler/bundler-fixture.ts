@@ -90,6 +90,8 @@ export async function startBundlerFixture(backend: StorageBackend): Promise<Bund
     executorKeys: [ANVIL_EXECUTOR_KEYS[1] as Hex],
     idleMs: 50,
     pollMs: 20,
+    // As dev mode runs anvil: one EVM call at a time, the queued eth_calls batched (chain.ts).
+    maxConcurrentExecutions: 1,
     ...overrides,
   })
   return {

@@ -151,7 +151,7 @@ describe.each(storageBackends())('bundler engine on $name', (backend) => {
     expect(await svc.getUserOperationByHash(NETWORK, hash)).toMatchObject({ status: 'failed' })
   }, 120_000)
 
-  it('answers null for hashes it never saw, and finds ops mined by someone else from the chain', async () => {
+  it('answers null for hashes it never saw, and finds ops mined by someone else (or dropped here) from the chain', async () => {
     const unknown = `0x${'ab'.repeat(32)}` as Hash
     expect(await svc.getUserOperationReceipt(NETWORK, unknown)).toBeNull()
     expect(await svc.getUserOperationByHash(NETWORK, unknown)).toBeNull()
@@ -166,6 +166,20 @@ describe.each(storageBackends())('bundler engine on $name', (backend) => {
     )
     const hash = await svc.sendUserOperation(NETWORK, op, fx.entryPoint('v06').address)
     const r = await minedReceipt(svc, hash)
+    // Our own record says dropped (a receipt that came late, or a bundle of someone else's): the
+    // chain's word wins.
+    await fx.storage.db
+      .updateTable('bundler_user_ops')
+      .set({ state: 'dropped', reason: 'AA25 invalid account nonce', bundle_tx: null })
+      .where('hash', '=', hash)
+      .execute()
+    expect(await svc.getUserOperationReceipt(NETWORK, hash)).toMatchObject({
+      success: true,
+      receipt: { transactionHash: r.receipt.transactionHash },
+    })
+    expect(await svc.getUserOperationByHash(NETWORK, hash)).toMatchObject({
+      transactionHash: r.receipt.transactionHash,
+    })
     await fx.storage.db.deleteFrom('bundler_user_ops').where('hash', '=', hash).execute()
     expect(await svc.getUserOperationReceipt(NETWORK, hash)).toMatchObject({
       userOpHash: hash,

@@ -29,7 +29,10 @@ export const bundlerConfigSchema = z
       .refine((v) => parseDecimal(v) !== null, 'must be a decimal string in native units, such as "0.05"')
       .optional(),
     debugMethods: z.boolean().optional(),
-    /** Node calls that run the EVM in flight at once; anvil is fastest at 1. */
+    /**
+     * Node calls that run the EVM in flight at once (default 4; dev mode 1: anvil is fastest so);
+     * the eth_calls queued behind them go to the node as one JSON-RPC batch.
+     */
     maxConcurrentExecutions: z.number().int().min(1).max(64).optional(),
     /**
      * Deploy EntryPointSimulations v0.7 once (deterministic address, ~4.7M gas from the first

@@ -12,7 +12,7 @@ import {
 import { entryPoint06Abi, entryPoint07Abi } from 'viem/account-abstraction'
 import { artifact } from '../aa/contracts.ts'
 import type { Address, Hex } from '../types.ts'
-import type { BundlerChain, StateOverride } from './chain.ts'
+import type { BundlerChain, CallOutcome, StateOverride } from './chain.ts'
 import {
   BundlerError,
   BundlerErrorCode,
@@ -142,19 +142,54 @@ export function nonceOverride(ep: EntryPointRef, sender: Address, nonce: bigint)
   return { [ep.address]: { stateDiff: { [slot]: pad(toHex(nonceSequence(nonce)), { size: 32 }) } } }
 }
 
+/** simulateValidation as a call: its calldata and the state override it runs with. */
+export interface ValidationCall {
+  data: Hex
+  override: StateOverride
+}
+
+/**
+ * The call that simulates `op`'s validation on `ep`: v0.6's `simulateValidation` on the
+ * EntryPoint, or v0.7's on EntryPointSimulations put in the EntryPoint's place; `override` (a
+ * queued nonce) applies to either.
+ */
+export function validationCall(
+  chain: BundlerChain,
+  ep: EntryPointRef,
+  op: UserOperation,
+  override: StateOverride = {},
+): ValidationCall {
+  if (op.version === 'v06')
+    return {
+      data: encodeFunctionData({
+        abi: entryPoint06Abi,
+        functionName: 'simulateValidation',
+        args: [v06Struct(op)],
+      }),
+      override,
+    }
+  return {
+    data: simulateValidationV07Data(op),
+    override: simulationOverride(ep, override, chain.simulations),
+  }
+}
+
 export async function simulateValidation(
   chain: BundlerChain,
   ep: EntryPointRef,
   op: UserOperation,
   override: StateOverride = {},
 ): Promise<SimulatedValidation> {
+  const call = validationCall(chain, ep, op, override)
+  return validationOutcome(op, await chain.call({ to: ep.address, data: call.data }, call.override))
+}
+
+/**
+ * What a validationCall's outcome says: the simulated validation, or the BundlerError its revert
+ * decodes to (v0.6's simulateValidation always reverts, with its result as the revert).
+ */
+export function validationOutcome(op: UserOperation, out: CallOutcome): SimulatedValidation {
   if (op.version === 'v06') {
-    const data = encodeFunctionData({
-      abi: entryPoint06Abi,
-      functionName: 'simulateValidation',
-      args: [v06Struct(op)],
-    })
-    const out = await chain.call({ to: ep.address, data }, override)
     if (out.ok)
       throw new BundlerError(BundlerErrorCode.internal, 'simulateValidation returned instead of reverting')
     const decoded = decodeRevert(out.revert)
@@ -184,8 +219,6 @@ export async function simulateValidation(
     }
     throw revertToError(out.revert, out.message)
   }
-  const data = simulateValidationV07Data(op)
-  const out = await chain.call({ to: ep.address, data }, simulationOverride(ep, override, chain.simulations))
   if (!out.ok) throw revertToError(out.revert, out.message)
   const r =
     decodeValidationResultV07(out.data) ??

@@ -11,7 +11,8 @@ import type { EntryPointVersion, UserOperation } from './types.ts'
  * Test-only: hand-assembled accounts and paymasters that each break one ERC-7562 rule during
  * validation (or none), installed with anvil_setCode at fresh addresses. Each answers every call
  * the way validation expects (validationData 0: no signature is checked), so the EntryPoint's
- * simulation passes and only the rules can refuse them.
+ * simulation passes and only the rules can refuse them — unless asked to fail validation itself
+ * (an aggregator in validationData, a reverting paymaster).
  */
 
 const word = (a: Address) => a.slice(2).toLowerCase()
@@ -20,6 +21,8 @@ interface AccountOptions {
   banned?: 'TIMESTAMP' | 'NUMBER'
   callsEmpty?: Address
   oogInCall?: boolean
+  /** What validateUserOp returns instead of 0 (an aggregator, a time range). */
+  validationData?: bigint
 }
 
 /**
@@ -37,15 +40,25 @@ function accountRuntime(opts: AccountOptions): Hex {
   if (opts.banned === 'TIMESTAMP') code += '4250'
   if (opts.banned === 'NUMBER') code += '4350'
   if (opts.callsEmpty) code += `60006000600060006000${`73${word(opts.callsEmpty)}`}5af150`
-  code += '6000600060006000604435335af150' + '6000600052' + '60206000f3'
+  const validationData = opts.validationData
+    ? `7f${opts.validationData.toString(16).padStart(64, '0')}`
+    : '6000'
+  code += '6000600060006000604435335af150' + `${validationData}600052` + '60206000f3'
   return `0x${code}`
+}
+
+interface PaymasterOptions {
+  readsOwnStorage?: boolean
+  /** validatePaymasterUserOp reverts (with no data). */
+  reverts?: boolean
 }
 
 /**
  * Paymaster runtime (v0.7 validatePaymasterUserOp): [SLOAD(0), POP] then returns
- * abi.encode(bytes context = "", uint256 validationData = 0) = 0x40 ‖ 0 ‖ 0.
+ * abi.encode(bytes context = "", uint256 validationData = 0) = 0x40 ‖ 0 ‖ 0, or reverts.
  */
-function paymasterRuntime(opts: { readsOwnStorage?: boolean }): Hex {
+function paymasterRuntime(opts: PaymasterOptions): Hex {
+  if (opts.reverts) return '0x600080fd'
   let code = opts.readsOwnStorage ? '60005450' : ''
   code += '6040600052' + '6000602052' + '6000604052' + '60606000f3'
   return `0x${code}`
@@ -70,7 +83,7 @@ export function ruleBreakers(fx: BundlerFixture) {
     },
 
     /** A v0.7 paymaster with 1 ETH deposited at the EntryPoint and no stake. */
-    async paymaster(opts: { readsOwnStorage?: boolean }): Promise<Address> {
+    async paymaster(opts: PaymasterOptions): Promise<Address> {
       const address = await install(paymasterRuntime(opts))
       const hash = (await anvil('eth_sendTransaction', [
         {

@@ -98,6 +98,56 @@ describe.each(storageBackends())('bundles in flight on $name', (backend) => {
     expect(bundle).toEqual({ state: 'included', block_hash: after.receipt.blockHash })
   }, 120_000)
 
+  it('a bundle whose executor nonce another transaction took is dropped only after the grace; its ops go in a new bundle, once', async () => {
+    const ep = fx.entryPoint('v07').address
+    const graceSvc = fx.service({ builder: { nonceMovedGraceMs: 500 } })
+    const { op } = await signedOp('v07')
+    await anvil('evm_setAutomine', [false])
+    try {
+      const hash = await graceSvc.sendUserOperation(NETWORK, op, ep)
+      expect(await graceSvc.bundleNow(NETWORK)).toBe('sent')
+      const first = await fx.storage.db
+        .selectFrom('bundler_bundles')
+        .select(['tx_hash', 'raw_tx', 'executor'])
+        .where('state', '=', 'submitted')
+        .executeTakeFirstOrThrow()
+      const sent = parseTransaction(first.raw_tx as Hex)
+      // Another transaction of the executor's takes the bundle's nonce (anvil's accounts are unlocked).
+      await anvil('anvil_dropTransaction', [first.tx_hash])
+      await anvil('eth_sendTransaction', [
+        {
+          from: first.executor,
+          to: first.executor,
+          value: '0x0',
+          nonce: `0x${(sent.nonce ?? 0).toString(16)}`,
+        },
+      ])
+      await anvil('anvil_mine', ['0x1'])
+      const bundleState = async () =>
+        (
+          await fx.storage.db
+            .selectFrom('bundler_bundles')
+            .select('state')
+            .where('tx_hash', '=', first.tx_hash)
+            .executeTakeFirstOrThrow()
+        ).state
+      // The first round that sees the nonce moved waits: the receipt may still be on its way.
+      expect(await graceSvc.bundleNow(NETWORK)).toBe('waiting')
+      expect(await bundleState()).toBe('submitted')
+      await new Promise((r) => setTimeout(r, 600))
+      // After the grace: dropped, and the op goes straight into a new bundle.
+      expect(await graceSvc.bundleNow(NETWORK)).toBe('sent')
+      expect(await bundleState()).toBe('dropped')
+      await anvil('anvil_mine', ['0x1'])
+      const r = await minedReceipt(graceSvc, hash)
+      expect(r.success).toBe(true)
+      expect(r.receipt.transactionHash).not.toBe(first.tx_hash)
+      expect(await timesMined(ep, hash)).toBe(1)
+    } finally {
+      await anvil('evm_setAutomine', [true])
+    }
+  }, 120_000)
+
   it('a bundle the node does not mine is re-sent at the same nonce with both fees raised by at least 10 %', async () => {
     const ep = fx.entryPoint('v06').address
     const stuckSvc = fx.service({ builder: { stuckBlocks: 1, stuckMs: 3_600_000 } })

@@ -2,6 +2,7 @@ import { parseTransaction } from 'viem'
 import type { Logger } from '../logger.ts'
 import type { DB } from '../storage/database.ts'
 import type { Hash } from '../types.ts'
+import { moveOpsToBundle, opsOfBundle, setOpState } from './builder-store.ts'
 import {
   insertBundle,
   minedSince,
@@ -12,7 +13,7 @@ import {
 } from './bundle-store.ts'
 import type { BlockInfo, BundlerChain, RawReceipt } from './chain.ts'
 import type { Executor } from './executor.ts'
-import { moveOpsToBundle, opsOfBundle, type StoredOp, setOpState } from './mempool-store.ts'
+import type { StoredOp } from './mempool-store.ts'
 import { userOpEvents, userOpReceipt } from './receipts.ts'
 
 /**
@@ -40,6 +41,11 @@ export interface InFlightSettings {
    * the block of every bundle mined within reorgDepth, which on a fast chain is many per second.
    */
   reorgCheckMs: number
+  /**
+   * How long a bundle whose executor nonce moved on may still show its receipt before it counts
+   * as dropped (a node can move the nonce before its receipt is readable).
+   */
+  nonceMovedGraceMs: number
 }
 
 export const DEFAULT_IN_FLIGHT: InFlightSettings = {
@@ -49,6 +55,7 @@ export const DEFAULT_IN_FLIGHT: InFlightSettings = {
   maxFeeBumps: 10,
   reorgDepth: 64,
   reorgCheckMs: 1000,
+  nonceMovedGraceMs: 2000,
 }
 
 /** What the rest of the bundler learns from bundles settling (reputation, metrics). */
@@ -74,6 +81,8 @@ const raised = (v: bigint, percent: bigint) => {
 }
 
 export class InFlight {
+  /** Bundles whose executor nonce moved on while no receipt was found yet, and since when. */
+  private readonly nonceMovedAt = new Map<Hash, number>()
   /** The head the last reorg check ran at: the check repeats only when the head changes. */
   private checkedHead: Hash | null = null
   private checkedAt = 0
@@ -96,6 +105,7 @@ export class InFlight {
     const nonce = await chain.transactionCount(b.executor, 'latest')
     const receipt = await chain.receipt(b.txHash)
     if (receipt?.blockNumber) {
+      this.nonceMovedAt.delete(b.txHash)
       await this.mined(db, b, b, receipt)
       return true
     }
@@ -103,12 +113,22 @@ export class InFlight {
     for (const p of earlier) {
       const r = await chain.receipt(p.txHash)
       if (r?.blockNumber) {
+        this.nonceMovedAt.delete(b.txHash)
         await this.mined(db, b, p, r)
         return true
       }
     }
     if (nonce > b.executorNonce) {
-      // The executor's nonce moved on without this transaction: something else took the nonce.
+      // The executor's nonce moved on with no receipt found: something else took the nonce —
+      // or the node has not indexed the receipt yet (anvil moves the nonce first). Only a
+      // receipt still missing on a later round, nonceMovedGraceMs on, says it was dropped.
+      const since = this.nonceMovedAt.get(b.txHash)
+      if (since === undefined) {
+        this.nonceMovedAt.set(b.txHash, Date.now())
+        return false
+      }
+      if (Date.now() - since < this.d.settings.nonceMovedGraceMs) return false
+      this.nonceMovedAt.delete(b.txHash)
       await this.unbundle(db, b, 'dropped', 'bundle transaction was replaced or dropped by the node')
       return true
     }

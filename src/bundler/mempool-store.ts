@@ -85,7 +85,7 @@ type OpRow = Pick<
   | 'block_hash'
 > & { attempts: number; created_at: Date }
 
-const OP_COLUMNS = [
+export const OP_COLUMNS = [
   'network',
   'hash',
   'entry_point',
@@ -102,7 +102,7 @@ const OP_COLUMNS = [
   'created_at',
 ] as const
 
-function toStored(r: OpRow): StoredOp {
+export function toStored(r: OpRow): StoredOp {
   const json = typeof r.user_op === 'string' ? JSON.parse(r.user_op) : r.user_op
   return {
     network: r.network,
@@ -122,7 +122,7 @@ function toStored(r: OpRow): StoredOp {
 }
 
 /** 2^64: a nonce is key (192 bits) ‖ sequence (64 bits). */
-const NONCE_KEY_DIVISOR = sql.lit('18446744073709551616')
+export const NONCE_KEY_DIVISOR = sql.lit('18446744073709551616')
 
 /** Serialises accepts for one sender across instances, until the transaction ends. */
 export async function lockSender(trx: Db, network: string, sender: Address): Promise<void> {
@@ -303,102 +303,6 @@ export async function paymasterCommitted(trx: Db, network: string, paymaster: Ad
     .where('state', 'in', ['pending', 'submitted'])
     .executeTakeFirstOrThrow()
   return BigInt(r.total ?? '0')
-}
-
-/**
- * Pending ops of one EntryPoint that can run next, best-paying first (then oldest): an op whose
- * sender has a live op at a lower sequence of the same nonce key waits for that one.
- */
-export async function pendingOps(
-  db: Db,
-  network: string,
-  entryPoint: Address,
-  limit: number,
-): Promise<StoredOp[]> {
-  const rows = await db
-    .selectFrom('bundler_user_ops as o')
-    .select(OP_COLUMNS.map((c) => `o.${c}` as const))
-    .where('o.network', '=', network)
-    .where('o.entry_point', '=', entryPoint)
-    .where('o.state', '=', 'pending')
-    .where(({ not, exists, selectFrom }) =>
-      not(
-        exists(
-          selectFrom('bundler_user_ops as e')
-            .select(sql.lit(1).as('one'))
-            .whereRef('e.network', '=', 'o.network')
-            .whereRef('e.entry_point', '=', 'o.entry_point')
-            .whereRef('e.sender', '=', 'o.sender')
-            .where('e.state', 'in', ['pending', 'submitted'])
-            .whereRef('e.nonce', '<', 'o.nonce')
-            .where(sql<boolean>`div(e.nonce, ${NONCE_KEY_DIVISOR}) = div(o.nonce, ${NONCE_KEY_DIVISOR})`),
-        ),
-      ),
-    )
-    .orderBy(sql`o.max_priority_fee_per_gas`, 'desc')
-    .orderBy('o.created_at')
-    .limit(limit)
-    .execute()
-  return rows.map(toStored)
-}
-
-export async function setOpState(
-  db: Db,
-  network: string,
-  hashes: readonly Hash[],
-  state: UserOpState,
-  extra: {
-    reason?: string | null
-    bundleTx?: Hash | null
-    blockNumber?: bigint | null
-    blockHash?: Hash | null
-  } = {},
-): Promise<void> {
-  if (hashes.length === 0) return
-  await db
-    .updateTable('bundler_user_ops')
-    .set({
-      state,
-      updated_at: sql`now()`,
-      ...(extra.reason !== undefined ? { reason: extra.reason } : {}),
-      ...(extra.bundleTx !== undefined ? { bundle_tx: extra.bundleTx } : {}),
-      ...(extra.blockNumber !== undefined
-        ? { block_number: extra.blockNumber === null ? null : extra.blockNumber.toString() }
-        : {}),
-      ...(extra.blockHash !== undefined ? { block_hash: extra.blockHash } : {}),
-      ...(state === 'pending' ? { attempts: sql`attempts + 1` } : {}),
-    })
-    .where('network', '=', network)
-    .where('hash', 'in', [...hashes])
-    .execute()
-}
-
-/** Ops a bundle transaction carries, in the given states (in flight: 'submitted'). */
-export async function opsOfBundle(
-  db: Db,
-  network: string,
-  txHash: Hash,
-  states: readonly UserOpState[] = ['submitted'],
-): Promise<StoredOp[]> {
-  const rows = await db
-    .selectFrom('bundler_user_ops')
-    .select(OP_COLUMNS)
-    .where('network', '=', network)
-    .where('bundle_tx', '=', txHash)
-    .where('state', 'in', [...states])
-    .execute()
-  return rows.map(toStored)
-}
-
-/** A fee-bumped replacement now carries the ops of `from`. */
-export async function moveOpsToBundle(db: Db, network: string, from: Hash, to: Hash): Promise<void> {
-  await db
-    .updateTable('bundler_user_ops')
-    .set({ bundle_tx: to, updated_at: sql`now()` })
-    .where('network', '=', network)
-    .where('bundle_tx', '=', from)
-    .where('state', '=', 'submitted')
-    .execute()
 }
 
 /** Live ops (pending or in flight) per network. */

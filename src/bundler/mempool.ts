@@ -1,5 +1,6 @@
 import type { DB } from '../storage/database.ts'
 import type { Address, Hash } from '../types.ts'
+import { setOpState } from './builder-store.ts'
 import { insertOpIfFree } from './mempool-insert.ts'
 import {
   countLiveOfEntity,
@@ -12,7 +13,6 @@ import {
   opStatus,
   paymasterCommitted,
   type StoredOp,
-  setOpState,
 } from './mempool-store.ts'
 import type { Reputation } from './reputation.ts'
 import {

@@ -3,11 +3,13 @@ import { entryPoint06Abi, entryPoint07Abi } from 'viem/account-abstraction'
 import type { Address, Hash, Hex } from '../types.ts'
 import type { BundlerChain, RawLog, RawReceipt } from './chain.ts'
 import { parseUserOperation, toRpcUserOperation } from './schema.ts'
-import type {
-  EntryPointRef,
-  RpcUserOperationByHash,
-  RpcUserOperationReceipt,
-  UserOperation,
+import {
+  BundlerError,
+  BundlerErrorCode,
+  type EntryPointRef,
+  type RpcUserOperationByHash,
+  type RpcUserOperationReceipt,
+  type UserOperation,
 } from './types.ts'
 import { userOpHash } from './userop.ts'
 
@@ -116,7 +118,13 @@ export function userOpReceipt(
   return null
 }
 
-/** The UserOperationEvent log of `hash` in the last `lookback` blocks, if any. */
+/**
+ * The UserOperationEvent log of `hash` in the last `lookback` blocks, if any. The whole range is
+ * one eth_getLogs where the node allows it; a node that refuses the range (hosted providers cap it,
+ * from 10 to 10,000 blocks) is asked newest blocks first in windows a quarter as wide each
+ * time it refuses, and the width that worked is kept for the next lookups (ten minutes). At most
+ * `MAX_LOG_REQUESTS` requests per EntryPoint: past them the older blocks count as not found.
+ */
 export async function findUserOpLog(
   chain: BundlerChain,
   entryPoints: readonly EntryPointRef[],
@@ -124,16 +132,45 @@ export async function findUserOpLog(
   lookback: bigint,
 ): Promise<{ log: RawLog; entryPoint: EntryPointRef } | null> {
   const head = (await chain.block('latest')).number
-  const fromBlock = head > lookback ? head - lookback : 0n
+  const oldest = head > lookback ? head - lookback : 0n
   for (const ep of entryPoints) {
-    const logs = await chain.logs({
-      address: ep.address,
-      topics: [USER_OP_EVENT as Hex, hash],
-      fromBlock,
-      toBlock: 'latest',
-    })
-    const log = logs.find((l) => !l.removed)
+    const log = await newestLog(chain, ep.address, [USER_OP_EVENT as Hex, hash], oldest, head)
     if (log) return { log, entryPoint: ep }
+  }
+  return null
+}
+
+/** eth_getLogs requests one EntryPoint's lookup may make. */
+export const MAX_LOG_REQUESTS = 12
+/** How long a width learned from a refusal is kept. */
+const LOG_WINDOW_KEPT_MS = 10 * 60_000
+/** Narrower than this, a refusal is the node's answer, not its range cap (the tightest seen: 10 blocks). */
+const MIN_LOG_WINDOW = 10n
+
+async function newestLog(
+  chain: BundlerChain,
+  address: Address,
+  topics: Hex[],
+  oldest: bigint,
+  head: bigint,
+): Promise<RawLog | null> {
+  const learned = chain.logWindow && chain.logWindow.until > Date.now() ? chain.logWindow.blocks : null
+  let window = learned ?? head - oldest + 1n
+  let to = head
+  for (let requests = 0; to >= oldest && requests < MAX_LOG_REQUESTS; requests++) {
+    const from = to - window + 1n > oldest ? to - window + 1n : oldest
+    const out = await chain.logs({ address, topics, fromBlock: from, toBlock: to })
+    if ('refused' in out) {
+      if (window <= MIN_LOG_WINDOW)
+        throw new BundlerError(BundlerErrorCode.internal, `eth_getLogs failed: ${out.refused}`)
+      window = window / 4n > MIN_LOG_WINDOW ? window / 4n : MIN_LOG_WINDOW
+      chain.logWindow = { blocks: window, until: Date.now() + LOG_WINDOW_KEPT_MS }
+      continue
+    }
+    const log = out.logs.find((l) => !l.removed)
+    if (log) return log
+    if (from === oldest) return null
+    to = from - 1n
   }
   return null
 }

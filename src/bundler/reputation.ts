@@ -1,7 +1,8 @@
 import type { DB } from '../storage/database.ts'
 import type { Address } from '../types.ts'
+import { setOpState } from './builder-store.ts'
 import type { StakeRule } from './erc7562.ts'
-import { countLiveOfEntity, type StoredOp, setOpState } from './mempool-store.ts'
+import { countLiveOfEntity, type StoredOp } from './mempool-store.ts'
 import {
   addReputation,
   clearReputation,

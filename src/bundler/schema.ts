@@ -28,7 +28,11 @@ const quantity = (bits: 128 | 256) =>
 
 const bytes = z
   .string({ error: 'must be 0x-prefixed hex bytes' })
-  .regex(/^0x([0-9a-fA-F]{2})*$/, 'must be 0x-prefixed hex bytes (an even number of hex digits)')
+  // One character class and a length check: the repeated pair group backtracks on every digit.
+  .refine(
+    (v) => v.length % 2 === 0 && /^0x[0-9a-fA-F]*$/.test(v),
+    'must be 0x-prefixed hex bytes (an even number of hex digits)',
+  )
   .transform((v) => v.toLowerCase() as Hex)
 
 const address = z

@@ -24,6 +24,9 @@ import {
 
 export type { BundlerNetworkSpec, BundlingMode } from './network.ts'
 
+/** The first look for a bundle just sent (ms). */
+const FIRST_LOOK_MS = 50
+
 /**
  * The bundler behind `POST /v1/bundler/{chain}/{network}`: one method per ERC-7769 JSON-RPC
  * method, taking parsed params (schema.ts) and returning the JSON-RPC `result` as is, or
@@ -149,6 +152,10 @@ export class BundlerService {
   async getUserOperationByHash(network: string, hash: Hash): Promise<RpcUserOperationByHash | null> {
     const n = this.net(network)
     const stored = await n.mempool.get(hash)
+    // A dropped op may still have been mined: by another bundler, or by a bundle of ours whose
+    // receipt came late. The chain's word wins.
+    const onChain = stored?.state === 'dropped' ? await this.byHashFromChain(n, hash) : null
+    if (onChain) return onChain
     if (stored) {
       const mined =
         stored.bundleTx && stored.blockNumber !== null && stored.blockHash
@@ -166,6 +173,11 @@ export class BundlerService {
           : {}),
       }
     }
+    return this.byHashFromChain(n, hash)
+  }
+
+  /** An op found by its UserOperationEvent and rebuilt from its bundle's calldata. */
+  private async byHashFromChain(n: NetworkBundler, hash: Hash): Promise<RpcUserOperationByHash | null> {
     const found = await findUserOpLog(n.chain, n.spec.entryPoints, hash, this.lookback(n))
     if (!found) return null
     const tx = await n.chain.transaction(found.log.transactionHash)
@@ -182,8 +194,8 @@ export class BundlerService {
   async getUserOperationReceipt(network: string, hash: Hash): Promise<RpcUserOperationReceipt | null> {
     const n = this.net(network)
     const stored = await n.mempool.status(hash)
-    if (stored && (stored.state === 'pending' || stored.state === 'submitted' || stored.state === 'dropped'))
-      return null
+    // A dropped op is looked for on chain (below): it may have been mined all the same.
+    if (stored && (stored.state === 'pending' || stored.state === 'submitted')) return null
     if (stored?.bundleTx) {
       const r = await receiptFromTx(n.chain, stored.bundleTx, stored.entryPoint, hash)
       if (r) return r
@@ -277,7 +289,10 @@ export class BundlerService {
         const r = await n.exclusive(() => n.builder.tick(db, { build: n.mode === 'auto' }))
         await n.maybeDecay()
         failures = 0
-        if (r !== 'idle') await this.sleep(n, n.spec.pollMs ?? 250)
+        // A bundle just sent is looked for again soon (anvil and fast chains mine it at once),
+        // then at the poll interval while it waits.
+        if (r === 'sent') await this.sleep(n, Math.min(n.spec.pollMs ?? 250, FIRST_LOOK_MS))
+        else if (r !== 'idle') await this.sleep(n, n.spec.pollMs ?? 250)
         else if (!n.nudged) await this.sleep(n, n.spec.idleMs ?? 1000, { idle: true })
       } catch (err) {
         if (++failures >= 5) throw err

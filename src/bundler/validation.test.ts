@@ -15,7 +15,9 @@ import {
   TestAccount,
   withPaymaster,
 } from './bundler-fixture.ts'
-import { BundlerChain } from './chain.ts'
+import { BundlerChain, type CallOutcome } from './chain.ts'
+import { simulateValidation, validationCall, validationOutcome } from './entrypoint.ts'
+import { ruleBreakers } from './erc7562-fixture.ts'
 import type { BundlerService } from './service.ts'
 import { simulationsAddress } from './simulations.ts'
 import { readAccountState } from './state-reads.ts'
@@ -215,6 +217,55 @@ describe.each(storageBackends().slice(0, 1))('bundler refusals ($name)', (backen
     expect(
       (await readAccountState(chain, { entryPoint: ep, ...cases[0]!, key: 0n }))?.deposit,
     ).toBeGreaterThan(0n)
+  })
+
+  it('the simulation riding along with the one-call reads decodes as the simulation alone', async () => {
+    const chain = new BundlerChain(fx.rpc)
+    chain.simulations = simulationsAddress()
+    for (const version of ['v07', 'v06'] as const) {
+      const ep = fx.entryPoint(version)
+      const op = await good(version)
+      const q = { entryPoint: ep.address, sender: op.sender, key: 0n, factory: null, paymaster: null }
+      const both = await readAccountState(chain, q, validationCall(chain, ep, op))
+      expect(both?.simulation).toBeDefined()
+      expect(both?.nonce).toBe(op.nonce)
+      const alone = await simulateValidation(chain, ep, op)
+      expect(validationOutcome(op, both?.simulation as CallOutcome)).toEqual(alone)
+      // A revert comes back as the EntryPoint's revert data: the same error as alone.
+      const bad = { ...op, signature: '0x1234' } as UserOperation
+      const badBoth = await readAccountState(chain, q, validationCall(chain, ep, bad))
+      expect(badBoth?.simulation?.ok).toBe(false)
+      const aloneErr = await simulateValidation(chain, ep, bad).catch((e: unknown) => e)
+      expect(() => validationOutcome(bad, badBoth?.simulation as CallOutcome)).toThrow(
+        (aloneErr as Error).message,
+      )
+    }
+  })
+
+  it('a paymaster that reverts in validation is -32501 (AA33); an account asking for an aggregator is -32506', async () => {
+    const breakers = ruleBreakers(fx)
+    const paymaster = await breakers.paymaster({ reverts: true })
+    const base = await acct('v07').op({ to: token, data: mintData(token) })
+    const op = await acct('v07').sign({
+      ...withPaymaster(base, paymaster, { verification: 100_000n }),
+      ...(await fx.fees()),
+      callGasLimit: 100_000n,
+      verificationGasLimit: 150_000n,
+      preVerificationGas: 100_000n,
+    })
+    await expect(send(op)).rejects.toMatchObject({
+      code: -32501,
+      message: expect.stringMatching(/^AA33 reverted .*check paymasterData/),
+    })
+
+    const aggregator = 0xa66en
+    for (const version of ['v07', 'v06'] as const) {
+      const account = await breakers.account({ validationData: aggregator })
+      await expect(send(await breakers.opOf(account, version))).rejects.toMatchObject({
+        code: -32506,
+        message: expect.stringContaining(`aggregator 0x${aggregator.toString(16).padStart(40, '0')}`),
+      })
+    }
   })
 
   it('validation that reverts in the account is -32500 with the AA reason', async () => {

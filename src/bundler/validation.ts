@@ -1,9 +1,16 @@
 import { encodeFunctionData, size } from 'viem'
 import { entryPointAbi } from '../aa/contracts.ts'
 import type { Address, Hash } from '../types.ts'
-import type { BlockInfo, BundlerChain, StateOverride } from './chain.ts'
-import { nonceOverride, type SimulatedValidation, simulateValidation } from './entrypoint.ts'
-import { type AccountState, readAccountState } from './state-reads.ts'
+import type { BlockInfo, BundlerChain, CallOutcome, StateOverride } from './chain.ts'
+import {
+  nonceOverride,
+  type SimulatedValidation,
+  simulateValidation,
+  type ValidationCall,
+  validationCall,
+  validationOutcome,
+} from './entrypoint.ts'
+import { type AccountQuery, type AccountState, readAccountState } from './state-reads.ts'
 import {
   BundlerError,
   BundlerErrorCode,
@@ -23,8 +30,10 @@ import {
 } from './userop.ts'
 
 /**
- * Everything checked before an op is accepted, cheapest first: fields and sizes, then one round
- * of chain reads (codes, nonce, head block), then the EntryPoint's own validation simulation.
+ * Everything checked before an op is accepted: fields and sizes first (no chain access), then
+ * the chain reads (codes, nonce, deposit) with the EntryPoint's own validation simulation in
+ * the same node call (state-reads.ts), and the head block (shared). The reads' verdicts come
+ * before the simulation's, as if they had run first.
  *
  * `mode`: 'unsafe' trusts the simulation alone (for nodes without `debug_traceCall`). 'safe'
  * additionally runs the ERC-7562 rules (banned opcodes, storage access per entity, stake)
@@ -126,8 +135,13 @@ export class Validator {
     if (op.version === 'v06' && paymasterAndDataOf(op) !== '0x' && !paymaster)
       throw invalidFields('userOperation.paymasterAndData must start with the 20-byte paymaster address')
     const key = nonceKey(op.nonce)
+    // The simulation rides along with the reads, as if the nonce were the sender's next: it is
+    // used only when it is (an op queued behind the sender's waiting ops is simulated again).
     const [state, head] = await Promise.all([
-      this.readState({ entryPoint: ep.address, sender: op.sender, key, factory, paymaster }),
+      this.readState(
+        { entryPoint: ep.address, sender: op.sender, key, factory, paymaster },
+        validationCall(this.chain, ep, op),
+      ),
       this.head(),
     ])
     const deployed = state.senderDeployed
@@ -146,7 +160,10 @@ export class Validator {
       )
     this.checkFees(op, head.baseFeePerGas)
 
-    const simulation = await simulateValidation(this.chain, ep, op, override)
+    const simulation =
+      state.simulation && Object.keys(override).length === 0
+        ? validationOutcome(op, state.simulation)
+        : await simulateValidation(this.chain, ep, op, override)
     this.checkSimulation(simulation, Number(head.timestamp))
     if (this.settings.mode === 'safe')
       await this.settings.rules?.({ chain: this.chain, entryPoint: ep, op, simulation, override })
@@ -170,16 +187,16 @@ export class Validator {
   /** Until when reads go one by one: the node refused the one-call reads (no state overrides?). */
   private separateUntil = 0
 
-  /** Codes, nonce and deposit: one call (state-reads.ts) where the node takes it, else one per read. */
-  private async readState(q: {
-    entryPoint: Address
-    sender: Address
-    key: bigint
-    factory: Address | null
-    paymaster: Address | null
-  }): Promise<AccountState> {
+  /**
+   * Codes, nonce and deposit, and `simulate`'s outcome: one call (state-reads.ts) where the node
+   * takes it, else one per read and no simulation.
+   */
+  private async readState(
+    q: AccountQuery,
+    simulate: ValidationCall,
+  ): Promise<AccountState & { simulation?: CallOutcome }> {
     if (Date.now() >= this.separateUntil) {
-      const state = await readAccountState(this.chain, q)
+      const state = await readAccountState(this.chain, q, simulate)
       if (state) return state
       // The reads one by one say what went wrong; the one-call form is tried again in a minute.
       this.separateUntil = Date.now() + 60_000

@@ -1,5 +1,8 @@
 import type { NetworkConfig } from '../config/file.ts'
-import type { HttpUpstream } from './http-upstream.ts'
+import type { Logger } from '../logger.ts'
+import { type HttpUpstream, UpstreamError } from './http-upstream.ts'
+import type { UpstreamState } from './upstream-state.ts'
+import { type LastProblem, lastProblem } from './upstream-unavailable.ts'
 
 /** What one health probe learned about an upstream. */
 export interface ProbeResult {
@@ -58,4 +61,42 @@ export async function probeUpstream(
   const id = hexNumber(outcomeValue(chainId, 'eth_chainId'), 'eth_chainId')
   const head = hexNumber(outcomeValue(blockNumber, 'eth_blockNumber'), 'eth_blockNumber')
   return { chainOk: id === cfg.chainId, identity: `chain id ${id}`, head, finalized: null }
+}
+
+/**
+ * One health round for one upstream (ManagedPool.checkAll): probes it and records on its state
+ * what the probe learned — chain identity, head, finality, latency, breaker. Returns the problem
+ * it showed, null when it answered (a wrong chain is logged, and recorded as its last error).
+ */
+export async function refreshUpstream(
+  s: UpstreamState,
+  cfg: NetworkConfig,
+  timeoutMs: number,
+  now: () => number,
+  log: { logger: Logger | undefined; network: string },
+): Promise<LastProblem | null> {
+  const started = performance.now()
+  try {
+    const p = await probeUpstream(s.upstream, cfg, timeoutMs)
+    s.recordLatency((performance.now() - started) / 2)
+    if (!p.chainOk && s.chainOk !== false) {
+      log.logger?.error(
+        { network: log.network, upstream: s.id, reported: p.identity },
+        `upstream serves the wrong chain (${p.identity}); it will not be used`,
+      )
+    }
+    s.chainOk = p.chainOk
+    s.head = p.head
+    s.finalized = p.finalized
+    s.lastError = p.chainOk ? null : `wrong chain (${p.identity})`
+    if (s.probeSucceeded(now()))
+      log.logger?.info({ network: log.network, upstream: s.id }, 'upstream back in service')
+    return null
+  } catch (err) {
+    // Unreachable: whatever answers at that address next must prove its chain again (a
+    // restarted URL may be another node). Merely slow or erroring: identity still holds.
+    if (err instanceof UpstreamError && err.kind === 'connect' && s.chainOk === true) s.chainOk = null
+    s.recordFailure(err instanceof Error ? err.message : String(err), now())
+    return lastProblem(err)
+  }
 }

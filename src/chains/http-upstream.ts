@@ -31,6 +31,12 @@ const RATE_LIMIT_MESSAGE =
 
 let nextId = 1
 
+/** One JSON-RPC call of a batch. */
+export interface UpstreamCall {
+  method: string
+  params: readonly unknown[]
+}
+
 /** undici's own deadlines (headersTimeout, bodyTimeout): the same thing as ours running out. */
 const UNDICI_TIMEOUTS = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT'])
 
@@ -132,13 +138,42 @@ export class HttpUpstream {
   /** One call with a deadline. Resolves with the node's result or JSON-RPC error; rejects with UpstreamError. */
   async call(method: string, params: readonly unknown[], timeoutMs: number): Promise<RpcOutcome> {
     const body = JSON.stringify({ jsonrpc: '2.0', id: nextId++, method, params })
-    const text = await this.post(body, timeoutMs)
-    let parsed: unknown
+    return this.outcome(this.parse(await this.post(body, timeoutMs)))
+  }
+
+  /**
+   * Several calls as one JSON-RPC batch (one request, one answer): each call's outcome, in
+   * order. An answer that is not one response per call, by id, is an UpstreamError for all.
+   */
+  async callBatch(calls: readonly UpstreamCall[], timeoutMs: number): Promise<RpcOutcome[]> {
+    const first = nextId
+    nextId += calls.length
+    const body = JSON.stringify(
+      calls.map((c, i) => ({ jsonrpc: '2.0', id: first + i, method: c.method, params: c.params })),
+    )
+    const answers = this.parse(await this.post(body, timeoutMs))
+    if (!Array.isArray(answers) || answers.length !== calls.length)
+      throw new UpstreamError('invalid', `upstream ${this.id} did not answer the batch call by call`, this.id)
+    const byId = new Map<unknown, unknown>()
+    for (const a of answers) if (typeof a === 'object' && a !== null) byId.set((a as { id?: unknown }).id, a)
+    return calls.map((_, i) => {
+      const a = byId.get(first + i)
+      if (a === undefined)
+        throw new UpstreamError('invalid', `upstream ${this.id} left a call of the batch unanswered`, this.id)
+      return this.outcome(a)
+    })
+  }
+
+  private parse(text: string): unknown {
     try {
-      parsed = JSON.parse(text)
+      return JSON.parse(text)
     } catch {
       throw new UpstreamError('invalid', `upstream ${this.id} answered with invalid JSON`, this.id)
     }
+  }
+
+  /** One JSON-RPC response as the call's outcome; a rate-limit error is an UpstreamError. */
+  private outcome(parsed: unknown): RpcOutcome {
     // Common case first, checked by hand (hot path): an object with a result and no error.
     if (typeof parsed === 'object' && parsed !== null && 'result' in parsed && !('error' in parsed)) {
       return { result: (parsed as { result: unknown }).result }

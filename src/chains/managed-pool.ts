@@ -4,8 +4,8 @@ import type { Logger } from '../logger.ts'
 import type { Metrics } from '../metrics.ts'
 import { orderCandidates } from './candidates.ts'
 import { broadcast, FanOutFailure, hedge } from './fan-out.ts'
-import { probeUpstream } from './health-check.ts'
-import { HttpUpstream, UpstreamError } from './http-upstream.ts'
+import { refreshUpstream } from './health-check.ts'
+import { HttpUpstream, type UpstreamCall, UpstreamError } from './http-upstream.ts'
 import { networkSlug } from './slug.ts'
 import type {
   DescribeMethod,
@@ -27,6 +27,9 @@ import {
   noUpstreamError,
   type UpstreamUnavailableError,
 } from './upstream-unavailable.ts'
+
+/** The method label a batch's latency and series go under. */
+const BATCH_LABEL = 'batch'
 
 export interface PoolDeps {
   metrics?: Metrics
@@ -230,25 +233,51 @@ export class ManagedPool implements UpstreamPool {
     }
   }
 
-  /** One call to one upstream: latency, errors and breaker bookkeeping. */
-  private async attempt(
+  /**
+   * Read-only calls as one batch to one upstream, failing over as a whole (no hedging: a batch
+   * is queued work, not a client waiting on its tail latency).
+   */
+  async callBatch(calls: readonly UpstreamCall[], opts: UpstreamCallOptions = {}): Promise<RpcOutcome[]> {
+    const timeoutMs = opts.timeoutMs ?? this.cfg.requestTimeoutMs
+    const deadline = Date.now() + timeoutMs
+    if (!this.checkedOnce) await Promise.race([this.firstRound, delay(timeoutMs)])
+    const candidates = this.candidates({ sticky: false, write: false, broadcast: false })
+    const failures: UpstreamError[] = []
+    for (const s of candidates) {
+      const left = deadline - Date.now()
+      if (left <= 0) break
+      try {
+        return await this.attempt(s, BATCH_LABEL, (ms) => s.upstream.callBatch(calls, ms), left)
+      } catch (err) {
+        if (!(err instanceof UpstreamError)) throw err
+        failures.push(err)
+      }
+    }
+    throw this.noUpstream(failures)
+  }
+
+  /** One call (or batch) to one upstream: latency, errors and breaker bookkeeping. */
+  private async attempt<T = RpcOutcome>(
     s: State,
     method: string,
-    params: readonly unknown[],
+    send: readonly unknown[] | ((timeoutMs: number) => Promise<T>),
     timeoutMs: number,
-  ): Promise<RpcOutcome> {
+  ): Promise<T> {
     const m = this.deps.metrics
     const series = this.series?.of(s.id, method)
     series?.inc()
     const started = performance.now()
     try {
-      const out = await s.upstream.call(method, params, timeoutMs)
+      const out = (
+        typeof send === 'function' ? await send(timeoutMs) : await s.upstream.call(method, send, timeoutMs)
+      ) as T
       const ms = performance.now() - started
       s.recordSuccess(ms)
       this.methodWindow(method).add(ms)
       series?.observe(ms / 1000)
       // Live head updates keep lag and finality current between probes.
-      if (method === 'eth_blockNumber' && typeof out.result === 'string') this.noteHead(s, Number(out.result))
+      const result = (out as RpcOutcome).result
+      if (method === 'eth_blockNumber' && typeof result === 'string') this.noteHead(s, Number(result))
       return out
     } catch (err) {
       if (err instanceof UpstreamError) {
@@ -335,31 +364,12 @@ export class ManagedPool implements UpstreamPool {
     await Promise.all(
       this.states.map(async (s) => {
         if (!s.probeDue(this.now())) return
-        const started = performance.now()
-        try {
-          const p = await probeUpstream(s.upstream, this.cfg, this.probeTimeout)
-          s.recordLatency((performance.now() - started) / 2)
-          if (!p.chainOk && s.chainOk !== false) {
-            this.deps.logger?.error(
-              { network: this.networkLabel, upstream: s.id, reported: p.identity },
-              `upstream serves the wrong chain (${p.identity}); it will not be used`,
-            )
-          }
-          s.chainOk = p.chainOk
-          s.head = p.head
-          s.finalized = p.finalized
-          s.lastError = p.chainOk ? null : `wrong chain (${p.identity})`
-          this.problems.delete(s)
-          if (s.probeSucceeded(this.now())) {
-            this.deps.logger?.info({ network: this.networkLabel, upstream: s.id }, 'upstream back in service')
-          }
-        } catch (err) {
-          // Unreachable: whatever answers at that address next must prove its chain again (a
-          // restarted URL may be another node). Merely slow or erroring: identity still holds.
-          if (err instanceof UpstreamError && err.kind === 'connect' && s.chainOk === true) s.chainOk = null
-          this.problems.set(s, lastProblem(err))
-          s.recordFailure(err instanceof Error ? err.message : String(err), this.now())
-        }
+        const problem = await refreshUpstream(s, this.cfg, this.probeTimeout, this.now, {
+          logger: this.deps.logger,
+          network: this.networkLabel,
+        })
+        if (problem) this.problems.set(s, problem)
+        else this.problems.delete(s)
       }),
     )
     let best: number | undefined

@@ -1,6 +1,6 @@
 import type { RpcOutcome } from '../jsonrpc.ts'
 import { RPC_INTERNAL_ERROR, RpcError } from '../jsonrpc.ts'
-import { HttpUpstream, UpstreamError } from './http-upstream.ts'
+import { HttpUpstream, type UpstreamCall, UpstreamError } from './http-upstream.ts'
 import type { UpstreamStatus } from './upstream-state.ts'
 
 /**
@@ -37,6 +37,12 @@ export interface UpstreamCallOptions {
  */
 export interface UpstreamPool {
   call(method: string, params: readonly unknown[], opts?: UpstreamCallOptions): Promise<RpcOutcome>
+  /**
+   * Read-only calls as one JSON-RPC batch to one upstream (failing over as a whole): each
+   * call's outcome, in order. For callers that queue many calls for a node anyway (the bundler's
+   * simulations): one request instead of one each.
+   */
+  callBatch?(calls: readonly UpstreamCall[], opts?: UpstreamCallOptions): Promise<RpcOutcome[]>
   close(): Promise<void>
   /** Best head (block number or slot) among verified upstreams, when the pool tracks heads. */
   bestHead?(): number | undefined
@@ -62,18 +68,26 @@ export class FailoverPool implements UpstreamPool {
     this.upstreams = specs.map((s, i) => new HttpUpstream(s.url, { label: `upstream-${i}` }))
   }
 
-  async call(
-    method: string,
-    params: readonly unknown[],
-    opts: UpstreamCallOptions = {},
-  ): Promise<RpcOutcome> {
+  call(method: string, params: readonly unknown[], opts: UpstreamCallOptions = {}): Promise<RpcOutcome> {
+    return this.firstAnswer((u, left) => u.call(method, params, left), opts)
+  }
+
+  callBatch(calls: readonly UpstreamCall[], opts: UpstreamCallOptions = {}): Promise<RpcOutcome[]> {
+    return this.firstAnswer((u, left) => u.callBatch(calls, left), opts)
+  }
+
+  /** `send` to each upstream in turn until one answers within the deadline. */
+  private async firstAnswer<T>(
+    send: (upstream: HttpUpstream, leftMs: number) => Promise<T>,
+    opts: UpstreamCallOptions,
+  ): Promise<T> {
     const deadline = Date.now() + (opts.timeoutMs ?? this.defaultTimeoutMs)
     const failures: string[] = []
     for (const upstream of this.upstreams) {
       const left = deadline - Date.now()
       if (left <= 0) break
       try {
-        return await upstream.call(method, params, left)
+        return await send(upstream, left)
       } catch (err) {
         if (!(err instanceof UpstreamError)) throw err
         failures.push(err.message)

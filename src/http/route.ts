@@ -140,7 +140,8 @@ export function defineRoute<
  */
 function provenByNetwork(params: z.ZodType | undefined, binding: NetworkBinding | undefined): boolean {
   if (!binding || !(params instanceof z.ZodObject)) return false
-  return Object.keys(params.shape).every((k) => boundParams(binding).includes(k))
+  const bound = boundParams(binding)
+  return Object.keys(params.shape).every((k) => bound.includes(k))
 }
 
 /** The path parameters a network binding (and nothing else) resolves. */

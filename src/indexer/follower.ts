@@ -3,14 +3,14 @@ import type { Network } from '../chains/registry.ts'
 import type { Logger } from '../logger.ts'
 import type { Database } from '../storage/schema.ts'
 import type { Hash } from '../types.ts'
-import { type ChainHeader, type ChainLog, ChainReader, ChainRpcError } from './chain.ts'
-import { decodeLog } from './decode.ts'
+import { fetchFullBlocks, internalTransfersOf } from './block-fetch.ts'
+import { type ChainLog, ChainReader, ChainRpcError } from './chain.ts'
+import { toIndexedBlock } from './indexed-block.ts'
 import type { InternalTransferTracing } from './internal-transfers.ts'
-import { nativeTransfersOf, traceMatches, txHashesOf } from './native.ts'
+import { nativeTransfersOf } from './native.ts'
 import type { ReportSkippedLog, SkippedLog } from './skipped-logs.ts'
 import * as store from './store.ts'
-import type { InternalTransfer, TraceOutcome } from './traces.ts'
-import type { BlockConsumer, IndexedBlock, TokenTransfer } from './types.ts'
+import type { BlockConsumer, IndexedBlock } from './types.ts'
 
 export interface FollowerOptions {
   network: Network
@@ -43,13 +43,6 @@ const KEEP_BLOCKS = 512n
  */
 const MAX_FULL_STEP = 1000n
 const MAX_TXS_PER_STEP = 10_000
-const BLOCK_CONCURRENCY = 16
-
-/** A block read for backfill: header with transactions, and its trace when traced. */
-interface FetchedBlock {
-  header: ChainHeader
-  internal: readonly InternalTransfer[] | undefined
-}
 
 /** In-memory position: `hash` null before the first indexed block (nothing to compare with). */
 interface Position {
@@ -150,10 +143,10 @@ export class NetworkFollower {
     if (!block) return false
     if (pos.hash !== null && block.parentHash !== pos.hash) return this.handleReorg(db, pos, pos.number)
     if (logs.some((l) => l.blockHash !== block.hash)) return false
-    const internal = await this.internalOf(block, first)
+    const internal = await internalTransfersOf(this.opts.tracing, net, block, first)
     if (internal === 'replaced') return false
     const fetched = performance.now()
-    const indexed = this.toIndexedBlock(block, logs, internal)
+    const indexed = toIndexedBlock(net, block, logs, internal, this.skipped)
     const decoded = performance.now()
     const t = await this.commit(
       db,
@@ -227,7 +220,7 @@ export class NetworkFollower {
     const full = asked.some((a) => a === true)
     const numbers = rangeOf(from, to)
     const logsAt = performance.now()
-    const fetched = await this.fullBlocks(numbers, tracing)
+    const fetched = await fetchFullBlocks(this.chain, this.opts.tracing, this.opts.network, numbers, tracing)
     const blocksAt = performance.now()
     if (fetched === 'replaced') return false
     const first = fetched.get(from)?.header
@@ -247,7 +240,10 @@ export class NetworkFollower {
       if (!f) return false // the node lost a block we just saw: try again next step
       txs += f.header.transactions?.length ?? 0
       for (const r of nativeTransfersOf(f.header, f.internal)) native.push(r)
-      if (full || byBlock.has(n)) blocks.push(this.toIndexedBlock(f.header, byBlock.get(n) ?? [], f.internal))
+      if (full || byBlock.has(n))
+        blocks.push(
+          toIndexedBlock(this.opts.network, f.header, byBlock.get(n) ?? [], f.internal, this.skipped),
+        )
     }
     if (txs > MAX_TXS_PER_STEP && this.fullRange > 1n) this.fullRange /= 2n
     else if (txs < MAX_TXS_PER_STEP / 4 && this.fullRange < MAX_FULL_STEP) this.fullRange *= 2n
@@ -270,99 +266,6 @@ export class NetworkFollower {
       'range indexed',
     )
     return true
-  }
-
-  /**
-   * Full blocks, each traced when it has transactions and the node traces, BLOCK_CONCURRENCY
-   * at a time. 'replaced' (try again next step) when a trace is of another block than the
-   * header read beside it.
-   */
-  private async fullBlocks(
-    numbers: bigint[],
-    tracing: boolean,
-  ): Promise<Map<bigint, FetchedBlock> | 'replaced'> {
-    const net = this.opts.network
-    const out = new Map<bigint, FetchedBlock>()
-    let replaced = false
-    let next = 0
-    const worker = async () => {
-      while (next < numbers.length && !replaced) {
-        const n = numbers[next++] as bigint
-        const [header, first] = await Promise.all([
-          this.chain.header(n, true),
-          tracing ? this.opts.tracing.attempt(net, n) : undefined,
-        ])
-        if (!header) continue
-        const internal = await this.internalOf(header, first)
-        if (internal === 'replaced') replaced = true
-        else out.set(header.number, { header, internal })
-      }
-    }
-    await Promise.all(Array.from({ length: Math.min(BLOCK_CONCURRENCY, numbers.length) }, worker))
-    return replaced ? 'replaced' : out
-  }
-
-  /**
-   * The block's internal transfers from `first` (a trace read beside the block, by number;
-   * undefined when not tracing) or from retries: [] for a block without transactions,
-   * undefined when tracing failed, 'replaced' when the trace is of another block.
-   */
-  private async internalOf(
-    block: ChainHeader,
-    first: TraceOutcome | undefined,
-  ): Promise<readonly InternalTransfer[] | undefined | 'replaced'> {
-    if (!first) return undefined
-    const hashes = txHashesOf(block)
-    if (hashes.length === 0) return []
-    // A failed attempt counts as the first try; an answer that cannot vouch for this block (by
-    // number, of a replaced block, or without hashes) is asked for again.
-    const usable = first.ok && !traceMatches(block, first.trace, false) ? undefined : first
-    const trace = await this.opts.tracing.trace(this.opts.network, block.number, hashes, usable)
-    if (trace && !traceMatches(block, trace, true)) return 'replaced'
-    return trace?.internal
-  }
-
-  private toIndexedBlock(
-    block: ChainHeader,
-    logs: ChainLog[],
-    internal: readonly InternalTransfer[] | undefined,
-  ): IndexedBlock {
-    const sorted = [...logs].sort((a, b) => a.logIndex - b.logIndex)
-    const indexed: IndexedBlock = {
-      network: this.slug,
-      chainId: this.opts.network.chainId ?? 0,
-      number: block.number,
-      hash: block.hash,
-      parentHash: block.parentHash,
-      timestamp: block.timestamp,
-      logs: sorted.map((l) => ({
-        address: l.address,
-        topics: l.topics,
-        data: l.data,
-        txHash: l.txHash,
-        logIndex: l.logIndex,
-      })),
-      transfers: sorted.flatMap((l) => this.decode(block.number, l)),
-    }
-    if (block.transactions) indexed.transactions = block.transactions
-    if (block.gasUsed !== undefined) indexed.gasUsed = block.gasUsed
-    if (block.transactionCount !== undefined) indexed.transactionCount = block.transactionCount
-    if (internal) indexed.internalTransfers = internal
-    return indexed
-  }
-
-  /** One log's transfers; a log that does not decode is skipped and reported, never thrown. */
-  private decode(blockNumber: bigint, log: IndexedBlock['logs'][number]): TokenTransfer[] {
-    let out: ReturnType<typeof decodeLog>
-    try {
-      out = decodeLog(log)
-    } catch (err) {
-      // decodeLog checks shapes before reading, so this is a bug in it; chain data must still pass.
-      out = { ok: false, event: 'unknown', reason: `decoder error: ${(err as Error).message}` }
-    }
-    if (out.ok) return out.transfers
-    this.skipped.push({ network: this.slug, blockNumber, log, event: out.event, reason: out.reason })
-    return []
   }
 
   private async commit(

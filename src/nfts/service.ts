@@ -1,16 +1,12 @@
-import type { Kysely } from 'kysely'
 import type { Network } from '../chains/registry.ts'
 import { upstreamAnswered } from '../chains/upstream-unavailable.ts'
 import { HalyardError, notFound } from '../errors.ts'
-import type { Logger } from '../logger.ts'
-import type { DataApiConfig } from '../prices/config.ts'
-import type { Database } from '../storage/schema.ts'
 import type { Address, Page } from '../types.ts'
 import { type CallReader, type ContractInfo, readContractInfo, readToken, readUris } from './contract.ts'
-import { type FetchPolicy, Limiter, loadDocument } from './fetcher.ts'
-import { parseMetadata, type Trait } from './parse.ts'
+import { ERROR_RETRY_MS, MetadataLoader, type MetadataLoaderDeps } from './metadata-loader.ts'
+import type { Trait } from './parse.ts'
 import * as store from './store.ts'
-import { expandId, type Gateways, toGatewayUrl } from './uri.ts'
+import { expandId } from './uri.ts'
 
 /** Wire shapes: spec 2.3, 2.4, 2.5 (plus a few fields that explain a null). */
 export interface NftMetadata {
@@ -73,22 +69,12 @@ export type HoldingRow = Pick<
   'contract' | 'tokenId' | 'standard' | 'fetched' | 'contractKnown'
 >
 
-export interface NftServiceDeps {
-  db: Kysely<Database>
+export interface NftServiceDeps extends MetadataLoaderDeps {
   /** View calls at the head, batched through Multicall3 (the Token API's reader). */
   reader: (net: Network) => CallReader
-  /** Per-network data settings: gateways and metadata fetch limits. */
-  config: (net: Network) => DataApiConfig
-  /** Dev mode and tests: metadata servers on loopback are reachable. Never in production. */
-  allowLoopback: boolean
-  logger: Logger
 }
 
 const ZERO = '0x0000000000000000000000000000000000000000'
-/** A failed fetch is tried again on a later request after this long. */
-const ERROR_RETRY_MS = 5 * 60_000
-/** A collection's contractURI document is re-read after this long. */
-const COLLECTION_TTL_MS = 24 * 3600_000
 
 /**
  * NFT metadata, collections and holdings. Holdings and owner counts come from Halyard's own
@@ -97,14 +83,23 @@ const COLLECTION_TTL_MS = 24 * 3600_000
  * the database, keyed by the URI they came from.
  */
 export class NftService {
-  private readonly limiters = new Map<string, Limiter>()
-  private readonly inflight = new Map<string, Promise<store.StoredMetadata>>()
-  private readonly background = new Set<Promise<unknown>>()
-  private readonly abort = new AbortController()
+  private readonly loader: MetadataLoader
 
-  constructor(private readonly deps: NftServiceDeps) {}
+  constructor(private readonly deps: NftServiceDeps) {
+    this.loader = new MetadataLoader(deps)
+  }
 
   async metadata(net: Network, contract: Address, tokenId: bigint, refresh: boolean): Promise<NftMetadata> {
+    return (await this.metadataFetched(net, contract, tokenId, refresh)).meta
+  }
+
+  /** As `metadata`, with when the copy served was fetched (the Alchemy API shows it). */
+  async metadataFetched(
+    net: Network,
+    contract: Address,
+    tokenId: bigint,
+    refresh: boolean,
+  ): Promise<{ meta: NftMetadata; fetchedAt: Date }> {
     const kind = await this.standardOf(net, contract, tokenId)
     const reads = await readToken(this.deps.reader(net), contract, tokenId, kind)
     let owner: Address | null = null
@@ -140,9 +135,9 @@ export class NftService {
       refresh ||
       cached.tokenUri !== uri ||
       (cached.error !== null && Date.now() - cached.fetchedAt.getTime() > ERROR_RETRY_MS)
-    if (stale) cached = await this.fetchMetadata(net, contract, tokenId, kind, uri, { refresh })
+    if (stale) cached = await this.loader.token(net, contract, tokenId, kind, uri, { refresh })
     const m = cached as store.StoredMetadata
-    return {
+    const meta: NftMetadata = {
       contract,
       token_id: tokenId.toString(),
       chain: net.slug,
@@ -157,13 +152,14 @@ export class NftService {
       metadata: m.metadata,
       metadata_error: m.error,
     }
+    return { meta, fetchedAt: m.fetchedAt }
   }
 
   async collection(net: Network, contract: Address): Promise<NftCollection> {
     const info = await readContractInfo(this.deps.reader(net), contract)
     const kind = await this.standardOf(net, contract, null, info)
     const counts = await store.indexedCounts(this.deps.db, net.slug, contract)
-    const doc = await this.collectionDoc(net, contract, info.contractUri)
+    const doc = await this.loader.collection(net, contract, info.contractUri)
     const text = (...keys: string[]) => {
       for (const k of keys) {
         const v = doc?.[k]
@@ -220,7 +216,7 @@ export class NftService {
   async prefetch(net: Network, rows: readonly HoldingRow[]): Promise<boolean> {
     const missing = rows.filter((r) => !r.fetched || !r.contractKnown)
     if (missing.length === 0) return false
-    const work = this.track(this.fillOwned(net, missing))
+    const work = this.loader.track(this.fillOwned(net, missing))
     const waitMs = this.deps.config(net).nftMetadata.ownedWaitMs
     let timer: NodeJS.Timeout | undefined
     await Promise.race([work, new Promise((r) => (timer = setTimeout(r, waitMs)))])
@@ -229,14 +225,13 @@ export class NftService {
   }
 
   /** Stops background metadata fetches (server shutdown). */
-  async stop(): Promise<void> {
-    this.abort.abort()
-    await Promise.allSettled([...this.background])
+  stop(): Promise<void> {
+    return this.loader.stop()
   }
 
   private async fillOwned(net: Network, rows: readonly HoldingRow[]): Promise<void> {
     const contracts = [...new Set(rows.filter((r) => !r.contractKnown).map((r) => r.contract))]
-    const limiter = this.limiter(net)
+    const limiter = this.loader.limiter(net)
     await Promise.allSettled(contracts.map((c) => limiter.run(() => this.standardOf(net, c, null))))
     const tokens = rows.filter((r) => !r.fetched)
     const uris = await readUris(this.deps.reader(net), tokens)
@@ -244,7 +239,7 @@ export class NftService {
       tokens.map((t, i) => {
         const raw = uris[i] ?? null
         const uri = raw === null || t.standard === 'ERC721' ? raw : expandId(raw, t.tokenId)
-        return this.fetchMetadata(net, t.contract, t.tokenId, t.standard, uri, { background: true })
+        return this.loader.token(net, t.contract, t.tokenId, t.standard, uri, { background: true })
       }),
     )
   }
@@ -282,122 +277,9 @@ export class NftService {
     return kind
   }
 
-  /**
-   * Fetches and stores a token's metadata, once at a time per token. Background fetches (owned
-   * lists) are bounded per network; a caller waiting on one token is not queued behind them
-   * (request rate limits bound those).
-   */
-  private fetchMetadata(
-    net: Network,
-    contract: Address,
-    tokenId: bigint,
-    kind: store.NftStandard,
-    uri: string | null,
-    mode: { refresh?: boolean; background?: boolean } = {},
-  ): Promise<store.StoredMetadata> {
-    const key = `${net.slug}:${contract}:${tokenId}`
-    const running = this.inflight.get(key)
-    if (running) return running
-    const refresh = mode.refresh === true
-    const work = async () => {
-      const outcome =
-        uri === null
-          ? { ok: false as const, error: 'the contract returned no token URI' }
-          : await loadDocument(uri, this.policy(net), this.abort.signal)
-      if (!outcome.ok && outcome.detail)
-        this.deps.logger.debug(
-          { contract, tokenId: tokenId.toString(), detail: outcome.detail },
-          'NFT metadata fetch failed',
-        )
-      const parsed = outcome.ok ? parseMetadata(outcome.doc, kind === 'ERC1155' ? tokenId : null) : null
-      const m: store.StoredMetadata = {
-        tokenUri: uri,
-        metadata: outcome.ok ? outcome.doc : null,
-        name: parsed?.name ?? null,
-        description: parsed?.description ?? null,
-        image: parsed?.image ?? null,
-        traits: parsed?.traits ?? [],
-        error: outcome.ok ? null : outcome.error,
-        fetchedAt: new Date(),
-      }
-      // A fetch cut short by shutdown is not a property of the token: don't cache it.
-      if (!this.abort.signal.aborted)
-        await store.saveMetadata(this.deps.db, net.slug, contract, tokenId, m, refresh)
-      return m
-    }
-    const task = (mode.background ? this.limiter(net).run(work) : work()).finally(() =>
-      this.inflight.delete(key),
-    )
-    this.inflight.set(key, task)
-    return task
-  }
-
-  private async collectionDoc(
-    net: Network,
-    contract: Address,
-    uri: string | null,
-  ): Promise<Record<string, unknown> | null> {
-    if (uri === null) return null
-    const saved = await store.readContract(this.deps.db, net.slug, contract)
-    const age = saved?.collectionFetchedAt
-      ? Date.now() - saved.collectionFetchedAt.getTime()
-      : Number.POSITIVE_INFINITY
-    const fresh =
-      saved?.contractUri === uri &&
-      age < (saved.collectionError === null ? COLLECTION_TTL_MS : ERROR_RETRY_MS)
-    if (fresh) return saved?.collection ?? null
-    const outcome = await loadDocument(uri, this.policy(net), this.abort.signal)
-    const doc = outcome.ok ? outcome.doc : null
-    // As for token metadata: a fetch cut short by shutdown says nothing about the document.
-    if (!this.abort.signal.aborted)
-      await store.saveCollectionDoc(this.deps.db, net.slug, contract, {
-        uri,
-        collection: doc,
-        error: outcome.ok ? null : outcome.error,
-      })
-    return doc
-  }
-
   /** The image's URL through the configured IPFS/Arweave gateways; null for data: URIs. */
   imageGatewayUrl(net: Network, image: string | null): string | null {
-    if (image === null || /^data:/i.test(image)) return null
-    return toGatewayUrl(image, this.gateways(net))
-  }
-
-  private gateways(net: Network): Gateways {
-    const c = this.deps.config(net)
-    return { ipfs: c.ipfsGateway, arweave: c.arweaveGateway }
-  }
-
-  private policy(net: Network): FetchPolicy {
-    const m = this.deps.config(net).nftMetadata
-    return {
-      timeoutMs: m.timeoutMs,
-      maxBytes: m.maxBytes,
-      maxRedirects: m.maxRedirects,
-      allowLoopback: this.deps.allowLoopback,
-      gateways: this.gateways(net),
-    }
-  }
-
-  private limiter(net: Network): Limiter {
-    let l = this.limiters.get(net.slug)
-    if (!l) {
-      l = new Limiter(this.deps.config(net).nftMetadata.concurrency)
-      this.limiters.set(net.slug, l)
-    }
-    return l
-  }
-
-  /** Background work: awaited on stop, its failure logged (a later request tries again). */
-  private track(p: Promise<unknown>): Promise<void> {
-    const quiet = p.then(
-      () => {},
-      (err) => this.deps.logger.debug({ err: (err as Error).message }, 'NFT background fetch failed'),
-    )
-    this.background.add(quiet)
-    void quiet.finally(() => this.background.delete(quiet))
-    return quiet
+    return this.loader.imageGatewayUrl(net, image)
   }
 
   private noToken(net: Network, contract: Address, tokenId: bigint): HalyardError {

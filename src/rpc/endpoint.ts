@@ -5,7 +5,7 @@ import type { Charger } from '../http/charge.ts'
 import type { RouteContext } from '../http/route.ts'
 import { type JsonRpcId, RPC_INVALID_REQUEST, RPC_METHOD_NOT_FOUND } from '../jsonrpc.ts'
 import { type Admission, admit, type Slot } from './admission.ts'
-import { errorFrame } from './envelope.ts'
+import { errorFrame, hitFrame } from './envelope.ts'
 import type { MethodRegistry } from './methods/spec.ts'
 import type { Execution, RpcService } from './service.ts'
 
@@ -140,11 +140,6 @@ function endOfTurn(): Promise<void> {
     }),
   )
   return turn
-}
-
-/** A cached result's answer: the result spliced in as the JSON it is stored as. */
-export function hitFrame(id: JsonRpcId, json: string): string {
-  return `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":${json}}`
 }
 
 /** Builds the response text directly. */

@@ -54,6 +54,11 @@ export function replyFrame(id: JsonRpcId, result: unknown): string {
   return JSON.stringify({ jsonrpc: '2.0', id, result })
 }
 
+/** A cached result's reply: the result spliced in as the JSON it is stored as. */
+export function hitFrame(id: JsonRpcId, json: string): string {
+  return `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":${json}}`
+}
+
 export function errorFrame(id: JsonRpcId, error: JsonRpcErrorObject): string {
   return JSON.stringify({ jsonrpc: '2.0', id, error })
 }

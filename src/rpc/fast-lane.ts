@@ -23,9 +23,9 @@ import {
   CACHE_HEADER,
   type EndpointDeps,
   type HttpAdmission,
-  hitFrame,
   JSON_CONTENT_TYPE,
 } from './endpoint.ts'
+import { hitFrame } from './envelope.ts'
 
 export interface JsonRpcLaneRoute {
   /** The route's pattern, `…/:chain/:network`: its metric label, and its prefix is what the lane takes. */
@@ -112,22 +112,22 @@ class Exchange {
  * cache, charged synchronously (in-process limiter, an unlimited plan, or the Redis limiter's
  * lease). The steps and their order are `serve`'s: admit, charge, look up, count, write at the
  * end of the turn. Anything else goes on in `serve` from where this stopped: a refusal before
- * the charge (`serve` parses again to answer it), a batch or a cache miss (admitted once, here),
- * a charge that needs Redis (already begun).
+ * the charge (answered with the error found here), a batch or a cache miss (admitted once,
+ * here), a charge that needs Redis (already begun).
  */
 function answerAtOnce(x: Exchange, text: string): void {
   const { deps, route } = x
   let admission: HttpAdmission
   try {
     admission = admitHttp(deps, x.caller, x.network, parseInput(route.body, x.host.parseJson(text), 'body'))
-  } catch {
-    return void serve(x, text, undefined)
+  } catch (refused) {
+    return void serve(x, { refused })
   }
   const slot = admission.slots[0]!
-  if (admission.batch || !slot.call) return void serve(x, text, { admission })
+  if (admission.batch || !slot.call) return void serve(x, { admission })
   const { request, spec } = slot.call
   const json = deps.rpc.cachedLocally(x.network, request, spec)
-  if (json === undefined) return void serve(x, text, { admission })
+  if (json === undefined) return void serve(x, { admission })
   x.metricMethod = admission.metricMethod
   let charge: LimitDecision | Promise<LimitDecision>
   try {
@@ -137,7 +137,7 @@ function answerAtOnce(x: Exchange, text: string): void {
     x.record(writeLaneError(x.host, x.res, err, x.headers, x.requestId))
     return
   }
-  if (charge instanceof Promise) return void serve(x, text, { admission, charge })
+  if (charge instanceof Promise) return void serve(x, { admission, charge })
   const h = x.headers
   Object.assign(h, rateLimitHeaders(charge))
   deps.rpc.countHit(x.network, spec)
@@ -147,22 +147,22 @@ function answerAtOnce(x: Exchange, text: string): void {
   writeAtEndOfTurn(x)
 }
 
+/**
+ * What answerAtOnce did already: admitted (and perhaps begun a charge that needs Redis), or
+ * found the request refused before any charge.
+ */
+type Begun = { admission: HttpAdmission; charge?: Promise<LimitDecision> } | { refused: unknown }
+
 /** The Fastify route's handler and hooks, in the same order, on the raw request. */
-async function serve(
-  x: Exchange,
-  text: string,
-  /** What answerAtOnce did already: admitted, and perhaps begun a charge that needs Redis. */
-  begun: { admission: HttpAdmission; charge?: Promise<LimitDecision> } | undefined,
-) {
+async function serve(x: Exchange, begun: Begun) {
   const { host, deps, route, headers } = x
-  let charged = begun?.charge !== undefined
+  let charged = 'admission' in begun && begun.charge !== undefined
   let status = 200
   try {
-    const admission =
-      begun?.admission ??
-      admitHttp(deps, x.caller, x.network, parseInput(route.body, host.parseJson(text), 'body'))
+    if ('refused' in begun) throw begun.refused
+    const { admission } = begun
     let charge: LimitDecision | Promise<LimitDecision>
-    if (begun?.charge) charge = begun.charge
+    if (begun.charge) charge = begun.charge
     else {
       x.metricMethod = admission.metricMethod
       charged = true

@@ -66,15 +66,9 @@ export class RpcService {
    * exactly as `run` counts a hit. Undefined sends the call to `run`.
    */
   cachedLocally(network: Network, request: JsonRpcRequest, spec: MethodSpec): string | undefined {
-    if (!spec.coalesce || !this.runtime(network).settings.cache) return undefined
-    const { params } = request
-    const plan = spec.cache(params)
-    if (plan.kind === 'none') return undefined
-    if (plan.kind === 'pinned') {
-      const finalized = network.pool.finalizedHead?.()
-      if (finalized === undefined || plan.height > finalized) return undefined
-    }
-    return this.cache.getLocal(cacheKey(network, request.method, params))
+    if (!spec.coalesce || cachePlan(network, this.runtime(network), spec, request.params).kind === 'none')
+      return undefined
+    return this.cache.getLocal(cacheKey(network, request.method, request.params))
   }
 
   /** Counts a hit `cachedLocally` found, as `run` counts one. */
@@ -93,15 +87,7 @@ export class RpcService {
     const rt = this.runtime(network)
     const { method, params } = request
     const shared = spec.coalesce
-    let plan: CachePlan = { kind: 'none' }
-    if (rt.settings.cache && shared) {
-      plan = spec.cache(params)
-      // A block above finality may still be replaced: not looked up, not stored.
-      if (plan.kind === 'pinned') {
-        const finalized = network.pool.finalizedHead?.()
-        if (finalized === undefined || plan.height > finalized) plan = { kind: 'none' }
-      }
-    }
+    const plan: CachePlan = shared ? cachePlan(network, rt, spec, params) : { kind: 'none' }
     const key = shared ? cacheKey(network, method, params) : undefined
     if (key !== undefined && plan.kind !== 'none') {
       const hit = this.cache.getLocal(key) ?? (await this.cache.getRemote(key))
@@ -182,6 +168,21 @@ export class RpcService {
     }
     return rt
   }
+}
+
+/** How a call's result may be cached here, `none` when the network's cache is off. */
+function cachePlan(
+  network: Network,
+  rt: NetworkRuntime,
+  spec: MethodSpec,
+  params: readonly unknown[],
+): CachePlan {
+  if (!rt.settings.cache) return { kind: 'none' }
+  const plan = spec.cache(params)
+  // A block above finality may still be replaced: not looked up, not stored.
+  if (plan.kind !== 'pinned') return plan
+  const finalized = network.pool.finalizedHead?.()
+  return finalized === undefined || plan.height > finalized ? { kind: 'none' } : plan
 }
 
 /** Where a call's result is cached and in-flight calls meet: the same call on the same network. */

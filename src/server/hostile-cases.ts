@@ -1,80 +1,25 @@
-import { randomBytes } from 'node:crypto'
 import { DEFAULT_BODY_LIMIT } from './app.ts'
+import {
+  ADDR,
+  authMention,
+  BAD_KEY,
+  type Case,
+  fillPath,
+  hasBody,
+  isRpc,
+  json,
+  jsonMention,
+  keyed,
+  type Route,
+  withQuery,
+} from './hostile-request.ts'
+import { SURFACE_CASES } from './hostile-surface-cases.ts'
 
 /**
- * The battery of hostile-input.test.ts: routes, cases, the raw sender and the checks on each
- * answer. Kept apart from the test so each file does one job.
+ * The battery of hostile-input.test.ts: the cases every route gets (auth, body, content type,
+ * query, method, JSON-RPC) and the path-parameter cases. A case changes one thing about an
+ * otherwise well-formed request to a route.
  */
-export const HANG_MS = 20_000
-export const ADDR = '0x00000000000000000000000000000000000a11ce'
-export const BAD_KEY = `hk_live_${'0'.repeat(40)}`
-export const ADMIN_TOKEN = randomBytes(24).toString('base64url')
-
-// ---------------------------------------------------------------------------------------------
-// The battery. A case changes one thing about an otherwise well-formed request to a route.
-// ---------------------------------------------------------------------------------------------
-
-export interface Route {
-  method: string
-  url: string // '/v1/webhooks/:id'
-  params: string[]
-  /** Answers without an API key (ops routes) or with its own guard (admin). */
-  kind: 'public' | 'admin' | 'keyed'
-  /** A good value per path parameter (the params schema's examples: hostile-schemas.ts). */
-  examples: Record<string, string>
-  /** Cases made from the route's declared body and query schemas. */
-  cases: Case[]
-}
-
-export interface Req {
-  method: string
-  path: string
-  headers: Record<string, string | string[]>
-  body?: string | Buffer
-}
-
-export interface Case {
-  name: string
-  /** Which routes the case applies to (default: all). */
-  when?: (r: Route) => boolean
-  build(r: Route, good: Req): Req
-  /** When the answer is a 4xx, the message must match (it names the problem). */
-  mention?: (r: Route) => RegExp | undefined
-}
-
-export const hasBody = (r: Route) => ['POST', 'PUT', 'PATCH'].includes(r.method)
-export const keyed = (r: Route) => r.kind === 'keyed'
-export const isRpc = (r: Route) =>
-  r.url.startsWith('/v1/rpc/') ||
-  r.url.startsWith('/v1/paymaster/') ||
-  r.url.startsWith('/v1/bundler/') ||
-  isAlchemyRpc(r)
-/** The compat root's JSON-RPC route (`POST /v1/alchemy/{network}/v2/{apiKey}`). */
-export const isAlchemyRpc = (r: Route) => r.method === 'POST' && r.url.endsWith('/v2/:apiKey')
-export const json = (good: Req, body: string | Buffer, extra: Record<string, string> = {}): Req => ({
-  ...good,
-  headers: { ...good.headers, 'content-type': 'application/json', ...extra },
-  body,
-})
-export const withQuery = (good: Req, q: string): Req => ({ ...good, path: `${good.path}?${q}` })
-/** Routes with the key in the path (the Alchemy-compatible root) ignore header keys: 'alchemy: wrong key in the path' checks theirs. */
-export const authMention = (r: Route) =>
-  r.kind === 'admin'
-    ? /admin token/i
-    : r.kind === 'keyed' && !r.params.includes('apiKey')
-      ? /API key/i
-      : undefined
-export const jsonMention = (r: Route) => (hasBody(r) ? /JSON/i : undefined)
-
-/** The route's good value for a path parameter (declared with the route's params schema). */
-export function goodParam(r: Route, name: string): string {
-  const v = r.examples[name]
-  if (v === undefined) throw new Error(`no example for path parameter :${name} of ${r.method} ${r.url}`)
-  return v
-}
-
-export const fillPath = (r: Route, over: Record<string, string> = {}) =>
-  r.url.replace(/:([A-Za-z_]+)/g, (_, p: string) => over[p] ?? goodParam(r, p))
 
 /** Hostile values for one path parameter at a time (raw, already URL-encoded where needed). */
 export const PATH_VALUES: ReadonlyArray<readonly [string, string]> = [
@@ -203,141 +148,7 @@ export const CASES: Case[] = [
   },
   { name: 'filters of wrong value', build: (_, g) => withQuery(g, 'chain=&status=disabled2&refresh=yes') },
   { name: 'admin ?account duplicated', build: (_, g) => withQuery(g, 'account=a@b.c&account=x') },
-  ...(
-    [
-      ['transfers: garbage cursor', 'cursor=garbage', /cursor/],
-      ['transfers: forged cursor', `cursor=${Buffer.from('t1.1.9.0.0').toString('base64url')}`, /cursor/],
-      ['transfers: 10k-char cursor', `cursor=${'A'.repeat(10_000)}`, /cursor/],
-      ['transfers: unknown category', 'category=erc20,erc9999', /category/],
-      ['transfers: block range reversed', 'from_block=10&to_block=2', /from_block/],
-      ['transfers: block 1e30', `to_block=1${'0'.repeat(30)}`, /to_block/],
-    ] as const
-  ).map(
-    ([name, q, re]): Case => ({
-      name,
-      when: (r) => r.url.startsWith('/v1/transfers/'),
-      build: (_, g) => withQuery(g, q),
-      mention: () => re,
-    }),
-  ),
-  {
-    name: 'alchemy: unknown network',
-    when: (r) => r.params.includes('apiKey') && r.params.includes('network'),
-    build: (r, g) => ({ ...g, path: fillPath(r, { network: 'eth-nowhere' }) }),
-    mention: () => /eth-nowhere/,
-  },
-  {
-    // Each member answers its own -32601/-32602 in a 200 (alchemy.sdk tests check the codes).
-    name: 'alchemy JSON-RPC: hostile params to every alchemy_* row',
-    when: isAlchemyRpc,
-    build: (_, g) => {
-      const many = Array.from({ length: 1501 }, (_, i) => `0x${(i + 1).toString(16).padStart(40, '0')}`)
-      const calls: [string, unknown][] = [
-        ['alchemy_getTokenBalances', [ADDR, many]],
-        ['alchemy_getTokenBalances', [ADDR, 'erc20', { maxCount: -1 }]],
-        ['alchemy_getTokenBalances', [ADDR, 'erc20', { maxCount: 1e300 }]],
-        ['alchemy_getTokenBalances', [ADDR, 'erc20', { maxCount: '0xffffffffffffffffffff' }]],
-        ['alchemy_getTokenBalances', [ADDR, 'erc20', { pageKey: 'garbage' }]],
-        ['alchemy_getTokenBalances', [ADDR, 'erc20', { pageKey: 'A'.repeat(10_000) }]],
-        ['alchemy_getTokenBalances', [ADDR, 'erc20', { pageKey: { __proto__: 1 } }]],
-        ['alchemy_getTokenBalances', [ADDR, [ADDR, null, 7]]],
-        ['alchemy_getTokenBalances', [{ toString: 1 }]],
-        ['alchemy_getTokenBalances', 'not-an-array'],
-        ['alchemy_getTokenMetadata', [{}]],
-        ['alchemy_getTransactionReceipts', [{ blockNumber: `0x${'f'.repeat(100)}` }]],
-        ['alchemy_getTransactionReceipts', [{ blockHash: 1, blockNumber: 'latest' }]],
-        ['alchemy_getAssetTransfers', [{ maxCount: '-0x1', pageKey: 'garbage', category: ['x'] }]],
-        ['alchemy_getAssetTransfers', [{ category: ['erc20'], maxCount: -1 }]],
-        ['alchemy_getAssetTransfers', [{ category: ['erc20'], maxCount: `0x${'f'.repeat(100)}` }]],
-        ['alchemy_getAssetTransfers', [{ category: ['erc20'], pageKey: 'A'.repeat(10_000) }]],
-        ['alchemy_getAssetTransfers', [{ category: ['erc20'], contractAddresses: many }]],
-        [
-          'alchemy_getAssetTransfers',
-          [{ category: ['erc20'], fromBlock: `0x${'f'.repeat(100)}`, toBlock: {} }],
-        ],
-        ['alchemy_getAssetTransfers', [{ category: ['internal', 'specialnft'], fromAddress: ADDR }]],
-        ['alchemy_requestGasAndPaymasterAndData', [{ policyId: {}, userOperation: 'x' }]],
-        ['rundler_maxPriorityFeePerGas', [1, 2, 3]],
-        ['eth_sendUserOperation', [{ sender: 1 }, 'x']],
-        ['alchemy_simulateAssetChanges', [{}]],
-        ['alchemy___proto__', []],
-        ['alchemy_constructor', []],
-      ]
-      return json(
-        g,
-        JSON.stringify(calls.map(([method, params], id) => ({ jsonrpc: '2.0', id, method, params }))),
-      )
-    },
-  },
-  {
-    name: 'alchemy: wrong key in the path',
-    when: (r) => r.params.includes('apiKey'),
-    build: (r, g) => ({ ...g, path: fillPath(r, { apiKey: BAD_KEY }), headers: {} }),
-    mention: () => /API key/i,
-  },
-  ...(
-    [
-      ['alchemy NFT: unknown method', 'getNFTSales', '', /getNFTSales.*not served/],
-      ['alchemy NFT: method constructor', 'constructor', '', /not served/],
-      ['alchemy NFT: method __proto__', '__proto__', '', /not served/],
-      ['alchemy NFT: garbage pageKey', 'getNFTsForOwner', `owner=${ADDR}&pageKey=garbage`, /pageKey/],
-      [
-        'alchemy NFT: forged pageKey',
-        'getNFTsForContract',
-        `contractAddress=${ADDR}&pageKey=${Buffer.from(`t1.${'9'.repeat(79)}`).toString('base64url')}`,
-        /pageKey/,
-      ],
-      [
-        'alchemy NFT: 10k-char pageKey',
-        'getOwnersForContract',
-        `contractAddress=${ADDR}&pageKey=${'A'.repeat(10_000)}`,
-        /pageKey/,
-      ],
-      [
-        'alchemy NFT: 46 contractAddresses',
-        'getNFTsForOwner',
-        `owner=${ADDR}${`&contractAddresses[]=${ADDR}`.repeat(46)}`,
-        /contractAddresses/,
-      ],
-      ['alchemy NFT: owner twice', 'getNFTsForOwner', `owner=${ADDR}&owner=${ADDR}`, /owner/],
-      ['alchemy NFT: pageSize 1e9', 'getNFTsForOwner', `owner=${ADDR}&pageSize=1000000000`, /pageSize/],
-      [
-        'alchemy NFT: tokenId 2^256',
-        'getNFTMetadata',
-        `contractAddress=${ADDR}&tokenId=${2n ** 256n}`,
-        /tokenId/,
-      ],
-      ['alchemy NFT: tokenId as a list', 'getOwnersForNFT', `contractAddress=${ADDR}&tokenId[]=1`, /tokenId/],
-      ['alchemy NFT: batch by GET', 'getNFTMetadataBatch', 'tokens=1', /POST/],
-    ] as const
-  ).map(
-    ([name, method, q, re]): Case => ({
-      name,
-      when: (r) => r.url.endsWith('/:method') && r.method === 'GET',
-      build: (r, g) => ({ ...g, path: `${fillPath(r, { method })}${q ? `?${q}` : ''}` }),
-      mention: () => re,
-    }),
-  ),
-  {
-    name: 'alchemy NFT: batch of 101 tokens',
-    when: (r) => r.url.endsWith('/:method') && r.method === 'POST',
-    build: (r, g) =>
-      json(
-        { ...g, path: fillPath(r, { method: 'getNFTMetadataBatch' }) },
-        JSON.stringify({ tokens: Array(101).fill({ contractAddress: ADDR, tokenId: '1' }) }),
-      ),
-    mention: () => /tokens/,
-  },
-  {
-    name: 'alchemy NFT: batch with garbage entries',
-    when: (r) => r.url.endsWith('/:method') && r.method === 'POST',
-    build: (r, g) =>
-      json(
-        { ...g, path: fillPath(r, { method: 'getContractMetadataBatch' }) },
-        JSON.stringify({ contractAddresses: [ADDR, 1, null, { a: 1 }] }),
-      ),
-    mention: () => /contractAddresses/,
-  },
+  ...SURFACE_CASES,
   {
     name: 'NUL in query values',
     build: (_, g) => withQuery(g, 'account=a%00b&chain=%00&status=%00&refresh=%00'),
@@ -446,8 +257,3 @@ export function pathCases(r: Route): Case[] {
     ),
   )
 }
-
-// ---------------------------------------------------------------------------------------------
-// The harness: raw node:http (fetch would normalise `..` and refuse some bytes), one connection
-// per request, a hang detector per request.
-// ---------------------------------------------------------------------------------------------

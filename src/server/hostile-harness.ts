@@ -1,7 +1,7 @@
 import http from 'node:http'
 import net from 'node:net'
 import { ERROR_STATUS } from '../errors.ts'
-import { HANG_MS, type Req } from './hostile-cases.ts'
+import { HANG_MS, type Req } from './hostile-request.ts'
 
 /**
  * The sweep's harness: the raw sender, the checks every answer must pass, and the route groups

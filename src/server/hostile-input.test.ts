@@ -2,8 +2,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { anvilNetwork, startTestHalyard, type TestHalyard } from '../../test/helpers/halyard.ts'
 import { storageBackends, type TestStorage } from '../../test/helpers/storage.ts'
 import { type AnvilProcess, startAnvil } from '../devnet/anvil.ts'
-import { ADMIN_TOKEN, CASES, fillPath, pathCases, type Req, type Route, registered } from './hostile-cases.ts'
+import { CASES, pathCases, registered } from './hostile-cases.ts'
 import { GROUPS, routesFromTree, send, sendRaw, violation } from './hostile-harness.ts'
+import { ADMIN_TOKEN, fillPath, type Req, type Route } from './hostile-request.ts'
 import { sweptRoutes } from './hostile-schemas.ts'
 
 /**

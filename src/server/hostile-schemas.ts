@@ -2,8 +2,8 @@ import type { FastifyInstance } from 'fastify'
 import { z } from 'zod'
 import { declaredRoutes } from '../http/pipeline.ts'
 import type { InputSchemas } from '../http/route.ts'
-import { type Case, json, type Route, withQuery } from './hostile-cases.ts'
 import { routesFromTree } from './hostile-harness.ts'
+import { type Case, json, type Route, withQuery } from './hostile-request.ts'
 
 /**
  * The sweep's knowledge of each route, read from what the route declares (http/route.ts)

@@ -11,8 +11,8 @@ import { storageBackends, type TestStorage } from '../../test/helpers/storage.ts
 import { type AnvilProcess, startAnvil } from '../devnet/anvil.ts'
 import { UNLIMITED_RPS } from '../http/charge.ts'
 import { declaredRoutes } from '../http/pipeline.ts'
-import { ADDR, ADMIN_TOKEN, fillPath } from './hostile-cases.ts'
 import { type RawAnswer, sendRaw } from './hostile-harness.ts'
+import { ADDR, ADMIN_TOKEN, fillPath } from './hostile-request.ts'
 import { sweptRoutes } from './hostile-schemas.ts'
 
 /**

@@ -35,19 +35,22 @@ export function registerOpsRoutes(app: FastifyInstance, deps: Deps) {
     url: '/ready',
     handler: async ({ reply }) => {
       const results: Record<string, string> = {}
-      const informational = new Set<string>()
-      const run = async (name: string, fn: () => Promise<unknown>) => {
+      let ready = true
+      // An informing check reports its line, and its failure never fails `/ready`.
+      const run = async (name: string, fn: () => Promise<unknown>, informs = false) => {
         try {
           const line = await withTimeout(fn(), 2_000)
-          results[name] = informational.has(name) ? String(line) : 'ok'
+          results[name] = informs ? String(line) : 'ok'
         } catch (err) {
           results[name] = `failing: ${(err as Error).message}`
+          if (!informs) ready = false
         }
       }
-      for (const c of deps.checks ?? []) if (c.info) informational.add(c.name)
       await Promise.all([
         run('database', () => sql`select 1`.execute(deps.db)),
-        ...(deps.checks ?? []).map((c) => run(c.name, () => (c.info ? c.info() : c.check()))),
+        ...(deps.checks ?? []).map((c) =>
+          run(c.name, () => (c.info ? c.info() : c.check()), c.info !== undefined),
+        ),
         ...deps.networks.all().map((n) =>
           run(`network ${n.chain}/${n.network}`, async () => {
             const out = await n.pool.call(n.kind === 'solana' ? 'getHealth' : 'eth_chainId', [], {
@@ -57,7 +60,6 @@ export function registerOpsRoutes(app: FastifyInstance, deps: Deps) {
           }),
         ),
       ])
-      const ready = Object.entries(results).every(([name, v]) => v === 'ok' || informational.has(name))
       return reply.status(ready ? 200 : 503).send({ status: ready ? 'ready' : 'not_ready', checks: results })
     },
   })

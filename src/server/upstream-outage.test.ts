@@ -32,7 +32,9 @@ describe('an unreachable upstream', () => {
     storage = await storageBackends()[0]!.open()
     h = await startTestHalyard({
       networks: [
-        anvilNetwork(anvil, { requestTimeoutMs: 500 }),
+        // A stopped node refuses connections at once: no short deadline needed here, and a
+        // short one failed the first call on a loaded machine (anvil slower than 500 ms).
+        anvilNetwork(anvil, { requestTimeoutMs: 10_000 }),
         anvilNetwork(anvil, {
           network: 'silent',
           chainId: 31337,

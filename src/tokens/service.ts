@@ -65,7 +65,12 @@ interface Holding {
 /** Addresses whose holdings are kept (most recently computed win). */
 const HOLDINGS_CACHE_SIZE = 10_000
 
-const NATIVE_NAMES: Record<string, string> = { ETH: 'Ether', POL: 'Polygon Ecosystem Token', MATIC: 'Matic' }
+/** Display names of native currencies by symbol (the symbol itself when not listed). */
+export const NATIVE_NAMES: Readonly<Record<string, string>> = {
+  ETH: 'Ether',
+  POL: 'Polygon Ecosystem Token',
+  MATIC: 'Matic',
+}
 
 /**
  * Token balances and metadata from Halyard's own index: which tokens an address touched comes

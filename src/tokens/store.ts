@@ -37,6 +37,48 @@ export async function touchedContracts(db: Db, network: string, holder: Address)
   return rows.map((r) => r.contract as Address)
 }
 
+/**
+ * One page of `touchedContracts`, in the same order: the `limit` contracts after `after` (a
+ * contract of an earlier page; undefined for the first), and whether more follow. 'unknown' when
+ * `after` is not one of the holder's contracts. Keyset on (first_block, contract), so a page
+ * reads its own rows, not the holder's whole list.
+ */
+export async function touchedContractsPage(
+  db: Db,
+  network: string,
+  holder: Address,
+  after: Address | undefined,
+  limit: number,
+): Promise<{ contracts: Address[]; more: boolean } | 'unknown'> {
+  let q = db
+    .selectFrom('token_holders')
+    .select('contract')
+    .where('network', '=', network)
+    .where('holder', '=', holder)
+  if (after !== undefined) {
+    const key = await db
+      .selectFrom('token_holders')
+      .select('first_block')
+      .where('network', '=', network)
+      .where('holder', '=', holder)
+      .where('contract', '=', after)
+      .executeTakeFirst()
+    if (!key) return 'unknown'
+    q = q.where((eb) =>
+      eb.or([
+        eb('first_block', '>', key.first_block),
+        eb.and([eb('first_block', '=', key.first_block), eb('contract', '>', after)]),
+      ]),
+    )
+  }
+  const rows = await q
+    .orderBy('first_block')
+    .orderBy('contract')
+    .limit(limit + 1)
+    .execute()
+  return { contracts: rows.slice(0, limit).map((r) => r.contract as Address), more: rows.length > limit }
+}
+
 export async function readMetas(
   db: Db,
   network: string,

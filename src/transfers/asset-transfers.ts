@@ -1,7 +1,9 @@
 import { z } from 'zod'
+import { answer } from '../alchemy/methods/params.ts'
 import type { Network } from '../chains/registry.ts'
 import { describeZodError } from '../config/validation.ts'
 import { RPC_INVALID_PARAMS, RpcError, type RpcOutcome } from '../jsonrpc.ts'
+import type { Logger } from '../logger.ts'
 import { formatUnits } from '../prices/decimal.ts'
 import { m } from '../rpc/methods/row.ts'
 import type { ExecContext, MethodSpec } from '../rpc/methods/spec.ts'
@@ -296,6 +298,7 @@ export function assetTransfersCost(params: readonly unknown[]): number {
 
 export interface AssetTransfersDeps {
   transfers: TransferService
+  logger: Logger
 }
 
 /**
@@ -304,14 +307,10 @@ export interface AssetTransfersDeps {
  * answer depends only on the params, so identical in-flight calls may share it.
  */
 export function assetTransfersRow(deps: AssetTransfersDeps): MethodSpec {
-  const run = async (x: ExecContext, params: readonly unknown[]): Promise<RpcOutcome> => {
-    try {
-      const p = parseAssetTransfersParams(params)
-      return { result: await getAssetTransfers(deps.transfers, x.network, p) }
-    } catch (err) {
-      if (err instanceof RpcError) return { error: err.toObject() }
-      throw err
-    }
-  }
+  // Mapped as the other alchemy_* rows are: a client mistake is -32602, anything else -32603.
+  const run = (x: ExecContext, params: readonly unknown[]): Promise<RpcOutcome> =>
+    answer(deps.logger, 'alchemy_getAssetTransfers', () =>
+      getAssetTransfers(deps.transfers, x.network, parseAssetTransfersParams(params)),
+    )
   return m('alchemy_getAssetTransfers', assetTransfersCost, { scope: 'data:read', run })
 }

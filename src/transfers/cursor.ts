@@ -1,3 +1,4 @@
+import { encodeOpaque, matchOpaque } from '../http/opaque-key.ts'
 import type { Position } from './store.ts'
 
 /**
@@ -12,13 +13,12 @@ const MAX_BLOCK = 2n ** 63n - 1n
 const MAX_INT = 2147483647
 
 export function encodeCursor(p: Position): string {
-  return Buffer.from(`t1.${p.block}.${p.source}.${p.a}.${p.b}`).toString('base64url')
+  return encodeOpaque(`t1.${p.block}.${p.source}.${p.a}.${p.b}`)
 }
 
 /** The position, or undefined for anything this module did not make. */
 export function decodeCursor(s: string): Position | undefined {
-  if (s.length === 0 || s.length > 80 || !/^[A-Za-z0-9_-]+$/.test(s)) return undefined
-  const m = FORM.exec(Buffer.from(s, 'base64url').toString('latin1'))
+  const m = matchOpaque(s, FORM, 80)
   if (!m) return undefined
   const block = BigInt(m[1] as string)
   const a = Number(m[3])

@@ -24,18 +24,8 @@ export function registerTransfers(host: FeatureHost): TransferService {
   return transfers
 }
 
-type Availability = boolean | { available: boolean; reason?: string | null; message?: string | null }
-
-/**
- * The indexer says whether it fills internal transfers for a network
- * (`internalTransfersAvailability(slug)`); read structurally so either answer form works.
- */
-async function internalUnavailable(indexer: IndexerService, net: Network): Promise<string | null> {
-  const ask = (indexer as unknown as { internalTransfersAvailability?: (slug: string) => unknown })
-    .internalTransfersAvailability
-  if (typeof ask !== 'function') return 'this indexer does not index internal transfers'
-  const a = (await ask.call(indexer, net.slug)) as Availability | null | undefined
-  if (a === true || (typeof a === 'object' && a !== null && a.available)) return null
-  const why = typeof a === 'object' && a !== null ? (a.reason ?? a.message) : undefined
-  return why ?? 'its upstream answers neither debug_traceBlockByNumber (call tracer) nor trace_block'
+/** Why the index holds no internal transfers for `net` (the indexer's own reason), or null. */
+function internalUnavailable(indexer: IndexerService, net: Network): string | null {
+  const a = indexer.internalTransfersAvailability(net.slug)
+  return a.available ? null : a.reason
 }

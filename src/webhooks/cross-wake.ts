@@ -14,6 +14,7 @@ export function instanceId(configured: string | undefined): string {
 const inProcess = new WeakMap<object, Set<CrossWake>>()
 
 const RECONNECT_MAX_MS = 5_000
+const CONNECT_TIMEOUT_MS = 10_000
 
 /**
  * Wakes the delivery workers of every instance sharing the database when work appears here
@@ -98,7 +99,15 @@ export class CrossWake {
 
   private async connect(): Promise<void> {
     const channel = this.channel as string
-    const client = new pg.Client({ connectionString: this.databaseUrl })
+    // Bounded connect: a server that never answers would otherwise hold start() (and the
+    // delivery worker waiting on it, and shutdown) forever. Keepalive: a LISTEN connection
+    // idles, and one dropped silently (NAT, failover) must still end in 'error' and a reconnect.
+    const client = new pg.Client({
+      connectionString: this.databaseUrl,
+      connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+      keepAlive: true,
+      keepAliveInitialDelayMillis: 10_000,
+    })
     client.on('notification', (msg) => {
       if (msg.channel === channel && msg.payload !== this.token) this.onWake()
     })

@@ -34,12 +34,15 @@ export class OutcomeWriter {
 
   private async flushLoop(): Promise<void> {
     let failures = 0
-    // After PostgreSQL refused a batch's data, outcomes go one per transaction until the queue
-    // is empty, so the one it refuses is found and the others are written.
-    let isolating = false
+    // After PostgreSQL refused a batch's data, that batch's outcomes go one per transaction (so
+    // the one it refuses is found and the others are written), then batching resumes: under
+    // steady load the queue never empties, and one transaction per outcome would not keep up.
+    let isolate = 0
     while (this.pending.length > 0) {
-      const batch = isolating ? this.pending.splice(0, 1) : this.pending
-      if (!isolating) this.pending = []
+      const single = isolate > 0
+      const batch = single ? this.pending.splice(0, 1) : this.pending
+      if (single) isolate--
+      else this.pending = []
       try {
         const t0 = performance.now()
         await store.recordOutcomes(
@@ -55,7 +58,7 @@ export class OutcomeWriter {
       } catch (err) {
         if (refusedData(err)) {
           if (batch.length > 1) {
-            isolating = true
+            isolate = batch.length
             this.pending = [...batch, ...this.pending]
             continue
           }
@@ -75,6 +78,7 @@ export class OutcomeWriter {
           { err: (err as Error).message, failures },
           'recording webhook attempts failed; retrying',
         )
+        if (single) isolate++
         this.pending = [...batch, ...this.pending]
         // Past the lease another worker may resend; that is the at-least-once contract anyway.
         await new Promise((r) => setTimeout(r, Math.min(5000, 100 * 2 ** failures)))

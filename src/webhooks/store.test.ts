@@ -234,11 +234,9 @@ describeEachStorage('webhook outcome writer on $name', (backend) => {
     await storage?.close()
   })
 
-  it('writes the rest of a batch PostgreSQL refuses one outcome of, and gives that one up', async () => {
-    await store.insertWebhook(storage.db, webhook('wh_w1'), [])
-    await store.insertWebhook(storage.db, webhook('wh_w2'), [])
-    await store.insertWebhook(storage.db, webhook('wh_w3'), [])
-    const ids = ['w1', 'w2', 'w3']
+  /** One webhook `wh_<id>` with one event `evt_<id>` per id, the events claimed for sending. */
+  async function claimedEvents(ids: readonly string[]) {
+    for (const w of ids) await store.insertWebhook(storage.db, webhook(`wh_${w}`), [])
     await store.insertEvents(
       storage.db,
       ids.map((w) => ({
@@ -250,8 +248,14 @@ describeEachStorage('webhook outcome writer on $name', (backend) => {
         body: '{}',
       })),
     )
-    const claimed = (await store.claim(storage.db, 10, 1, 60_000, [])).filter((e) => e.id.startsWith('evt_w'))
-    expect(claimed).toHaveLength(3)
+    const mine = new Set(ids.map((w) => `evt_${w}`))
+    const claimed = (await store.claim(storage.db, 10, 1, 60_000, [])).filter((e) => mine.has(e.id))
+    expect(claimed).toHaveLength(ids.length)
+    return claimed
+  }
+
+  it('writes the rest of a batch PostgreSQL refuses one outcome of, and gives that one up', async () => {
+    const claimed = await claimedEvents(['w1', 'w2', 'w3'])
     const writer = new OutcomeWriter(
       storage.db,
       'w',
@@ -274,5 +278,43 @@ describeEachStorage('webhook outcome writer on $name', (backend) => {
     expect(await status('w3')).toBe('delivered')
     // Not recorded: still leased, so it is sent again once the lease runs out.
     expect(await status('w2')).toBe('sending')
+  })
+
+  it('goes back to batches once the refused batch is sorted out', async () => {
+    const ids = ['b1', 'b2', 'b3', 'b4', 'b5', 'b6']
+    const claimed = await claimedEvents(ids)
+    const sizes: number[] = []
+    const logger = createLogger('debug', {
+      write: (line: string) => {
+        const o = JSON.parse(line) as { msg?: string; outcomes?: number }
+        if (o.msg === 'webhook outcomes recorded' && o.outcomes !== undefined) sizes.push(o.outcomes)
+      },
+    })
+    const outcome = (ev: ClaimedEvent) => ({
+      ev,
+      statusCode: 200,
+      error: null,
+      // duration_ms is an integer column: 2^40 is out of its range (SQLSTATE 22003).
+      durationMs: ev.id === 'evt_b3' ? 2 ** 40 : 1,
+      next: 'delivered' as const,
+    })
+    const later = claimed.slice(3)
+    const done: string[] = []
+    const writer: OutcomeWriter = new OutcomeWriter(
+      storage.db,
+      'w',
+      logger,
+      async (o) => {
+        // Outcomes that arrive while the refused batch is written one by one.
+        if (o.ev.id === 'evt_b2') for (const ev of later) writer.record(outcome(ev), () => done.push(ev.id))
+      },
+      () => false,
+    )
+    for (const ev of claimed.slice(0, 3)) writer.record(outcome(ev), () => done.push(ev.id))
+    await writer.drain()
+    expect(done.sort()).toEqual(ids.map((w) => `evt_${w}`))
+    // b1 flushes alone (the loop starts at the first record); [b2, b3] is refused, so b2 goes
+    // alone and b3 is refused alone; b4..b6, which came meanwhile, go together again.
+    expect(sizes).toEqual([1, 1, 3])
   })
 })

@@ -1,17 +1,15 @@
-import { type ChildProcess, spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import pg from 'pg'
-import { encodeAbiParameters, keccak256 } from 'viem'
 import { afterAll, beforeAll, expect, it } from 'vitest'
 import { describeEach, type ServiceCase } from '../../test/helpers/services.ts'
 import { until } from '../../test/helpers/until.ts'
 import { type AnvilProcess, startAnvil } from '../devnet/anvil.ts'
 import { Devnet } from '../devnet/demo.ts'
 import { openStorage, type Storage } from '../storage/database.ts'
-import type { Address } from '../types.ts'
+import { ackedIds as acked, type CrashWorker, sprayed, startWorker } from './testdata/crash-harness.ts'
 import { Receiver } from './testdata/receiver.ts'
 
 /**
@@ -21,7 +19,6 @@ import { Receiver } from './testdata/receiver.ts'
  * (the ones in flight at the kill come back when their lease expires), duplicates carrying
  * the same event id and body.
  */
-const WORKER = path.join(import.meta.dirname, 'testdata', 'crash-worker.ts')
 const EVENTS = 1000
 const WEBHOOKS = 10
 
@@ -60,36 +57,11 @@ function targets(): Target[] {
   return list
 }
 
-function startWorker(env: Record<string, string>) {
-  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', WORKER], {
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  })
-  let ready: { baseUrl: string; key: string } | undefined
-  let buf = ''
-  child.stdout?.on('data', (d: Buffer) => {
-    buf += d.toString()
-    const m = /ready (\S+) (\S+)/.exec(buf)
-    if (m) ready = { baseUrl: m[1] as string, key: m[2] as string }
-  })
-  child.stderr?.on('data', (d: Buffer) => process.stderr.write(d))
-  const exited = new Promise<void>((r) => child.once('exit', () => r()))
-  return { child, ready: () => ready, exited }
-}
-
-/** The addresses DemoERC20.spray(seed, count, …) mints to. */
-function sprayed(seed: bigint, count: number): Address[] {
-  return Array.from({ length: count }, (_, i) => {
-    const h = keccak256(encodeAbiParameters([{ type: 'uint256' }, { type: 'uint256' }], [seed, BigInt(i)]))
-    return `0x${h.slice(-40)}` as Address
-  })
-}
-
 describeEach(targets(), 'webhook delivery killed with SIGKILL on $name', (target) => {
   let anvil: AnvilProcess
   let receiver: Receiver
   const secretKey = randomBytes(32).toString('hex')
-  const workers: Array<ReturnType<typeof startWorker>> = []
+  const workers: CrashWorker[] = []
 
   beforeAll(async () => {
     anvil = await startAnvil({ extraArgs: ['--gas-limit', '300000000'] })
@@ -132,8 +104,7 @@ describeEach(targets(), 'webhook delivery killed with SIGKILL on $name', (target
     }
     await dev.send('DemoERC20', token, 'spray', [7n, BigInt(EVENTS), 1n], { gas: 150_000_000n })
 
-    const ackedIds = () =>
-      new Set(receiver.received.filter((r) => r.status === 200).map((r) => JSON.parse(r.raw).id as string))
+    const ackedIds = () => acked(receiver)
     await until('deliveries under way', () => ackedIds().size >= 100, 60_000)
     first.child.kill('SIGKILL')
     await first.exited

@@ -1,15 +1,12 @@
-import { type ChildProcess, spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import path from 'node:path'
 import pg from 'pg'
-import { encodeAbiParameters, keccak256 } from 'viem'
 import { afterAll, beforeAll, expect, it } from 'vitest'
 import { describeNeeding } from '../../test/helpers/services.ts'
 import { until } from '../../test/helpers/until.ts'
 import { type AnvilProcess, startAnvil } from '../devnet/anvil.ts'
 import { Devnet } from '../devnet/demo.ts'
 import { openStorage, type Storage } from '../storage/database.ts'
-import type { Address } from '../types.ts'
+import { ackedIds as acked, type CrashWorker, sprayed, startWorker } from './testdata/crash-harness.ts'
 import { Receiver } from './testdata/receiver.ts'
 
 /**
@@ -19,34 +16,8 @@ import { Receiver } from './testdata/receiver.ts'
  * delivers the rest (its leases expired), so the attempts name both instances and every event
  * reaches the receiver at least once, duplicates byte-for-byte the same.
  */
-const WORKER = path.join(import.meta.dirname, 'testdata', 'crash-worker.ts')
 const EVENTS = 1000
 const WEBHOOKS = 10
-
-function startWorker(env: Record<string, string>) {
-  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', WORKER], {
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  })
-  let ready: { baseUrl: string; key: string } | undefined
-  let buf = ''
-  child.stdout?.on('data', (d: Buffer) => {
-    buf += d.toString()
-    const m = /ready (\S+) (\S+)/.exec(buf)
-    if (m) ready = { baseUrl: m[1] as string, key: m[2] as string }
-  })
-  child.stderr?.on('data', (d: Buffer) => process.stderr.write(d))
-  const exited = new Promise<void>((r) => child.once('exit', () => r()))
-  return { child, ready: () => ready, exited }
-}
-
-/** The addresses DemoERC20.spray(seed, count, …) mints to. */
-function sprayed(seed: bigint, count: number): Address[] {
-  return Array.from({ length: count }, (_, i) => {
-    const h = keccak256(encodeAbiParameters([{ type: 'uint256' }, { type: 'uint256' }], [seed, BigInt(i)]))
-    return `0x${h.slice(-40)}` as Address
-  })
-}
 
 describeNeeding(['DATABASE_URL'], 'webhook delivery from two processes, one killed with SIGKILL', () => {
   const url = process.env.DATABASE_URL ?? ''
@@ -55,7 +26,7 @@ describeNeeding(['DATABASE_URL'], 'webhook delivery from two processes, one kill
   let anvil: AnvilProcess
   let receiver: Receiver
   let storage: Storage
-  const workers: Array<ReturnType<typeof startWorker>> = []
+  const workers: CrashWorker[] = []
 
   beforeAll(async () => {
     anvil = await startAnvil({ extraArgs: ['--gas-limit', '300000000'] })
@@ -121,8 +92,7 @@ describeNeeding(['DATABASE_URL'], 'webhook delivery from two processes, one kill
             .executeTakeFirstOrThrow()
         ).n,
       )
-    const ackedIds = () =>
-      new Set(receiver.received.filter((r) => r.status === 200).map((r) => JSON.parse(r.raw).id as string))
+    const ackedIds = () => acked(receiver)
     await until('alpha has recorded deliveries', async () => (await attemptsBy('alpha')) >= 50, 60_000)
     alpha.child.kill('SIGKILL')
     await alpha.exited

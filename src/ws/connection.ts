@@ -17,7 +17,7 @@ import {
 } from '../jsonrpc.ts'
 import type { WsPlanLimits } from '../limits/plans.ts'
 import { admit, type Call } from '../rpc/admission.ts'
-import { DEFAULT_MAX_BATCH, errorFrame, replyFrame } from '../rpc/envelope.ts'
+import { DEFAULT_MAX_BATCH, errorFrame, hitFrame, replyFrame } from '../rpc/envelope.ts'
 import type { MethodRegistry } from '../rpc/methods/spec.ts'
 import type { RpcService } from '../rpc/service.ts'
 import type { NetworkStreams, StreamSubscriber } from './network-streams.ts'
@@ -231,8 +231,7 @@ export class ClientConnection {
         if (refusal) return errorFrame(request.id, refusal)
         // With the caller, as over HTTP: some rows answer per account (rpc/methods/spec.ts).
         const r = await this.deps.rpc.run(this.network, request, spec, this.caller)
-        if (r.cache === 'hit')
-          return `{"jsonrpc":"2.0","id":${JSON.stringify(request.id)},"result":${r.json}}`
+        if (r.cache === 'hit') return hitFrame(request.id, r.json)
         const o = r.outcome
         return o.error !== undefined ? errorFrame(request.id, o.error) : replyFrame(request.id, o.result)
       }),

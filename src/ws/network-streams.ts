@@ -2,8 +2,9 @@ import type { Network } from '../chains/registry.ts'
 import { UpstreamSocket } from '../chains/upstream-socket.ts'
 import type { Logger } from '../logger.ts'
 import type { Metrics } from '../metrics.ts'
-import type { Hash } from '../types.ts'
+import { BlockReads } from './block-reads.ts'
 import { HeadTracker } from './head-tracker.ts'
+import { PendingStream } from './pending-stream.ts'
 import { PushPayload } from './push-frame.ts'
 import {
   type ChainLogEntry,
@@ -42,7 +43,6 @@ export interface StreamOptions {
 }
 
 const HEADS = 'newHeads'
-const PENDING = 'newPendingTransactions'
 
 /**
  * The upstream side of one network: at most one upstream stream per kind, fanned out to
@@ -62,14 +62,14 @@ export class NetworkStreams {
   }
   private readonly socket: UpstreamSocket | undefined
   private readonly tracker: HeadTracker
-  private readonly logsByBlock = new Map<Hash, ChainLogEntry[]>()
+  /** Each block's logs, read once whatever the number of `logs` subscribers. */
+  private readonly logs: BlockReads<ChainLogEntry>
   private headsOn = false
   private headsReady: Promise<void> = Promise.resolve()
   private headsGeneration = 0
   private headPollTimer: NodeJS.Timeout | undefined
   private headPolling = false
-  private pendingTimer: NodeJS.Timeout | undefined
-  private pendingFilter: string | undefined
+  private readonly pending: PendingStream
   private readonly syncing: SyncingStream
   private readonly txs: TxStreams
   private closed = false
@@ -103,6 +103,31 @@ export class NetworkStreams {
     this.syncing = new SyncingStream(network, this.subs.syncing, opts, logger)
     this.txs = new TxStreams(network, this.subs[MINED], this.subs[PENDING_TXS], opts, logger, (n, kind) =>
       this.counted(kind === 'mined' ? MINED : PENDING_TXS, n),
+    )
+    this.logs = new BlockReads(network, opts, logger, {
+      method: 'eth_getLogs',
+      params: (block) => [{ blockHash: block.hash }],
+      items: (result) => {
+        if (!Array.isArray(result)) throw new Error('eth_getLogs returned no array')
+        return result.flatMap((raw) => {
+          const parsed = upstreamLogSchema.safeParse(raw)
+          if (!parsed.success) return []
+          const { removed: _ignored, ...wire } = parsed.data as Record<string, unknown>
+          return [{ address: parsed.data.address, topics: parsed.data.topics, wire }]
+        })
+      },
+      missed: 'logs subscribers',
+    })
+    this.pending = new PendingStream(
+      network,
+      this.socket,
+      this.subs.newPendingTransactions,
+      this.subs[PENDING_TXS],
+      this.txs,
+      opts,
+      logger,
+      (n) => this.counted('newPendingTransactions', n),
+      () => this.closed,
     )
     this.tracker = new HeadTracker(
       { byHash: (h) => this.blockHead('eth_getBlockByHash', [h, false]) },
@@ -149,7 +174,7 @@ export class NetworkStreams {
     if (this.closed) return
     this.subs[sub.kind].add(sub)
     if (usesHeads(sub.kind)) void this.prepare(sub.kind)
-    else if (sub.kind === 'newPendingTransactions' || sub.kind === PENDING_TXS) this.startPending()
+    else if (sub.kind === 'newPendingTransactions' || sub.kind === PENDING_TXS) this.pending.start()
     else this.syncing.start()
   }
 
@@ -158,9 +183,9 @@ export class NetworkStreams {
     this.subs[sub.kind].delete(sub)
     if (this.subs.newHeads.size === 0 && this.subs.logs.size === 0 && this.subs[MINED].size === 0)
       this.stopHeads()
-    if (this.subs.logs.size === 0) this.logsByBlock.clear()
+    if (this.subs.logs.size === 0) this.logs.clear()
     if (this.subs[MINED].size === 0) this.txs.reset()
-    if (this.subs.newPendingTransactions.size === 0 && this.subs[PENDING_TXS].size === 0) this.stopPending()
+    if (this.subs.newPendingTransactions.size === 0 && this.subs[PENDING_TXS].size === 0) this.pending.stop()
     if (this.subs.syncing.size === 0) this.syncing.stop()
   }
 
@@ -173,7 +198,7 @@ export class NetworkStreams {
     this.closed = true
     for (const set of Object.values(this.subs)) set.clear()
     this.stopHeads()
-    this.stopPending()
+    this.pending.stop()
     this.syncing.stop()
     await this.socket?.close()
   }
@@ -217,7 +242,7 @@ export class NetworkStreams {
     this.socket?.unsubscribe(HEADS)
     this.stopHeadPoll()
     this.tracker.reset()
-    this.logsByBlock.clear()
+    this.logs.clear()
     this.txs.reset()
   }
 
@@ -261,8 +286,7 @@ export class NetworkStreams {
   /** In order: logs undone by a reorg (removed: true), then each new block's head and logs. */
   private async emitBlocks(added: readonly Head[], removed: readonly Head[]): Promise<void> {
     for (const block of removed) {
-      const logs = this.logsByBlock.get(block.hash)
-      this.logsByBlock.delete(block.hash)
+      const logs = this.logs.take(block.hash)
       if (!logs) continue
       for (let i = logs.length - 1; i >= 0; i--) this.fanOutLog(logs[i]!, true)
     }
@@ -282,7 +306,7 @@ export class NetworkStreams {
         }
       }
       if (this.subs.logs.size > 0) {
-        const logs = await this.blockLogs(block)
+        const logs = await this.logs.fetch(block)
         for (const log of logs) this.fanOutLog(log, false)
       }
     }
@@ -304,105 +328,6 @@ export class NetworkStreams {
   /** One metrics update per event, not per client: the fan-out loop stays tight. */
   private counted(kind: SubscriptionKind, n: number): void {
     if (n > 0) this.metrics?.wsPushes.inc({ network: this.network.slug, kind }, n)
-  }
-
-  /** One eth_getLogs per block, whatever the number of subscribers; retried briefly. */
-  private async blockLogs(block: Head): Promise<ChainLogEntry[]> {
-    let lastError = ''
-    for (let attempt = 0; attempt < 3; attempt++) {
-      try {
-        const out = await this.network.pool.call('eth_getLogs', [{ blockHash: block.hash }], {
-          timeoutMs: this.opts.requestTimeoutMs,
-        })
-        if (out.error) throw new Error(out.error.message)
-        if (!Array.isArray(out.result)) throw new Error('eth_getLogs returned no array')
-        const logs: ChainLogEntry[] = []
-        for (const raw of out.result) {
-          const parsed = upstreamLogSchema.safeParse(raw)
-          if (!parsed.success) continue
-          const { removed: _ignored, ...wire } = parsed.data as Record<string, unknown>
-          logs.push({ address: parsed.data.address, topics: parsed.data.topics, wire })
-        }
-        this.logsByBlock.set(block.hash, logs)
-        while (this.logsByBlock.size > this.opts.keepBlocks) {
-          const oldest = this.logsByBlock.keys().next().value
-          if (oldest === undefined) break
-          this.logsByBlock.delete(oldest)
-        }
-        return logs
-      } catch (err) {
-        lastError = (err as Error).message
-        await new Promise((r) => setTimeout(r, 100 * (attempt + 1)))
-      }
-    }
-    this.logger.error(
-      { network: this.network.slug, block: block.number.toString(), err: lastError },
-      'could not fetch the logs of a block; logs subscribers miss them',
-    )
-    return []
-  }
-
-  // ---- pending transactions ----
-
-  private startPending(): void {
-    if (this.socket) {
-      this.socket.subscribe(PENDING, {
-        params: ['newPendingTransactions'],
-        onPush: (hash) => {
-          if (typeof hash === 'string') this.onPendingHash(hash)
-        },
-        onLive: () => {},
-        onDown: () => {},
-      })
-      return
-    }
-    if (this.pendingTimer) return
-    // Without an upstream WebSocket: a pending-transaction filter, polled.
-    const loop = async () => {
-      try {
-        if (!this.pendingFilter) {
-          const out = await this.network.pool.call('eth_newPendingTransactionFilter', [])
-          if (out.error || typeof out.result !== 'string')
-            throw new Error(out.error?.message ?? 'no filter id')
-          this.pendingFilter = out.result
-        }
-        const out = await this.network.pool.call('eth_getFilterChanges', [this.pendingFilter])
-        if (out.error) {
-          this.pendingFilter = undefined
-        } else if (Array.isArray(out.result)) {
-          for (const hash of out.result) if (typeof hash === 'string') this.onPendingHash(hash)
-        }
-      } catch (err) {
-        this.pendingFilter = undefined
-        this.logger.warn({ network: this.network.slug, err: (err as Error).message }, 'pending poll failed')
-      }
-      if (this.pendingSubscribers() === 0 || this.closed) return
-      this.pendingTimer = setTimeout(loop, this.opts.pollIntervalMs)
-      this.pendingTimer.unref()
-    }
-    this.pendingTimer = setTimeout(loop, 0)
-  }
-
-  private pendingSubscribers(): number {
-    return this.subs.newPendingTransactions.size + this.subs[PENDING_TXS].size
-  }
-
-  private onPendingHash(hash: string): void {
-    if (this.subs.newPendingTransactions.size > 0) {
-      const payload = new PushPayload(JSON.stringify(hash))
-      for (const sub of this.subs.newPendingTransactions) sub.deliver(payload)
-      this.counted('newPendingTransactions', this.subs.newPendingTransactions.size)
-    }
-    if (this.subs[PENDING_TXS].size > 0) void this.txs.onPendingHash(hash)
-  }
-
-  private stopPending(): void {
-    this.socket?.unsubscribe(PENDING)
-    if (this.pendingTimer) clearTimeout(this.pendingTimer)
-    this.pendingTimer = undefined
-    const filter = this.pendingFilter
-    this.pendingFilter = undefined
-    if (filter) void this.network.pool.call('eth_uninstallFilter', [filter]).catch(() => {})
   }
 }
 

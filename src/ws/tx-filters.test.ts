@@ -38,6 +38,33 @@ describe('Alchemy transaction subscription filters', () => {
     ).toBe(true)
   })
 
+  it('matches a 1,000-pair filter exactly as its definition: any pair whose every named address matches', () => {
+    // Few distinct addresses, so pairs of each shape (from only, to only, both) hit often.
+    const pool = Array.from(
+      { length: 12 },
+      (_, i) => `0x${(i + 1).toString(16).padStart(40, '0')}` as Address,
+    )
+    let seed = 7
+    const pick = () => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31
+      return pool[seed % pool.length] as Address
+    }
+    const pairs = Array.from({ length: 1000 }, (_, i) =>
+      i % 3 === 0 ? { from: pick() } : i % 3 === 1 ? { to: pick() } : { from: pick(), to: pick() },
+    )
+    for (const size of [1, 2, 3, 10, 1000]) {
+      const addresses = pairs.slice(0, size)
+      const f = mined({ addresses })
+      for (const from of pool)
+        for (const to of [...pool, null]) {
+          const expected = addresses.some(
+            (a) => (!('from' in a) || a.from === from) && (!('to' in a) || (to !== null && a.to === to)),
+          )
+          expect(matchesMined(tx(from, to), f), `${size} pairs, ${from} -> ${to}`).toBe(expected)
+        }
+    }
+  })
+
   it('matches pending transactions by from OR to, a string or a list, none = all', () => {
     expect(matchesPending(tx(A, B), pending({}))).toBe(true)
     expect(matchesPending(tx(A, B), pending({ fromAddress: C, toAddress: [C, B] }))).toBe(true)

@@ -60,8 +60,29 @@ export interface AddressPair {
 export interface MinedFilter {
   /** A transaction matches when any pair does (each pair: every address it names); empty = any. */
   readonly addresses: readonly AddressPair[]
+  /** `addresses` as sets, so a transaction is matched in three lookups, not up to 1,000 compares. */
+  readonly index: PairIndex
   readonly includeRemoved: boolean
   readonly hashesOnly: boolean
+}
+
+interface PairIndex {
+  readonly fromOnly: ReadonlySet<Address>
+  readonly toOnly: ReadonlySet<Address>
+  /** `${from}${to}` of the pairs that name both. */
+  readonly both: ReadonlySet<string>
+}
+
+function indexPairs(pairs: readonly AddressPair[]): PairIndex {
+  const fromOnly = new Set<Address>()
+  const toOnly = new Set<Address>()
+  const both = new Set<string>()
+  for (const p of pairs) {
+    if (p.from !== undefined && p.to !== undefined) both.add(`${p.from}${p.to}`)
+    else if (p.from !== undefined) fromOnly.add(p.from)
+    else if (p.to !== undefined) toOnly.add(p.to)
+  }
+  return { fromOnly, toOnly, both }
 }
 
 export interface PendingFilter {
@@ -76,13 +97,15 @@ type Parsed<T> = { ok: true; value: T } | { ok: false; message: string }
 export function parseMinedFilter(raw: unknown): Parsed<MinedFilter> {
   const parsed = minedSchema.safeParse(raw ?? {})
   if (!parsed.success) return { ok: false, message: `params[1]: ${describeZodError(parsed.error)}` }
+  const addresses: AddressPair[] = (parsed.data.addresses ?? []).map((a) => ({
+    ...(a.from != null ? { from: a.from } : {}),
+    ...(a.to != null ? { to: a.to } : {}),
+  }))
   return {
     ok: true,
     value: {
-      addresses: (parsed.data.addresses ?? []).map((a) => ({
-        ...(a.from != null ? { from: a.from } : {}),
-        ...(a.to != null ? { to: a.to } : {}),
-      })),
+      addresses,
+      index: indexPairs(addresses),
       includeRemoved: parsed.data.includeRemoved ?? false,
       hashesOnly: parsed.data.hashesOnly ?? false,
     },
@@ -137,9 +160,10 @@ export function toChainTx(raw: unknown): ChainTx | undefined {
 
 export function matchesMined(tx: ChainTx, f: MinedFilter): boolean {
   if (f.addresses.length === 0) return true
-  return f.addresses.some(
-    (a) => (a.from === undefined || a.from === tx.from) && (a.to === undefined || a.to === tx.to),
-  )
+  const { fromOnly, toOnly, both } = f.index
+  if (fromOnly.has(tx.from)) return true
+  // A contract creation (no `to`) matches only pairs that name no `to`.
+  return tx.to !== null && (toOnly.has(tx.to) || both.has(`${tx.from}${tx.to}`))
 }
 
 export function matchesPending(tx: ChainTx, f: PendingFilter): boolean {

@@ -1,6 +1,6 @@
 import type { Network } from '../chains/registry.ts'
 import type { Logger } from '../logger.ts'
-import type { Hash } from '../types.ts'
+import { BlockReads } from './block-reads.ts'
 import { PushPayload } from './push-frame.ts'
 import type { Head } from './routes.ts'
 import {
@@ -39,7 +39,8 @@ interface Options {
  * once per transaction and shape, then shared by every subscriber that matches.
  */
 export class TxStreams {
-  private readonly txsByBlock = new Map<Hash, ChainTx[]>()
+  /** Each block read once with its transactions. */
+  private readonly blocks: BlockReads<ChainTx>
   private lookups = 0
   /** Pending hashes not looked up because MAX_PENDING_LOOKUPS were under way (tests, metrics). */
   skippedLookups = 0
@@ -49,26 +50,36 @@ export class TxStreams {
     private readonly mined: ReadonlySet<TxSubscriber>,
     private readonly pending: ReadonlySet<TxSubscriber>,
     private readonly opts: Options,
-    private readonly logger: Logger,
+    logger: Logger,
     private readonly counted: (n: number, kind: 'mined' | 'pending') => void,
-  ) {}
+  ) {
+    this.blocks = new BlockReads(network, opts, logger, {
+      method: 'eth_getBlockByHash',
+      params: (block) => [block.hash, true],
+      items: (result) => {
+        const list = (result as { transactions?: unknown } | null)?.transactions
+        if (!Array.isArray(list)) throw new Error('eth_getBlockByHash returned no transaction list')
+        return list.flatMap((raw) => toChainTx(raw) ?? [])
+      },
+      missed: 'alchemy_minedTransactions subscribers',
+    })
+  }
 
   /** The heads stream stopped or no mined subscriber is left: forget the blocks read. */
   reset(): void {
-    this.txsByBlock.clear()
+    this.blocks.clear()
   }
 
   /** In order: transactions a reorg undid (removed: true, to those who asked), then new blocks'. */
   async onBlocks(added: readonly Head[], removed: readonly Head[]): Promise<void> {
     for (const block of removed) {
-      const txs = this.txsByBlock.get(block.hash)
-      this.txsByBlock.delete(block.hash)
+      const txs = this.blocks.take(block.hash)
       if (!txs) continue
       for (let i = txs.length - 1; i >= 0; i--) this.fanOutMined(txs[i]!, true)
     }
     if (this.mined.size === 0) return
     for (const block of added) {
-      for (const tx of await this.blockTxs(block)) this.fanOutMined(tx, false)
+      for (const tx of await this.blocks.fetch(block)) this.fanOutMined(tx, false)
     }
   }
 
@@ -134,40 +145,5 @@ export class TxStreams {
     } finally {
       this.lookups--
     }
-  }
-
-  /** One eth_getBlockByHash with transactions per block, whatever the number of subscribers. */
-  private async blockTxs(block: Head): Promise<ChainTx[]> {
-    let lastError = ''
-    for (let attempt = 0; attempt < 3; attempt++) {
-      try {
-        const out = await this.network.pool.call('eth_getBlockByHash', [block.hash, true], {
-          timeoutMs: this.opts.requestTimeoutMs,
-        })
-        if (out.error) throw new Error(out.error.message)
-        const list = (out.result as { transactions?: unknown } | null)?.transactions
-        if (!Array.isArray(list)) throw new Error('eth_getBlockByHash returned no transaction list')
-        const txs: ChainTx[] = []
-        for (const raw of list) {
-          const tx = toChainTx(raw)
-          if (tx) txs.push(tx)
-        }
-        this.txsByBlock.set(block.hash, txs)
-        while (this.txsByBlock.size > this.opts.keepBlocks) {
-          const oldest = this.txsByBlock.keys().next().value
-          if (oldest === undefined) break
-          this.txsByBlock.delete(oldest)
-        }
-        return txs
-      } catch (err) {
-        lastError = (err as Error).message
-        await new Promise((r) => setTimeout(r, 100 * (attempt + 1)))
-      }
-    }
-    this.logger.error(
-      { network: this.network.slug, block: block.number.toString(), err: lastError },
-      'could not read the transactions of a block; alchemy_minedTransactions subscribers miss them',
-    )
-    return []
   }
 }

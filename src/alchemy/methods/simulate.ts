@@ -8,7 +8,7 @@ import { formatUnits } from '../../prices/decimal.ts'
 import type { NetworkDataSources } from '../../prices/registry.ts'
 import { m } from '../../rpc/methods/row.ts'
 import type { MethodSpec } from '../../rpc/methods/spec.ts'
-import type { TokenService } from '../../tokens/service.ts'
+import { NATIVE_NAMES, type TokenService } from '../../tokens/service.ts'
 import { type Address, type Hex, isAddress, toLowerAddress } from '../../types.ts'
 import { answer, paramsTuple, parseParams } from './params.ts'
 
@@ -26,8 +26,6 @@ const TRANSFER_SINGLE = '0xc3d58168c5ae7397731d063d5bbf3d657854427343f4c083240f7
 const TRANSFER_BATCH = '0x4a39dc06d4c0dbc64b70af90fd698a233a518aa5d07e595d983b8c0526c8f7fb'
 
 /** As the token API names the native currency (src/tokens/service.ts). */
-const NATIVE_NAMES: Record<string, string> = { ETH: 'Ether', POL: 'Polygon Ecosystem Token', MATIC: 'Matic' }
-
 const hex = z.string().regex(/^0x[0-9a-fA-F]*$/, 'must be 0x-prefixed hex')
 const quantity = z.string().regex(/^0x[0-9a-fA-F]{1,64}$/, 'must be a hex quantity')
 const addressField = z.string().refine(isAddress, 'must be a 0x-prefixed 20-byte hex address')
@@ -103,8 +101,11 @@ function logChanges(log: NonNullable<Frame['logs']>[number]): RawChange[] {
         ? []
         : [{ assetType: 'ERC20', changeType, from: a, to: b, rawAmount: amount, contractAddress }]
     }
-    if (t.length === 4 && t[3])
-      return [{ assetType: 'ERC721', changeType, from: a, to: b, contractAddress, tokenId: BigInt(t[3]) }]
+    // `c` is non-null only for a well-formed 32-byte topic: BigInt of anything else would throw.
+    if (t.length === 4 && c)
+      return [
+        { assetType: 'ERC721', changeType, from: a, to: b, contractAddress, tokenId: BigInt(t[3] as string) },
+      ]
     return []
   }
   if (t[0] === TRANSFER_SINGLE && b && c) {

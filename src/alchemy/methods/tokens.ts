@@ -9,7 +9,7 @@ import type { MethodSpec } from '../../rpc/methods/spec.ts'
 import type { Database } from '../../storage/schema.ts'
 import { call, decodeUint, SELECTORS } from '../../tokens/erc20.ts'
 import type { TokenService } from '../../tokens/service.ts'
-import { touchedContracts } from '../../tokens/store.ts'
+import { touchedContractsPage } from '../../tokens/store.ts'
 import { type Address, type Hex, isAddress, toLowerAddress } from '../../types.ts'
 import { answer, paramsTuple, parseParams } from './params.ts'
 
@@ -92,6 +92,12 @@ export function balancesCost(params: readonly unknown[]): number {
   return 20 + 10 * Math.max(0, Math.ceil((Math.min(list.length, MAX_CONTRACTS) - 200) / 100))
 }
 
+const badPageKey = () =>
+  new RpcError(
+    RPC_INVALID_PARAMS,
+    'invalid params: params[2].pageKey: not a pageKey this method returned for this address',
+  )
+
 export function tokenRows(deps: TokenMethodDeps): MethodSpec[] {
   const { tokens, logger } = deps
 
@@ -116,25 +122,19 @@ export function tokenRows(deps: TokenMethodDeps): MethodSpec[] {
     }
     // "erc20": every token the index saw the holder send or receive, in first-seen order; the
     // page key is the last contract of the page (keyset: a token first seen later is appended).
-    const seen = await touchedContracts(deps.db, net.slug, holder)
-    let start = 0
+    let after: Address | undefined
     if (opts?.pageKey !== undefined) {
-      const at = isAddress(opts.pageKey) ? seen.indexOf(toLowerAddress(opts.pageKey)) : -1
-      if (at < 0)
-        throw new RpcError(
-          RPC_INVALID_PARAMS,
-          'invalid params: params[2].pageKey: not a pageKey this method returned for this address',
-        )
-      start = at + 1
+      if (!isAddress(opts.pageKey)) throw badPageKey()
+      after = toLowerAddress(opts.pageKey)
     }
-    const size = opts?.maxCount ?? MAX_PAGE
-    const page = seen.slice(start, start + size)
+    const page = await touchedContractsPage(deps.db, net.slug, holder, after, opts?.maxCount ?? MAX_PAGE)
+    if (page === 'unknown') throw badPageKey()
     const out: { address: Address; tokenBalances: TokenBalanceEntry[]; pageKey?: string } = {
       address: holder,
-      tokenBalances: await read(net, holder, page),
+      tokenBalances: await read(net, holder, page.contracts),
     }
-    const last = page.at(-1)
-    if (start + size < seen.length && last !== undefined) out.pageKey = last
+    const last = page.contracts.at(-1)
+    if (page.more && last !== undefined) out.pageKey = last
     return out
   }
 

@@ -10,10 +10,12 @@ import { BundlerService } from '../service.ts'
 import type { EntryPointVersion } from '../types.ts'
 
 /**
- * Test-only child process for bundler.crash.test.ts: a BundlerService on a PGlite data directory
- * or a PostgreSQL schema. With WORKER_OPS it accepts those ops one by one in manual bundling mode
- * (printing `accepted <hash>` each, then `accepted-all`) and waits to be killed; without, it runs
- * the builder loop in auto mode (`bundling`, then `drained` once its mempool is empty) until killed.
+ * Test-only child process for bundler.crash.test.ts and bundler.takeover.test.ts: a
+ * BundlerService on a PGlite data directory or a PostgreSQL schema. With WORKER_OPS it accepts
+ * those ops one by one in manual bundling mode (printing `accepted <hash>` each, then
+ * `accepted-all`) and waits to be killed — with WORKER_BUNDLING=auto its builder runs meanwhile;
+ * without WORKER_OPS, it runs the builder loop in auto mode (`bundling`, then `drained` once its
+ * mempool is empty) until killed.
  */
 
 const env = process.env
@@ -38,7 +40,7 @@ const svc = new BundlerService({
       rpc: new FailoverPool([{ url: env.ANVIL_URL ?? '' }], 20_000),
       entryPoints,
       executorKeys: [ANVIL_EXECUTOR_KEYS[1] as Hex],
-      bundlingMode: env.WORKER_OPS ? 'manual' : 'auto',
+      bundlingMode: env.WORKER_OPS && env.WORKER_BUNDLING !== 'auto' ? 'manual' : 'auto',
       idleMs: 50,
       pollMs: 20,
     },
@@ -46,6 +48,7 @@ const svc = new BundlerService({
 })
 
 if (env.WORKER_OPS) {
+  if (env.WORKER_BUNDLING === 'auto') svc.start()
   const ops = JSON.parse(readFileSync(env.WORKER_OPS, 'utf8')) as {
     entryPoint: Address
     version: EntryPointVersion

@@ -1,0 +1,68 @@
+import type { Network } from '../chains/registry.ts'
+import type { ChainHeader, ChainReader } from './chain.ts'
+import type { InternalTransferTracing } from './internal-transfers.ts'
+import { traceMatches, txHashesOf } from './native.ts'
+import type { InternalTransfer, TraceOutcome } from './traces.ts'
+
+/** Blocks read at once during backfill. */
+const BLOCK_CONCURRENCY = 16
+
+/** A block read for backfill: header with transactions, and its trace when traced. */
+export interface FetchedBlock {
+  header: ChainHeader
+  internal: readonly InternalTransfer[] | undefined
+}
+
+/**
+ * Full blocks, each traced when it has transactions and `traced` (the node traces),
+ * BLOCK_CONCURRENCY at a time. 'replaced' (try again next step) when a trace is of another block
+ * than the header read beside it.
+ */
+export async function fetchFullBlocks(
+  chain: ChainReader,
+  tracing: InternalTransferTracing,
+  net: Network,
+  numbers: readonly bigint[],
+  traced: boolean,
+): Promise<Map<bigint, FetchedBlock> | 'replaced'> {
+  const out = new Map<bigint, FetchedBlock>()
+  let replaced = false
+  let next = 0
+  const worker = async () => {
+    while (next < numbers.length && !replaced) {
+      const n = numbers[next++] as bigint
+      const [header, first] = await Promise.all([
+        chain.header(n, true),
+        traced ? tracing.attempt(net, n) : undefined,
+      ])
+      if (!header) continue
+      const internal = await internalTransfersOf(tracing, net, header, first)
+      if (internal === 'replaced') replaced = true
+      else out.set(header.number, { header, internal })
+    }
+  }
+  await Promise.all(Array.from({ length: Math.min(BLOCK_CONCURRENCY, numbers.length) }, worker))
+  return replaced ? 'replaced' : out
+}
+
+/**
+ * The block's internal transfers from `first` (a trace read beside the block, by number;
+ * undefined when not tracing) or from retries: [] for a block without transactions,
+ * undefined when tracing failed, 'replaced' when the trace is of another block.
+ */
+export async function internalTransfersOf(
+  tracing: InternalTransferTracing,
+  net: Network,
+  block: ChainHeader,
+  first: TraceOutcome | undefined,
+): Promise<readonly InternalTransfer[] | undefined | 'replaced'> {
+  if (!first) return undefined
+  const hashes = txHashesOf(block)
+  if (hashes.length === 0) return []
+  // A failed attempt counts as the first try; an answer that cannot vouch for this block (by
+  // number, of a replaced block, or without hashes) is asked for again.
+  const usable = first.ok && !traceMatches(block, first.trace, false) ? undefined : first
+  const trace = await tracing.trace(net, block.number, hashes, usable)
+  if (trace && !traceMatches(block, trace, true)) return 'replaced'
+  return trace?.internal
+}

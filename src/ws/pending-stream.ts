@@ -1,0 +1,93 @@
+import type { Network } from '../chains/registry.ts'
+import type { UpstreamSocket } from '../chains/upstream-socket.ts'
+import type { Logger } from '../logger.ts'
+import type { StreamSubscriber } from './network-streams.ts'
+import { PushPayload } from './push-frame.ts'
+import type { TxStreams } from './tx-streams.ts'
+
+const PENDING = 'newPendingTransactions'
+
+/**
+ * Pending transaction hashes of one network, for `newPendingTransactions` and Alchemy's pending
+ * kind: one upstream subscription (or, without an upstream WebSocket, one polled pending filter)
+ * serves every subscriber of both.
+ */
+export class PendingStream {
+  private timer: NodeJS.Timeout | undefined
+  private filter: string | undefined
+
+  constructor(
+    private readonly network: Network,
+    private readonly socket: UpstreamSocket | undefined,
+    /** `newPendingTransactions` subscribers: the bare hash. */
+    private readonly hashSubs: ReadonlySet<StreamSubscriber>,
+    /** `alchemy_pendingTransactions` subscribers, served through the tx streams. */
+    private readonly txSubs: ReadonlySet<StreamSubscriber>,
+    private readonly txs: Pick<TxStreams, 'onPendingHash'>,
+    private readonly opts: { readonly pollIntervalMs: number },
+    private readonly logger: Logger,
+    private readonly counted: (n: number) => void,
+    private readonly closed: () => boolean,
+  ) {}
+
+  start(): void {
+    if (this.socket) {
+      this.socket.subscribe(PENDING, {
+        params: ['newPendingTransactions'],
+        onPush: (hash) => {
+          if (typeof hash === 'string') this.onHash(hash)
+        },
+        onLive: () => {},
+        onDown: () => {},
+      })
+      return
+    }
+    if (this.timer) return
+    // Without an upstream WebSocket: a pending-transaction filter, polled.
+    const loop = async () => {
+      try {
+        if (!this.filter) {
+          const out = await this.network.pool.call('eth_newPendingTransactionFilter', [])
+          if (out.error || typeof out.result !== 'string')
+            throw new Error(out.error?.message ?? 'no filter id')
+          this.filter = out.result
+        }
+        const out = await this.network.pool.call('eth_getFilterChanges', [this.filter])
+        if (out.error) {
+          this.filter = undefined
+        } else if (Array.isArray(out.result)) {
+          for (const hash of out.result) if (typeof hash === 'string') this.onHash(hash)
+        }
+      } catch (err) {
+        this.filter = undefined
+        this.logger.warn({ network: this.network.slug, err: (err as Error).message }, 'pending poll failed')
+      }
+      if (this.subscribers() === 0 || this.closed()) return
+      this.timer = setTimeout(loop, this.opts.pollIntervalMs)
+      this.timer.unref()
+    }
+    this.timer = setTimeout(loop, 0)
+  }
+
+  stop(): void {
+    this.socket?.unsubscribe(PENDING)
+    if (this.timer) clearTimeout(this.timer)
+    this.timer = undefined
+    const filter = this.filter
+    this.filter = undefined
+    if (filter) void this.network.pool.call('eth_uninstallFilter', [filter]).catch(() => {})
+  }
+
+  private subscribers(): number {
+    return this.hashSubs.size + this.txSubs.size
+  }
+
+  private onHash(hash: string): void {
+    if (this.hashSubs.size > 0) {
+      const payload = new PushPayload(JSON.stringify(hash))
+      for (const sub of this.hashSubs) sub.deliver(payload)
+      this.counted(this.hashSubs.size)
+    }
+    if (this.txSubs.size > 0) void this.txs.onPendingHash(hash)
+  }
+}
