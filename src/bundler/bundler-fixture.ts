@@ -31,6 +31,7 @@ import { createLogger } from '../logger.ts'
 import type { Address, Hash, Hex } from '../types.ts'
 import type { RpcCaller } from './chain.ts'
 import { ANVIL_EXECUTOR_KEYS } from './executor.ts'
+import { releaseBuilderLock, tryBuilderLock } from './network.ts'
 import { parseUserOperation, toRpcUserOperation } from './schema.ts'
 import { type BundlerNetworkSpec, BundlerService } from './service.ts'
 import type {
@@ -64,6 +65,11 @@ export interface BundlerFixture {
   service(overrides?: Partial<BundlerNetworkSpec>): BundlerService
   fees(): Promise<{ maxFeePerGas: bigint; maxPriorityFeePerGas: bigint }>
   fund(address: Address, wei?: bigint): Promise<void>
+  /**
+   * PostgreSQL: whether another session holds the network's builder lock. Probes the lock alone:
+   * a builder round as the probe would bundle whatever waits whenever it got the lock.
+   */
+  builderLockHeld(): Promise<boolean>
   /** A new VerifyingPaymaster v0.7 for `signer`, with no deposit at the EntryPoint. */
   deployPaymaster(signer: Address): Promise<Address>
   close(): Promise<void>
@@ -116,6 +122,12 @@ export async function startBundlerFixture(backend: StorageBackend): Promise<Bund
     async fund(address, wei = parseEther('1')) {
       await rpc(anvil.url, 'anvil_setBalance', [address, toHex(wei)])
     },
+    builderLockHeld: () =>
+      storage.db.connection().execute(async (conn) => {
+        if (!(await tryBuilderLock(conn, NETWORK))) return true
+        await releaseBuilderLock(conn, NETWORK)
+        return false
+      }),
     async deployPaymaster(signer) {
       const dev = createWalletClient({ transport: http(anvil.url), account: DEV_ACCOUNT })
       const hash = await dev.sendTransaction({

@@ -80,13 +80,13 @@ describeEachStorage(
       workers.push(a)
       b = fx.service()
       // A holds the builder lock before B starts waiting for it.
-      await until('A holds the builder lock', async () => (await b.bundleNow(NETWORK)) === 'locked', 60_000)
+      await until('A holds the builder lock', () => fx.builderLockHeld(), 60_000)
       b.start()
       await until('A accepted its ops', () => a.out().includes('accepted-all'), 120_000)
       await sendToB(toB)
       await allMined([...toA, ...toB])
       // Every bundle so far came from A's loop: B never got the lock.
-      expect(await b.bundleNow(NETWORK)).toBe('locked')
+      expect(await fx.builderLockHeld()).toBe(true)
 
       const sentByB = async () =>
         (await b.metrics.bundles.get()).values

@@ -44,6 +44,7 @@ export function startWorker(env: Record<string, string>): Worker {
   let out = ''
   child.stdout?.on('data', (d: Buffer) => {
     out += d.toString()
+    if (process.env.WORKER_LOG) process.stderr.write(d)
   })
   child.stderr?.on('data', (d: Buffer) => process.stderr.write(d))
   const exited = new Promise<void>((r) => child.once('exit', () => r()))

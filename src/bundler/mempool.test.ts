@@ -268,7 +268,7 @@ describe.each(storageBackends())('durable mempool on $name', (backend) => {
       const b = fx.service()
       a.start()
       // a takes the network's builder lock first; b waits for it.
-      await until('a holds the builder lock', async () => (await b.bundleNow(NETWORK)) === 'locked')
+      await until('a holds the builder lock', () => fx.builderLockHeld())
       b.start()
       const send = async (via: BundlerService, version: EntryPointVersion) => {
         const acct = await TestAccount.create(fx, version)

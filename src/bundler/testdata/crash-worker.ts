@@ -15,7 +15,8 @@ import type { EntryPointVersion } from '../types.ts'
  * those ops one by one in manual bundling mode (printing `accepted <hash>` each, then
  * `accepted-all`) and waits to be killed — with WORKER_BUNDLING=auto its builder runs meanwhile;
  * without WORKER_OPS, it runs the builder loop in auto mode (`bundling`, then `drained` once its
- * mempool is empty) until killed.
+ * mempool is empty) until killed. WORKER_LOG=debug (or any pino level) logs the worker's service;
+ * crash-fixture.ts then echoes its output to the test's stderr.
  */
 
 const env = process.env
@@ -31,7 +32,7 @@ const entryPoints = JSON.parse(env.WORKER_ENTRY_POINTS ?? '[]') as {
 }[]
 const svc = new BundlerService({
   storage,
-  logger: createLogger('silent'),
+  logger: createLogger(env.WORKER_LOG ?? 'silent'),
   lockRetryMs: 50,
   networks: [
     {
