@@ -40,8 +40,8 @@ export async function touchedContracts(db: Db, network: string, holder: Address)
 /**
  * One page of `touchedContracts`, in the same order: the `limit` contracts after `after` (a
  * contract of an earlier page; undefined for the first), and whether more follow. 'unknown' when
- * `after` is not one of the holder's contracts. Keyset on (first_block, contract), so a page
- * reads its own rows, not the holder's whole list.
+ * `after` is not one of the holder's contracts. Keyset on (first_block, contract), read in that
+ * order from index token_holders_by_first_block (migration 0120): a page reads its own rows only.
  */
 export async function touchedContractsPage(
   db: Db,
@@ -64,12 +64,8 @@ export async function touchedContractsPage(
       .where('contract', '=', after)
       .executeTakeFirst()
     if (!key) return 'unknown'
-    q = q.where((eb) =>
-      eb.or([
-        eb('first_block', '>', key.first_block),
-        eb.and([eb('first_block', '=', key.first_block), eb('contract', '>', after)]),
-      ]),
-    )
+    // A row comparison, not its expansion into or/and: PostgreSQL bounds the index scan with it.
+    q = q.where((eb) => eb(eb.refTuple('first_block', 'contract'), '>', eb.tuple(key.first_block, after)))
   }
   const rows = await q
     .orderBy('first_block')
