@@ -382,8 +382,13 @@ export class DeliveryWorker {
     }
   }
 
-  /** A recorded retry wakes the loop when due; the last failure pauses the webhook. */
+  /**
+   * An event recorded delivered or failed no longer heads its webhook's queue: the loop claims
+   * again now, since a claim while it was still `sending` passed over the events behind it. A
+   * recorded retry wakes the loop when due; the last failure pauses the webhook.
+   */
   private async afterRecorded(o: AttemptOutcome): Promise<void> {
+    if (o.next !== 'pending') this.wake()
     if (o.disable !== undefined) {
       await this.onDisable?.(o.ev.webhook_id, o.disable).catch((err) =>
         this.logger.error(

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto'
+import pg from 'pg'
 import { afterAll, beforeAll, expect, it } from 'vitest'
 import { anvilNetwork, startTestHalyard, type TestHalyard } from '../../test/helpers/halyard.ts'
 import { serviceUrl } from '../../test/helpers/services.ts'
@@ -141,6 +142,41 @@ describeEachStorage(
         headers: { 'x-api-key': key },
       })
       expect(((await viaCourier.json()) as { total: number }).total).toBe(3)
+    }, 120_000)
+
+    it('an event queued behind one delivered but not yet recorded goes out once that is recorded, not at the next poll', async () => {
+      const created = await call('POST', '/webhooks', {
+        url: `http://127.0.0.1:${receiver.port}/wh/held`,
+        chain: 'ethereum-devnet',
+        event_type: 'address_activity',
+        config: { addresses: [WATCHED] },
+      })
+      expect(created.status).toBe(201)
+      const id = created.body.id as string
+      // Holds `courier`'s outcome writes: its delivered event stays `sending`, its queue's head.
+      const holder = new pg.Client({ connectionString: serviceUrl('DATABASE_URL') })
+      await holder.connect()
+      let second: string
+      try {
+        await holder.query(`set search_path to "${storage.schema}"`)
+        await holder.query('begin')
+        await holder.query('lock table webhook_attempts in exclusive mode')
+        const first = await call('POST', `/webhooks/${id}/test`)
+        await until(
+          'the first event at the receiver',
+          () => received(first.body.id as string).length === 1,
+          WAIT_MS,
+        )
+        second = (await call('POST', `/webhooks/${id}/test`)).body.id as string
+        // `courier` is woken for it and claims, but the first is still the head: order holds.
+        await new Promise((r) => setTimeout(r, 1000))
+        expect(received(second)).toHaveLength(0)
+      } finally {
+        await holder.query('rollback').catch(() => {})
+        await holder.end()
+      }
+      // Recorded now; nothing else wakes `courier` (its poll is 60 s): the record itself must.
+      await until('the second event at the receiver', () => received(second).length === 1, WAIT_MS)
     }, 120_000)
   },
   POSTGRES_ONLY,
