@@ -85,7 +85,7 @@ describeEachStorage(
       await until('A accepted its ops', () => a.out().includes('accepted-all'), 120_000)
       await sendToB(toB)
       await allMined([...toA, ...toB])
-      // Every bundle so far came from A's loop: B never got the lock.
+      // The lock is still held, and every bundle so far came from A's loop (B sent none).
       expect(await fx.builderLockHeld()).toBe(true)
 
       const sentByB = async () =>
