@@ -135,6 +135,8 @@ describeBrowser('dashboard in Chromium: webhooks, sessions, accessibility of eve
     const page = await ctx.newPage()
     const violations: Record<string, string[]> = {}
     const check = async (name: string) => {
+      // A form's click returns once its navigation has begun: the page it lands on loads first.
+      await page.waitForLoadState('load')
       violations[name] = await fx.axe(page)
       await fx.shot(page, name)
     }
@@ -176,6 +178,8 @@ describeBrowser('dashboard in Chromium: webhooks, sessions, accessibility of eve
     await page.getByRole('button', { name: 'Create webhook' }).click()
     await check('webhook-created')
     await page.getByRole('button', { name: 'Send test event' }).click()
+    // The form's answer first: a reload while its redirect is loading detaches the page.
+    await page.getByText('Test event queued').waitFor()
     await until('the test event to be delivered', () => fx.receiver.received.find((r) => r.name === 'shot'))
     await page.reload()
     await check('webhook')
