@@ -181,7 +181,12 @@ async function measureTree(root: string, tree: string, anvilUrl: string, results
     const configDir = fresh()
     const config = path.join(configDir, 'halyard.yaml')
     writeFileSync(config, serveConfig(anvilUrl))
-    const serve = { HALYARD_SECRET_KEY: randomBytes(32).toString('hex'), REDIS_URL: '', DATABASE_URL: '' }
+    const serve = {
+      HALYARD_SECRET_KEY: randomBytes(32).toString('hex'),
+      HALYARD_PUBLIC_URL: 'https://halyard.example.com',
+      REDIS_URL: '',
+      DATABASE_URL: '',
+    }
     const embedded = { name: 'serve embedded', args: ['serve', '--config', config], readyWhen: SERVE_READY }
     const embeddedEnv = { ...serve, HALYARD_DATA_DIR: fresh() }
     await measureMode(root, tree, { ...embedded, env: embeddedEnv, target: { rssMb: 550 } }, results)

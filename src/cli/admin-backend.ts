@@ -18,7 +18,7 @@ export interface AdminBackend {
   createKey(opts: { account: string; env: string; scopes?: string[]; name?: string }): Promise<CreatedKey>
   listKeys(account: string): Promise<KeyView[]>
   revokeKey(id: string): Promise<KeyView>
-  /** A one-time dashboard sign-in link for the account, pointing at `baseUrl` (or the running server). */
+  /** A one-time dashboard sign-in link for the account, pointing at `baseUrl` (or the public URL). */
   loginLink(account: string, baseUrl: string | undefined): Promise<string>
   close(): Promise<void>
 }
@@ -45,7 +45,7 @@ export async function openAdminBackend(env: Env): Promise<AdminBackend> {
         auth,
         { createLink: (id, origin) => createLoginLink(storage.db, id, origin) },
         account,
-        baseUrl ?? `http://${env.HALYARD_HOST}:${env.HALYARD_PORT}`,
+        baseUrl ?? env.HALYARD_PUBLIC_URL ?? `http://${env.HALYARD_HOST}:${env.HALYARD_PORT}`,
       ),
     close: () => storage.close(),
   }
@@ -86,7 +86,8 @@ class HttpAdminBackend implements AdminBackend {
     return this.call<KeyView>('POST', `/admin/keys/${encodeURIComponent(id)}/revoke`)
   }
   async loginLink(account: string, baseUrl: string | undefined) {
-    const body = { account, base_url: baseUrl ?? this.admin.origin }
+    // Without --base-url the server answers with its public URL (HALYARD_PUBLIC_URL).
+    const body = { account, ...(baseUrl === undefined ? {} : { base_url: baseUrl }) }
     return (await this.call<{ url: string }>('POST', '/admin/login-links', body)).url
   }
   async close() {}

@@ -112,7 +112,13 @@ describe('halyard serve: configuration errors stop start-up naming the field', (
     writeFileSync(file, body)
     return file
   }
-  const base = { HALYARD_DATA_DIR: dataDir, DATABASE_URL: '', REDIS_URL: '', HALYARD_SECRET_KEY: secret }
+  const base = {
+    HALYARD_DATA_DIR: dataDir,
+    DATABASE_URL: '',
+    REDIS_URL: '',
+    HALYARD_SECRET_KEY: secret,
+    HALYARD_PUBLIC_URL: 'https://halyard.example.com',
+  }
 
   it('names a wrong field in the YAML file', async () => {
     const file = write(
@@ -154,6 +160,33 @@ describe('halyard serve: configuration errors stop start-up naming the field', (
     const noSecret = await runCli(['serve', '--config', file], { ...base, HALYARD_SECRET_KEY: '' })
     expect(noSecret.code).toBe(1)
     expect(noSecret.stderr).toMatch(/HALYARD_SECRET_KEY/)
+    // The dashboard's sign-in links need the public URL: serve refuses to guess it.
+    const noPublic = await runCli(['serve', '--config', file], { ...base, HALYARD_PUBLIC_URL: '' })
+    expect(noPublic.code).toBe(1)
+    expect(noPublic.stderr).toMatch(/HALYARD_PUBLIC_URL is required/)
+    for (const bad of [
+      'halyard.example.com',
+      'ftp://halyard.example.com',
+      'https://h.example.com/app',
+      'https://u:p@h.example.com',
+    ])
+      expect(
+        (await runCli(['serve', '--config', file], { ...base, HALYARD_PUBLIC_URL: bad })).stderr,
+        bad,
+      ).toMatch(/HALYARD_PUBLIC_URL: must be scheme:\/\/host\[:port\]/)
+    const proxies = await runCli(['serve', '--config', file], {
+      ...base,
+      HALYARD_TRUSTED_PROXIES: '10.0.0.0/8,proxy.internal',
+    })
+    expect(proxies.code).toBe(1)
+    expect(proxies.stderr).toMatch(
+      /HALYARD_TRUSTED_PROXIES: "proxy.internal" is not an IP address or CIDR range/,
+    )
+    const prefix = await runCli(['serve', '--config', file], {
+      ...base,
+      HALYARD_TRUSTED_PROXIES: '10.0.0.0/33',
+    })
+    expect(prefix.stderr).toMatch(/HALYARD_TRUSTED_PROXIES: "10.0.0.0\/33"/)
     const db = await runCli(['serve', '--config', file], { ...base, DATABASE_URL: 'mysql://x' })
     expect(db.stderr).toMatch(/DATABASE_URL/)
     // Workers on PGlite and memory limits would each have their own database and limits.

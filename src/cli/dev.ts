@@ -84,7 +84,7 @@ export async function dev(env: Env, opts: DevOptions): Promise<void> {
   const { halyard, stopped } = run
   const key = await ensureDevKey(halyard.ctx.auth, env.dataDir)
   const devAccount = await halyard.ctx.auth.accountByEmail(DEV_EMAIL)
-  const signInLink = await halyard.services.dashboard.createLink(devAccount.id, halyard.origin)
+  const signInLink = await halyard.services.dashboard.createLink(devAccount.id, halyard.publicOrigin)
   console.log(
     [
       '',

@@ -11,6 +11,13 @@ export async function serve(env: Env, configFile: string | undefined): Promise<v
   if (!env.HALYARD_SECRET_KEY) {
     throw new ConfigError('HALYARD_SECRET_KEY is required in production (32 bytes as 64 hex digits)')
   }
+  // The dashboard is part of every server: its sign-in e-mails need to know where users reach it,
+  // and a request's Host cannot say (any client sets it). Dev mode uses its own host and port.
+  if (!env.HALYARD_PUBLIC_URL) {
+    throw new ConfigError(
+      'HALYARD_PUBLIC_URL is required in production: the URL users reach Halyard at, e.g. https://halyard.example.com (dashboard sign-in links point there; see docs/behind-a-proxy.md)',
+    )
+  }
   if (env.HALYARD_WORKERS > 1 && (!env.DATABASE_URL || !env.REDIS_URL)) {
     // PGlite is one process's database, and the memory limiter would give each worker its own limits.
     throw new ConfigError('HALYARD_WORKERS above 1 needs DATABASE_URL and REDIS_URL')

@@ -1,5 +1,6 @@
 import path from 'node:path'
 import { z } from 'zod'
+import { parseCidr } from '../net/address-policy.ts'
 import { pgliteEnvShape } from '../storage/pglite-settings.ts'
 import { ConfigError, describeZodError, parseDuration } from './validation.ts'
 
@@ -27,6 +28,42 @@ const envSchema = z.object({
     .regex(/^smtps?:\/\//, 'must be an smtp:// or smtps:// URL')
     .optional(),
   HALYARD_LOG_LEVEL: z.enum(LOG_LEVELS).default('info'),
+  // Where users reach Halyard (docs/behind-a-proxy.md): e-mailed sign-in links and the dashboard's
+  // Host and Origin checks use it, never what a request says. Kept as its origin (no trailing /).
+  HALYARD_PUBLIC_URL: z
+    .string()
+    .transform((raw, c) => {
+      const origin = publicOrigin(raw)
+      if (origin === undefined) {
+        c.addIssue({
+          code: 'custom',
+          message:
+            'must be scheme://host[:port] with http or https and nothing after the host, e.g. https://halyard.example.com',
+        })
+        return z.NEVER
+      }
+      return origin
+    })
+    .optional(),
+  // Proxies whose X-Forwarded-For / X-Forwarded-Proto are believed (src/net/forwarded.ts).
+  HALYARD_TRUSTED_PROXIES: z
+    .string()
+    .transform((raw, c) => {
+      const list = raw
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean)
+      const bad = list.find((s) => parseCidr(s) === null)
+      if (bad !== undefined) {
+        c.addIssue({
+          code: 'custom',
+          message: `"${bad.slice(0, 100)}" is not an IP address or CIDR range (e.g. 10.0.0.0/8,127.0.0.1,::1)`,
+        })
+        return z.NEVER
+      }
+      return list
+    })
+    .default([]),
   // `halyard serve` processes on one port (src/server/cluster.ts); above 1 needs DATABASE_URL and REDIS_URL.
   HALYARD_WORKERS: z.coerce.number().int().min(1).max(64).default(1),
   // Deadline for a request's headers and body to arrive (src/server/app.ts), in milliseconds.
@@ -74,6 +111,21 @@ const envSchema = z.object({
 })
 
 export type Env = Readonly<z.infer<typeof envSchema> & { dataDir: string }>
+
+/** The origin of an http(s) URL with nothing after its host (a lone trailing / is fine), else undefined. */
+function publicOrigin(raw: string): string | undefined {
+  let u: URL
+  try {
+    u = new URL(raw.trim())
+  } catch {
+    return undefined
+  }
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') return undefined
+  if (u.username || u.password || u.search || u.hash || (u.pathname !== '/' && u.pathname !== ''))
+    return undefined
+  if (/[?#]$/.test(raw.trim())) return undefined
+  return u.origin
+}
 
 /** Reads and validates the environment once; empty strings count as unset. */
 export function loadEnv(source: NodeJS.ProcessEnv = process.env): Env {

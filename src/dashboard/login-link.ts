@@ -36,6 +36,8 @@ export function registerLoginLinkAdminRoute(
   auth: AuthService,
   sessions: DashboardSessions,
   guard: (request: FastifyRequest) => Promise<void>,
+  /** Where links point when the body names no base_url: the public URL. */
+  publicOrigin: () => string,
 ): void {
   const text = z
     .string()
@@ -49,10 +51,12 @@ export function registerLoginLinkAdminRoute(
     schema: {
       body: z.object({
         account: text.meta({ example: 'ops@example.com' }),
-        base_url: text.meta({ example: 'http://127.0.0.1:8080' }),
+        base_url: text.optional().meta({ example: 'https://halyard.example.com' }),
       }),
     },
     handler: async ({ body, reply }) =>
-      reply.status(201).send({ url: await loginLinkFor(auth, sessions, body.account, body.base_url) }),
+      reply
+        .status(201)
+        .send({ url: await loginLinkFor(auth, sessions, body.account, body.base_url ?? publicOrigin()) }),
   })
 }

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs'
 import type { FastifyInstance } from 'fastify'
+import { HalyardError } from '../errors.ts'
 import type { FeatureHost } from '../http/host.ts'
 import { definePublicRoute } from '../http/route.ts'
 import type { WebhookService } from '../webhooks/service.ts'
@@ -10,7 +11,7 @@ import { registerKeyPages } from './routes-keys.ts'
 import { registerOverviewPages } from './routes-overview.ts'
 import { registerWebhookPages } from './routes-webhooks.ts'
 import { DashboardSessions } from './sessions.ts'
-import { SECURITY_HEADERS } from './web.ts'
+import { checkHost, type DashboardSite, SECURITY_HEADERS } from './web.ts'
 
 declare module '../http/host.ts' {
   interface FeatureServices {
@@ -19,8 +20,8 @@ declare module '../http/host.ts' {
   }
 }
 
-/** Form bodies are small: a name, a URL, a JSON config. */
-const FORM_LIMIT = 64 * 1024
+/** Form bodies are small: a name, a URL, a JSON config. Every dashboard route's body limit. */
+export const FORM_LIMIT = 64 * 1024
 
 const ASSETS = {
   'dashboard.css': 'text/css; charset=utf-8',
@@ -49,7 +50,24 @@ export function registerDashboard(host: FeatureHost, deps: { webhooks: WebhookSe
     ]),
   ) as Record<keyof typeof ASSETS, string>
 
+  const site: DashboardSite = { origin: () => ctx.publicOrigin(), forwarded: ctx.forwarded }
+
   host.app.register(async (app: FastifyInstance) => {
+    const routes = new DashboardRoutes(app, sessions, site)
+    // Every dashboard route's body limit is the form limit, so a refusal names it (not the API's).
+    app.addHook('onRoute', (route) => {
+      route.bodyLimit = FORM_LIMIT
+    })
+    // Before anything else, on every dashboard request: the Host must be the public host.
+    app.addHook('onRequest', async (request, reply) => {
+      try {
+        checkHost(site, request)
+      } catch (err) {
+        if (!(err instanceof HalyardError)) throw err
+        for (const [k, v] of Object.entries(SECURITY_HEADERS)) reply.header(k, v)
+        return routes.refuse(request, reply, err)
+      }
+    })
     app.addContentTypeParser(
       'application/x-www-form-urlencoded',
       { parseAs: 'string', bodyLimit: FORM_LIMIT },
@@ -77,7 +95,6 @@ export function registerDashboard(host: FeatureHost, deps: { webhooks: WebhookSe
             .send(assets[name as keyof typeof ASSETS]),
       })
     }
-    const routes = new DashboardRoutes(app, sessions)
     registerAuthPages(routes)
     registerKeyPages(routes, ctx.auth)
     registerWebhookPages(routes, deps.webhooks, ctx.networks, ctx.storage.db)

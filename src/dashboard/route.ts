@@ -6,7 +6,16 @@ import { Html, html } from './html.ts'
 import { layout, notice } from './layout.ts'
 import type { SessionWithAccount } from './session-store.ts'
 import type { DashboardSessions } from './sessions.ts'
-import { checkCsrf, checkOrigin, type Form, formOf, requireSession, sendError, sendHtml } from './web.ts'
+import {
+  checkCsrf,
+  checkOrigin,
+  type DashboardSite,
+  type Form,
+  formOf,
+  requireSession,
+  sendError,
+  sendHtml,
+} from './web.ts'
 
 export interface PageInput {
   readonly request: FastifyRequest
@@ -41,6 +50,7 @@ export class DashboardRoutes {
   constructor(
     private readonly app: FastifyInstance,
     readonly sessions: DashboardSessions,
+    readonly site: DashboardSite,
   ) {}
 
   /** A page for signed-in account holders. */
@@ -50,7 +60,7 @@ export class DashboardRoutes {
       try {
         session = await requireSession(this.sessions, request)
         const form = method === 'POST' ? formOf(request.body) : {}
-        if (method === 'POST') checkCsrf(request, session, form)
+        if (method === 'POST') checkCsrf(this.site, request, session, form)
         return await this.answer(reply, await handler({ request, reply, form, session }))
       } catch (err) {
         return this.fail(request, reply, err, session)
@@ -63,7 +73,7 @@ export class DashboardRoutes {
     this.route(method, url, async (request, reply) => {
       try {
         const form = method === 'POST' ? formOf(request.body) : {}
-        if (method === 'POST') checkOrigin(request)
+        if (method === 'POST') checkOrigin(this.site, request)
         return await this.answer(reply, await handler({ request, reply, form }))
       } catch (err) {
         return this.fail(request, reply, err, undefined)
@@ -88,6 +98,11 @@ export class DashboardRoutes {
   private answer(reply: FastifyReply, out: Out) {
     if (out instanceof Html) return sendHtml(reply, out)
     return reply
+  }
+
+  /** Answers a refusal from outside a page handler (the Host check) as the pages do. */
+  refuse(request: FastifyRequest, reply: FastifyReply, err: HalyardError) {
+    return this.fail(request, reply, err, undefined)
   }
 
   private fail(

@@ -4,7 +4,7 @@ import { html } from './html.ts'
 import { csrfField, layout, notice, when } from './layout.ts'
 import type { DashboardRoutes } from './route.ts'
 import { SESSION_TTL_MS } from './sessions.ts'
-import { clearSessionCookie, field, ownOrigin, parseForm, setSessionCookie, textField } from './web.ts'
+import { clearSessionCookie, clientIp, field, parseForm, setSessionCookie, textField } from './web.ts'
 
 const emailForm = z.object({
   email: textField(320).pipe(z.string().regex(/^[^\s@]+@[^\s@]+$/, { error: 'must be an e-mail address' })),
@@ -12,7 +12,7 @@ const emailForm = z.object({
 
 /** Sign-in by e-mailed link, sign-out, and the account page's session list. */
 export function registerAuthPages(r: DashboardRoutes): void {
-  const sessions = r.sessions
+  const { sessions, site } = r
 
   r.open('GET', '/dashboard/sign-in', async () =>
     layout({
@@ -28,7 +28,9 @@ export function registerAuthPages(r: DashboardRoutes): void {
 
   r.open('POST', '/dashboard/sign-in', async ({ request, form }) => {
     const { email } = parseForm(emailForm, { email: field(form, 'email') })
-    await sessions.requestLink(email, request.ip, ownOrigin(request))
+    // The link points at the public URL, never at the request's Host (which a client chooses);
+    // the limit counts the client's address, behind trusted proxies the one they forwarded.
+    await sessions.requestLink(email, clientIp(site, request), site.origin())
     // The same answer whether or not the address has an account.
     return layout({
       title: 'Check your e-mail',
@@ -53,20 +55,23 @@ export function registerAuthPages(r: DashboardRoutes): void {
     const token = field(form, 'token') ?? ''
     const opened =
       token.length > 0 && token.length <= 200
-        ? await sessions.signIn(token, { userAgent: request.headers['user-agent'], ip: request.ip })
+        ? await sessions.signIn(token, {
+            userAgent: request.headers['user-agent'],
+            ip: clientIp(site, request),
+          })
         : undefined
     if (!opened)
       throw invalidRequest(
         'token: this sign-in link was already used, has expired or is not one of ours; ask for a new one at /dashboard/sign-in',
       )
-    setSessionCookie(request, reply, opened.token, Math.floor(SESSION_TTL_MS / 1000))
+    setSessionCookie(site, request, reply, opened.token, Math.floor(SESSION_TTL_MS / 1000))
     reply.redirect('/dashboard', 303)
     return undefined
   })
 
   r.signedIn('POST', '/dashboard/sign-out', async ({ request, reply, session }) => {
     await sessions.revoke(session.account_id, session.id)
-    clearSessionCookie(request, reply)
+    clearSessionCookie(site, request, reply)
     reply.redirect('/dashboard/sign-in', 303)
     return undefined
   })
@@ -104,7 +109,7 @@ ${live.map(
 
   r.signedIn('POST', '/dashboard/account/sign-out-everywhere', async ({ request, reply, session }) => {
     await sessions.revokeAll(session.account_id)
-    clearSessionCookie(request, reply)
+    clearSessionCookie(site, request, reply)
     reply.redirect('/dashboard/sign-in', 303)
     return undefined
   })

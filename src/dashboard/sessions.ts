@@ -13,7 +13,13 @@ export const SESSION_TTL_MS = 7 * 24 * 3_600_000
 /** Links e-mailed per account per LINK_TTL_MS: a stranger cannot flood someone's inbox. */
 const LINKS_PER_ACCOUNT = 5
 /** Sign-in requests per client address: per second and per day (the shared rate limiter). */
-const SIGN_IN_LIMITS = { requestsPerSecond: 2, requestsPerDay: 1_000, computeUnitsPerSecond: null } as const
+export const SIGN_IN_LIMITS = {
+  requestsPerSecond: 2,
+  requestsPerDay: 1_000,
+  computeUnitsPerSecond: null,
+} as const
+/** The rate limiter's bucket for one client address's sign-in requests. */
+export const signInBucket = (clientIp: string): string => `dashboard-sign-in:${clientIp}`
 /** last_seen_at is written at most this often per session (not a write per page view). */
 const TOUCH_EVERY_MS = 60_000
 
@@ -42,7 +48,7 @@ export class DashboardSessions {
     this.store = new SessionStore(db)
   }
 
-  /** A sign-in link for an account (CLI, dev banner): `${origin}/dashboard/sign-in/link?token=…`. */
+  /** A sign-in link for an account (CLI, dev banner): `${origin}/dashboard/sign-in/link?token=…`; origin is the public URL. */
   createLink(accountId: string, origin: string): Promise<string> {
     return createLoginLink(this.db, accountId, origin)
   }
@@ -53,7 +59,7 @@ export class DashboardSessions {
    * form tells nobody which addresses have accounts. Refuses (429) only per client address.
    */
   async requestLink(email: string, clientIp: string, origin: string): Promise<void> {
-    const decision = await this.limiter.consume(`dashboard-sign-in:${clientIp}`, SIGN_IN_LIMITS, {
+    const decision = await this.limiter.consume(signInBucket(clientIp), SIGN_IN_LIMITS, {
       requests: 1,
       computeUnits: 0,
     })

@@ -1,6 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { z } from 'zod'
 import { errorBody, forbidden, HalyardError, invalidRequest } from '../errors.ts'
+import type { Forwarded } from '../net/forwarded.ts'
 import type { Html } from './html.ts'
 import type { SessionWithAccount } from './session-store.ts'
 import type { DashboardSessions } from './sessions.ts'
@@ -20,16 +21,52 @@ export const SECURITY_HEADERS: Readonly<Record<string, string>> = {
   'cache-control': 'no-store',
 }
 
-/** The scheme the browser used: HTTPS directly, or a proxy in front saying so. */
-export function isHttps(request: FastifyRequest): boolean {
-  const fwd = request.headers['x-forwarded-proto']
-  const first = (Array.isArray(fwd) ? fwd[0] : fwd)?.split(',')[0]?.trim().toLowerCase()
-  return request.protocol === 'https' || first === 'https'
+/**
+ * Where the dashboard lives and who its clients are. `origin()` is HALYARD_PUBLIC_URL (or the
+ * listener's address in dev mode): sign-in links, the Host check and the Origin check use it,
+ * never what a request says about itself (docs/behind-a-proxy.md).
+ */
+export interface DashboardSite {
+  origin(): string
+  readonly forwarded: Forwarded
 }
 
-/** This server's origin as the browser sees it (links in e-mails, the Origin check). */
-export function ownOrigin(request: FastifyRequest): string {
-  return `${isHttps(request) ? 'https' : 'http'}://${request.headers.host ?? 'localhost'}`
+/** The scheme the browser used: the public URL's, or HTTPS on the socket or from a trusted proxy. */
+export function isHttps(site: DashboardSite, request: FastifyRequest): boolean {
+  return site.origin().startsWith('https:') || site.forwarded.requestProtocol(request.raw) === 'https'
+}
+
+/** The client's address (behind trusted proxies, the one they forwarded): rate limits, session rows. */
+export function clientIp(site: DashboardSite, request: FastifyRequest): string {
+  return site.forwarded.clientAddress(request.raw)
+}
+
+/**
+ * A dashboard request must name the public host. Pages and links are built for that host only;
+ * answering another name is how a forged Host once steered e-mailed links elsewhere, and it is
+ * what DNS rebinding relies on. Refused with 400 invalid_request: RFC 9110 has 421 Misdirected
+ * Request for exactly this, but the spec's error codes stop at 400/401/403/404/429/500, and RFC
+ * 9112 section 3.2 answers an unusable Host with 400.
+ */
+export function checkHost(site: DashboardSite, request: FastifyRequest): void {
+  const expected = new URL(site.origin())
+  const given = request.headers.host ?? ''
+  if (hostOf(expected.protocol, given) === expected.host) return
+  const shown = given.length > 100 ? `${given.slice(0, 100)}…` : given
+  throw invalidRequest(
+    `Host ${JSON.stringify(shown)} is not this dashboard's host ${expected.host}: open ${expected.origin}/dashboard ` +
+      '(a reverse proxy must pass the Host header on; the operator sets HALYARD_PUBLIC_URL)',
+  )
+}
+
+/** A Host header's host[:port] normalised as URL does (lowercase, default port dropped), or undefined. */
+function hostOf(protocol: string, header: string): string | undefined {
+  if (header === '' || /[\s/\\?#@]/.test(header)) return undefined
+  try {
+    return new URL(`${protocol}//${header}`).host
+  } catch {
+    return undefined
+  }
 }
 
 export function readCookie(request: FastifyRequest, name: string): string | undefined {
@@ -43,20 +80,21 @@ export function readCookie(request: FastifyRequest, name: string): string | unde
 }
 
 export function setSessionCookie(
+  site: DashboardSite,
   request: FastifyRequest,
   reply: FastifyReply,
   token: string,
   maxAgeS: number,
 ) {
-  const secure = isHttps(request) ? '; Secure' : ''
+  const secure = isHttps(site, request) ? '; Secure' : ''
   reply.header(
     'set-cookie',
     `${COOKIE}=${token}; Path=/dashboard; HttpOnly; SameSite=Strict; Max-Age=${maxAgeS}${secure}`,
   )
 }
 
-export function clearSessionCookie(request: FastifyRequest, reply: FastifyReply) {
-  setSessionCookie(request, reply, '', 0)
+export function clearSessionCookie(site: DashboardSite, request: FastifyRequest, reply: FastifyReply) {
+  setSessionCookie(site, request, reply, '', 0)
 }
 
 /** Browsers get pages; scripts and the hostile sweep get the JSON error body. */
@@ -116,12 +154,12 @@ export const textField = (max: number) =>
 
 /**
  * A state-changing request must come from our own pages: the Origin (or, failing that, the
- * Referer) must be this server's origin, and — once signed in — the form must carry the
+ * Referer) must be the public origin (HALYARD_PUBLIC_URL), and — once signed in — the form must carry the
  * session's CSRF token. Either alone would do against today's browsers; both survive a
  * mistake in the other.
  */
-export function checkOrigin(request: FastifyRequest): void {
-  const expected = ownOrigin(request)
+export function checkOrigin(site: DashboardSite, request: FastifyRequest): void {
+  const expected = site.origin()
   const origin = request.headers.origin
   if (typeof origin === 'string' && origin !== 'null') {
     if (origin === expected) return
@@ -132,8 +170,13 @@ export function checkOrigin(request: FastifyRequest): void {
   throw forbidden('cross-site request refused: the request carries no Origin from this site')
 }
 
-export function checkCsrf(request: FastifyRequest, session: SessionWithAccount, form: Form): void {
-  checkOrigin(request)
+export function checkCsrf(
+  site: DashboardSite,
+  request: FastifyRequest,
+  session: SessionWithAccount,
+  form: Form,
+): void {
+  checkOrigin(site, request)
   const given = form._csrf
   if (typeof given !== 'string' || given !== session.csrf_token)
     throw forbidden('_csrf: missing or wrong form token; reload the page and try again')

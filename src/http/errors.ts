@@ -18,7 +18,8 @@ export const MAX_PARAM_LENGTH = 200
  */
 export function installErrorHandling(app: FastifyInstance, charger: Charger, bodyLimit: number) {
   app.setErrorHandler(async (error: FastifyError | HalyardError | Error, request, reply) => {
-    const mapped = toHalyardError(error, bodyLimit)
+    // A route may have a smaller limit than the app's (the dashboard's forms): name the one that applied.
+    const mapped = toHalyardError(error, request.routeOptions.bodyLimit ?? bodyLimit)
     if (mapped.status >= 500) request.log.error({ err: error }, 'request failed')
     // A request that never arrived whole and whose connection is gone (its body cut at the
     // deadline, or the client left mid-body) was never served: not counted against the account.

@@ -6,6 +6,7 @@ import type { Env } from '../config/env.ts'
 import type { RateLimiter } from '../limits/limiter.ts'
 import type { Logger } from '../logger.ts'
 import type { Metrics } from '../metrics.ts'
+import type { Forwarded } from '../net/forwarded.ts'
 import type { Storage } from '../storage/database.ts'
 import type { Charger } from './charge.ts'
 
@@ -22,6 +23,16 @@ export interface AppContext {
   readonly charger: Charger
   /** 32-byte key for encryption at rest (signing secrets). */
   readonly secretKey: Buffer
+  /**
+   * Who a request comes from behind trusted proxies (HALYARD_TRUSTED_PROXIES): the client's IP
+   * and scheme, for any transport (src/net/forwarded.ts).
+   */
+  readonly forwarded: Forwarded
+  /**
+   * Where users reach Halyard, e.g. `https://halyard.example.com` (HALYARD_PUBLIC_URL; without
+   * it, `http://host:port` of the listener). Known once the server listens: read it per request.
+   */
+  publicOrigin(): string
   /** Shared Redis connection for caches and fan-out, when REDIS_URL is set. */
   readonly redis: Redis | undefined
 }

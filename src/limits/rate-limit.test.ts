@@ -150,6 +150,7 @@ describeNeeding(['DATABASE_URL', 'REDIS_URL'], 'two Halyard processes on one Red
       DATABASE_URL: `${dbUrl}?options=${encodeURIComponent(`-c search_path=${searchPath}`)}`,
       REDIS_URL: redisUrl,
       HALYARD_SECRET_KEY: 'cd'.repeat(32),
+      HALYARD_PUBLIC_URL: 'https://halyard.example.com',
     })
     try {
       const [, childBase] = await child.waitFor(/serving 1 network\(s\) at (\S+)/)

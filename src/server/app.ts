@@ -50,6 +50,12 @@ export interface AppDeps {
    * HALYARD_FAST_LANE=0 turns it off). Default on.
    */
   fastLane?: boolean
+  /**
+   * Whether an address is a trusted reverse proxy (HALYARD_TRUSTED_PROXIES, src/net/forwarded.ts):
+   * `request.ip` and `request.protocol` then honour X-Forwarded-For / X-Forwarded-Proto from it.
+   * Unset: they are the TCP peer's.
+   */
+  trustProxy?: (address: string) => boolean
 }
 
 /**
@@ -83,6 +89,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     logController: new LogController({ disableRequestLogging: true }),
     childLoggerFactory: (logger, bindings, opts) => new LazyRequestLogger(logger, bindings, opts),
     bodyLimit,
+    trustProxy: deps.trustProxy ? (address: string) => deps.trustProxy?.(address) === true : false,
     // A body that stalls would hold its connection (and its account's place) forever. Node cuts
     // the request once its headers and body have taken longer than this, and answerClientError
     // writes the error body. Node checks every connectionsCheckingInterval (30 s by default),

@@ -95,6 +95,7 @@ describeNeeding(['DATABASE_URL', 'REDIS_URL'], 'halyard serve with HALYARD_WORKE
       DATABASE_URL: `${dbUrl}?options=${encodeURIComponent(`-c search_path=${storage.schema}`)}`,
       REDIS_URL: redisUrl,
       HALYARD_SECRET_KEY: 'ef'.repeat(32),
+      HALYARD_PUBLIC_URL: 'https://halyard.example.com',
     })
     try {
       const [, base] = await child.waitFor(/serving 1 network\(s\) at (\S+) with 2 workers/)

@@ -1,3 +1,4 @@
+import { FORM_LIMIT } from '../dashboard/register.ts'
 import { DEFAULT_BODY_LIMIT } from './app.ts'
 import {
   ADDR,
@@ -20,6 +21,9 @@ import { SURFACE_CASES } from './hostile-surface-cases.ts'
  * query, method, JSON-RPC) and the path-parameter cases. A case changes one thing about an
  * otherwise well-formed request to a route.
  */
+
+/** The body limit a route's refusal must name: the dashboard's forms have their own. */
+const limitOf = (r: Route) => (r.url.startsWith('/dashboard') ? FORM_LIMIT : DEFAULT_BODY_LIMIT)
 
 /** Hostile values for one path parameter at a time (raw, already URL-encoded where needed). */
 export const PATH_VALUES: ReadonlyArray<readonly [string, string]> = [
@@ -86,7 +90,7 @@ export const CASES: Case[] = [
   {
     name: `body over the ${DEFAULT_BODY_LIMIT}-byte limit`,
     build: (_, g) => json(g, `{"a":"${'x'.repeat(DEFAULT_BODY_LIMIT)}"}`),
-    mention: (r) => (hasBody(r) ? new RegExp(`${DEFAULT_BODY_LIMIT}-byte`) : undefined),
+    mention: (r) => (hasBody(r) ? new RegExp(`${limitOf(r)}-byte`) : undefined),
   },
   { name: 'unknown extra fields', build: (_, g) => json(g, '{"zz_unknown":1,"another":{"deep":[1]}}') },
   { name: '__proto__ key', build: (_, g) => json(g, '{"__proto__":{"polluted":true}}') },

@@ -1,10 +1,74 @@
-import { ADDR, BAD_KEY, type Case, fillPath, isAlchemyRpc, json, withQuery } from './hostile-request.ts'
+import { FORM_LIMIT } from '../dashboard/register.ts'
+import {
+  ADDR,
+  BAD_KEY,
+  type Case,
+  fillPath,
+  isAlchemyRpc,
+  json,
+  type Route,
+  withQuery,
+} from './hostile-request.ts'
 
 /**
  * Cases aimed at one surface's own rules (the transfers cursor and filters, the Alchemy-compatible
  * root's network, key-in-path, JSON-RPC and NFT routes). Kept apart from the generic battery in
  * hostile-cases.ts, which spreads them in at their place.
  */
+const isDashboard = (r: Route) => r.url === '/dashboard' || r.url.startsWith('/dashboard/')
+const form = { 'content-type': 'application/x-www-form-urlencoded' }
+
+/**
+ * The dashboard trusts only its public URL (the sweep's server: its listener) and X-Forwarded-*
+ * only from trusted proxies (none here): forged ones are refused or ignored, never a 5xx.
+ */
+const DASHBOARD_CASES: Case[] = [
+  ...(
+    [
+      ['another site', 'login.attacker.example'],
+      ['the right host on another port', '127.0.0.1:1'],
+      ['a path and userinfo', 'user@127.0.0.1/evil?x#y'],
+      ['10k chars', `${'h'.repeat(10_000)}.example`],
+      ['brackets', '[not-ipv6]:80'],
+    ] as const
+  ).map(
+    ([name, host]): Case => ({
+      name: `dashboard: forged Host (${name})`,
+      when: isDashboard,
+      build: (_, g) => ({ ...g, headers: { ...g.headers, host } }),
+      mention: () => /not this dashboard's host/,
+    }),
+  ),
+  {
+    name: 'dashboard: forged X-Forwarded-For/-Proto/-Host from an untrusted peer',
+    when: isDashboard,
+    build: (_, g) => ({
+      ...g,
+      headers: {
+        ...g.headers,
+        'x-forwarded-for': ['garbage, ::ffff:999.1.1.1, 203.0.113.7', '1.2.3.4'],
+        'x-forwarded-proto': 'gopher, https',
+        'x-forwarded-host': 'login.attacker.example',
+        forwarded: 'for=203.0.113.7;proto=https;host=login.attacker.example',
+      },
+    }),
+  },
+  {
+    name: 'dashboard: 1,500 X-Forwarded-For entries',
+    when: isDashboard,
+    build: (_, g) => ({
+      ...g,
+      headers: { ...g.headers, 'x-forwarded-for': Array(1_500).fill('10.0.0.1').join(',') },
+    }),
+  },
+  {
+    name: `dashboard: form body over the ${FORM_LIMIT}-byte limit`,
+    when: (r) => isDashboard(r) && r.method === 'POST',
+    build: (_, g) => json(g, `a=${'x'.repeat(FORM_LIMIT)}`, form),
+    mention: () => new RegExp(`${FORM_LIMIT}-byte`),
+  },
+]
+
 export const SURFACE_CASES: Case[] = [
   ...(
     [
@@ -141,4 +205,5 @@ export const SURFACE_CASES: Case[] = [
       ),
     mention: () => /contractAddresses/,
   },
+  ...DASHBOARD_CASES,
 ]

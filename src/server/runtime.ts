@@ -15,6 +15,7 @@ import { MemoryRateLimiter } from '../limits/memory-limiter.ts'
 import { RedisRateLimiter } from '../limits/redis-limiter.ts'
 import { createLogger, type Logger } from '../logger.ts'
 import { Metrics } from '../metrics.ts'
+import { forwarded } from '../net/forwarded.ts'
 import { describeMethod } from '../rpc/methods/registry.ts'
 import { openStorage, type Storage } from '../storage/database.ts'
 import { migrate } from '../storage/migrate.ts'
@@ -51,6 +52,8 @@ export interface Halyard {
   readonly services: FeatureServices
   /** http://host:port */
   readonly origin: string
+  /** Where users reach Halyard: HALYARD_PUBLIC_URL, else `origin` (sign-in links point here). */
+  readonly publicOrigin: string
   /** origin + /v1 */
   readonly baseUrl: string
   readonly wsOrigin: string
@@ -81,6 +84,9 @@ export async function startHalyard(opts: StartOptions): Promise<Halyard> {
     )
     const charger = new Charger(limiter, metrics)
     const auth = new AuthService(new AuthStore(storage.db))
+    const fwd = forwarded(env.HALYARD_TRUSTED_PROXIES)
+    // Set from the listener below when HALYARD_PUBLIC_URL is unset (dev mode, tests on port 0).
+    let publicOrigin = env.HALYARD_PUBLIC_URL
     const ctx: AppContext = {
       env,
       devMode: opts.devMode ?? false,
@@ -93,6 +99,11 @@ export async function startHalyard(opts: StartOptions): Promise<Halyard> {
       charger,
       secretKey: opts.secretKey,
       redis,
+      forwarded: fwd,
+      publicOrigin: () => {
+        if (publicOrigin === undefined) throw new Error('the public origin is known once the server listens')
+        return publicOrigin
+      },
     }
 
     const app = buildApp({
@@ -104,6 +115,7 @@ export async function startHalyard(opts: StartOptions): Promise<Halyard> {
       workerIndex: opts.workerIndex,
       requestTimeoutMs: env.HALYARD_REQUEST_TIMEOUT,
       fastLane: env.HALYARD_FAST_LANE === '1',
+      ...(env.HALYARD_TRUSTED_PROXIES.length > 0 ? { trustProxy: fwd.trusts } : {}),
     })
     const checks: ReadinessCheck[] = []
     if (redis) {
@@ -123,7 +135,13 @@ export async function startHalyard(opts: StartOptions): Promise<Halyard> {
       onStart: (fn) => starters.push(fn),
     })
     if (opts.adminToken)
-      registerLoginLinkAdminRoute(app, auth, services.dashboard, makeAdminGuard(opts.adminToken))
+      registerLoginLinkAdminRoute(
+        app,
+        auth,
+        services.dashboard,
+        makeAdminGuard(opts.adminToken),
+        ctx.publicOrigin,
+      )
     // /ready reads `checks` per request: the indexer's lag/stuck checks join once it exists.
     checks.push(...services.indexer.readinessChecks())
     checks.push(...services.sponsorship.readinessChecks())
@@ -141,6 +159,7 @@ export async function startHalyard(opts: StartOptions): Promise<Halyard> {
     const port = typeof addr === 'object' && addr ? addr.port : (opts.port ?? env.HALYARD_PORT)
     const shownHost = host.includes(':') ? `[${host}]` : host === '0.0.0.0' ? '127.0.0.1' : host
     const origin = `http://${shownHost}:${port}`
+    publicOrigin ??= origin
 
     let closed = false
     return {
@@ -148,6 +167,7 @@ export async function startHalyard(opts: StartOptions): Promise<Halyard> {
       ctx,
       services,
       origin,
+      publicOrigin,
       baseUrl: `${origin}/v1`,
       wsOrigin: `ws://${shownHost}:${port}`,
       async close() {
