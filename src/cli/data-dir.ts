@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { z } from 'zod'
 
@@ -11,8 +11,10 @@ export const dataFiles = (dir: string) => ({
   anvilState: path.join(dir, 'anvil-state.json'),
 })
 
+/** The data dir, private to its owner: made 0700, and an existing one tightened to 0700. */
 export function ensureDir(dir: string) {
   mkdirSync(dir, { recursive: true, mode: 0o700 })
+  chmodSync(dir, 0o700)
 }
 
 export function writeSecretFile(file: string, content: string) {

@@ -16,6 +16,9 @@ export async function main(argv: string[]): Promise<number> {
       return command ? 0 : 2
     }
     const env = loadEnv()
+    // Nothing Halyard writes is meant for other users (the database, secrets, the admin token):
+    // files made while running are private too, not only those tightened at start.
+    process.umask(0o077)
     switch (command) {
       case 'dev': {
         const { values } = parseArgs({

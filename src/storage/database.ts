@@ -2,7 +2,7 @@ import { mkdirSync } from 'node:fs'
 import path from 'node:path'
 import { Kysely, PostgresDialect, sql } from 'kysely'
 import pg from 'pg'
-import { type DataDirOrigin, preparePGliteDataDir } from './pglite-datadir.ts'
+import { type DataDirOrigin, preparePGliteDataDir, tightenDataDir } from './pglite-datadir.ts'
 import { PGliteDialect } from './pglite-driver.ts'
 import { type PGliteSettings, pgliteSettings, pgliteStartParams } from './pglite-settings.ts'
 import type { Database } from './schema.ts'
@@ -67,9 +67,11 @@ async function openPGlite(dataDir: string | undefined, settings: PGliteSettings)
   let dir: string | undefined
   let dataDirOrigin: DataDirOrigin | undefined
   if (dataDir) {
-    mkdirSync(dataDir, { recursive: true })
+    mkdirSync(dataDir, { recursive: true, mode: 0o700 })
     dir = path.join(dataDir, 'pgdata')
     dataDirOrigin = await preparePGliteDataDir(dir)
+    // Every start, an existing data dir too: the database is its owner's only (pglite-datadir.ts).
+    tightenDataDir(dataDir)
   }
   // Loaded here, not at the top: `serve` on PostgreSQL never pays for PGlite's module.
   const { PGlite } = await import('@electric-sql/pglite')
@@ -84,6 +86,10 @@ async function openPGlite(dataDir: string | undefined, settings: PGliteSettings)
     kind: 'pglite',
     sharedAccess: false,
     ...(dataDirOrigin ? { dataDirOrigin } : {}),
-    close: () => db.destroy(),
+    close: async () => {
+      await db.destroy()
+      // Files PGlite made while running (the CLI's umask covers them; an embedding process's may not).
+      if (dataDir) tightenDataDir(dataDir)
+    },
   }
 }

@@ -1,6 +1,16 @@
 import { spawn } from 'node:child_process'
 import { createHash } from 'node:crypto'
-import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs'
+import {
+  chmodSync,
+  cpSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+} from 'node:fs'
 import { createRequire } from 'node:module'
 import { homedir } from 'node:os'
 import path from 'node:path'
@@ -48,6 +58,29 @@ export async function preparePGliteDataDir(
   rmSync(dir, { recursive: true, force: true })
   renameSync(tmp, dir)
   return origin
+}
+
+/**
+ * Makes a data dir private to its owner, on every start: the dir and every dir below 0700, every
+ * file 0600. The database holds account e-mails, key hashes and encrypted secrets; PGlite's
+ * files are made with whatever mode its WebAssembly file layer and the umask give (0666 under a
+ * 0000 umask), and a dir from an earlier start may be 0755. Symbolic links are left as they are
+ * (never followed). Returns how many entries it had to change.
+ */
+export function tightenDataDir(dir: string): number {
+  let changed = 0
+  const walk = (p: string) => {
+    const st = lstatSync(p)
+    if (st.isSymbolicLink()) return
+    const want = st.isDirectory() ? 0o700 : 0o600
+    if ((st.mode & 0o777) !== want) {
+      chmodSync(p, want)
+      changed++
+    }
+    if (st.isDirectory()) for (const name of readdirSync(p)) walk(path.join(p, name))
+  }
+  if (existsSync(dir)) walk(dir)
+  return changed
 }
 
 /** $HALYARD_CACHE_DIR, else $XDG_CACHE_HOME/halyard, else ~/.cache/halyard: per user, not a shared /tmp. */
