@@ -129,6 +129,7 @@ describe('dashboard: public URL and trusted proxies', () => {
       { email: victim.email },
     )
     expect(forged.status).toBe(400)
+    expect(forged.headers['x-frame-options']).toBe('DENY')
     expect(JSON.parse(forged.text)).toEqual({
       error: {
         code: 'invalid_request',

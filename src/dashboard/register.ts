@@ -64,7 +64,6 @@ export function registerDashboard(host: FeatureHost, deps: { webhooks: WebhookSe
         checkHost(site, request)
       } catch (err) {
         if (!(err instanceof HalyardError)) throw err
-        for (const [k, v] of Object.entries(SECURITY_HEADERS)) reply.header(k, v)
         return routes.refuse(request, reply, err)
       }
     })
