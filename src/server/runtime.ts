@@ -37,6 +37,11 @@ export interface StartOptions {
   /** Token for the loopback admin API; the admin routes exist only when set. */
   adminToken?: string
   /**
+   * Accounts (e-mails) whose keys are the operator, beside HALYARD_OPERATOR_EMAILS: `halyard dev`
+   * names its own dev account, so the key it prints reaches the operator controls.
+   */
+  operatorEmails?: readonly string[]
+  /**
    * Whether this process starts the singleton background jobs (features' `onStart`: indexer,
    * webhook delivery, ...). False for every cluster worker but one (cluster.ts).
    */
@@ -80,7 +85,10 @@ export async function startHalyard(opts: StartOptions): Promise<Halyard> {
       opts.poolFactory ?? managedPoolFactory({ metrics, logger, describe: describeMethod }),
     )
     const charger = new Charger(limiter, metrics)
-    const auth = new AuthService(new AuthStore(storage.db))
+    const auth = new AuthService(new AuthStore(storage.db), {
+      operatorEmails: [...(opts.operatorEmails ?? []), ...(env.HALYARD_OPERATOR_EMAILS ?? [])],
+      adminToken: opts.adminToken,
+    })
     const ctx: AppContext = {
       env,
       devMode: opts.devMode ?? false,
