@@ -258,6 +258,22 @@ export class AuthService {
   }
 
   /**
+   * A key's caller now, for connections that outlive a request (WebSocket): the caller, null
+   * when the key is revoked or unknown, undefined when it cannot be told (the database is
+   * down: keep what is open rather than close every socket on a blip). Served from the cache
+   * while it is younger than CACHE_TTL_MS, so one read per key per second however many
+   * connections share the key.
+   */
+  async recheck(presented: string): Promise<Caller | null | undefined> {
+    try {
+      return await this.authenticate(presented)
+    } catch (err) {
+      if (err instanceof HalyardError && err.code === 'unauthorized') return null
+      return undefined
+    }
+  }
+
+  /**
    * Writes last_used_at for every key used since the previous flush (one at a time; a call
    * during one waits for it, then runs). A failed write keeps its ids for the next flush.
    */
