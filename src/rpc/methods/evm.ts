@@ -203,7 +203,11 @@ export const evmFamilies: readonly Family[] = [
   // than forwarded with a scope guessed from the name.
   {
     pattern: /^eth_(send|submit)[A-Za-z0-9_]*$/,
-    spec: (name) => refusedFamily(name, 'Halyard does not forward this write; use eth_sendRawTransaction'),
+    spec: (name) =>
+      refusedFamily(
+        name,
+        'Halyard does not forward this write (signed transactions: eth_sendRawTransaction; UserOperations: the bundler endpoint)',
+      ),
   },
   // eth_get*: the Ethereum JSON-RPC specification (execution-apis) and every client name their
   // state reads eth_get… (getBalance, getBlock…, getHeaderBy…, getRawTransaction…, getProof, …);
