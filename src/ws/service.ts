@@ -272,8 +272,8 @@ export class WsService {
       },
     })
     this.connections.set(ws, conn)
-    let sharing = this.byKey.get(key)
-    if (!sharing) this.byKey.set(key, (sharing = new Set()))
+    const sharing = this.byKey.get(key) ?? new Set<ClientConnection>()
+    this.byKey.set(key, sharing)
     sharing.add(conn)
     this.alive.add(ws)
     this.deps.metrics?.wsConnections.inc({ network: network.slug })
