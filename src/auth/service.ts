@@ -1,3 +1,4 @@
+import { timingSafeEqual } from 'node:crypto'
 import { LRUCache } from 'lru-cache'
 import { HalyardError, invalidRequest, notFound, unauthorized } from '../errors.ts'
 import { isUnlimited } from '../limits/limiter.ts'
@@ -24,7 +25,16 @@ export interface Caller {
   readonly limits: PlanLimits
   /** No limit to count against (enterprise): the charger decides without the limiter. */
   readonly unlimited: boolean
+  /**
+   * The operator of this Halyard: a key of an operator account (`HALYARD_OPERATOR_EMAILS`; in
+   * dev mode the dev account), or a request from loopback with the admin token. Only the
+   * operator may call operator controls (methods of class `operator`, rpc/methods/spec.ts).
+   */
+  readonly operator?: true
 }
+
+/** The header that carries the admin token (the one in the data dir's admin file) to operator controls. */
+export const ADMIN_TOKEN_HEADER = 'x-halyard-admin-token'
 
 export interface KeyView {
   id: string
@@ -82,6 +92,10 @@ interface QueuedLookup {
 export interface AuthServiceOptions {
   /** Milliseconds clock for the cache's freshness (tests hold time still); default Date.now. */
   now?: () => number
+  /** E-mails of the operator's accounts: their keys are the operator (`Caller.operator`). */
+  operatorEmails?: readonly string[]
+  /** The loopback admin API's token: presented in ADMIN_TOKEN_HEADER from loopback, it makes a caller the operator. */
+  adminToken?: string | undefined
 }
 
 export class AuthService {
@@ -90,6 +104,8 @@ export class AuthService {
   private readonly inflight = new Map<string, Promise<Caller | null>>()
   private generation = 0
   private readonly now: () => number
+  private readonly operatorEmails: ReadonlySet<string>
+  private readonly adminToken: Buffer | undefined
   private readonly queued: QueuedLookup[] = []
   private running = 0
   private lookups = 0
@@ -107,6 +123,21 @@ export class AuthService {
     opts: AuthServiceOptions = {},
   ) {
     this.now = opts.now ?? Date.now
+    this.operatorEmails = new Set((opts.operatorEmails ?? []).map((e) => e.trim().toLowerCase()))
+    this.adminToken = opts.adminToken ? Buffer.from(opts.adminToken) : undefined
+  }
+
+  /**
+   * The caller as the operator when the request carries the admin token from loopback (the
+   * token is the loopback admin API's credential: never honoured from another address);
+   * otherwise the caller unchanged. Timing-safe; a wrong token is simply not the operator.
+   */
+  elevate(caller: Caller, token: string | string[] | undefined, remoteAddress: string | undefined): Caller {
+    if (caller.operator || typeof token !== 'string' || !this.adminToken) return caller
+    if (!isLoopback(remoteAddress)) return caller
+    const given = Buffer.from(token)
+    if (given.length !== this.adminToken.length || !timingSafeEqual(given, this.adminToken)) return caller
+    return { ...caller, operator: true }
   }
 
   /** Cache occupancy, keys looked up in the store and the queries that took (tests, diagnostics). */
@@ -224,6 +255,22 @@ export class AuthService {
     if (!caller) throw unauthorized('invalid or revoked API key')
     this.used.add(caller.keyId)
     return caller
+  }
+
+  /**
+   * A key's caller now, for connections that outlive a request (WebSocket): the caller, null
+   * when the key is revoked or unknown, undefined when it cannot be told (the database is
+   * down: keep what is open rather than close every socket on a blip). Served from the cache
+   * while it is younger than CACHE_TTL_MS, so one read per key per second however many
+   * connections share the key.
+   */
+  async recheck(presented: string): Promise<Caller | null | undefined> {
+    try {
+      return await this.authenticate(presented)
+    } catch (err) {
+      if (err instanceof HalyardError && err.code === 'unauthorized') return null
+      return undefined
+    }
   }
 
   /**
@@ -345,7 +392,7 @@ export class AuthService {
     try {
       const rows = await this.store.keysWithAccountByHashes(batch.map((q) => q.hash))
       const byHash = new Map(rows.map((r) => [r.key_hash, r]))
-      for (const q of batch) q.resolve(callerOf(byHash.get(q.hash)))
+      for (const q of batch) q.resolve(callerOf(byHash.get(q.hash), this.operatorEmails))
     } catch {
       // Every waiter hears, whatever failed (a rejected query or a row that would not map):
       // the ones already resolved ignore this, the rest must not wait forever.
@@ -358,7 +405,11 @@ export class AuthService {
   }
 }
 
-function callerOf(row: KeyWithAccount | undefined): Caller | null {
+export function isLoopback(ip: string | undefined): boolean {
+  return ip === '127.0.0.1' || ip === '::1' || ip === '::ffff:127.0.0.1'
+}
+
+function callerOf(row: KeyWithAccount | undefined, operatorEmails: ReadonlySet<string>): Caller | null {
   if (!row || row.revoked_at !== null) return null
   const limits = effectiveLimits(row.plan, {
     rps: row.limit_rps,
@@ -374,6 +425,7 @@ function callerOf(row: KeyWithAccount | undefined): Caller | null {
     plan: row.plan,
     limits,
     unlimited: isUnlimited(limits),
+    ...(operatorEmails.has(row.email) ? { operator: true as const } : {}),
   }
 }
 

@@ -30,11 +30,13 @@ describe('bundler over HTTP', () => {
   let h: TestHalyard
   let dep: AccountAbstractionDeployment
   let key: string
+  let operatorKey: string
+  let adminToken: string
   let url: string
 
   beforeAll(async () => {
     fx = await startSponsorFixture(backend)
-    ;({ h, dep, key } = await startDevHalyard(fx, 'bundler-http'))
+    ;({ h, dep, key, operatorKey, adminToken } = await startDevHalyard(fx, 'bundler-http'))
     url = `${h.baseUrl}/bundler/ethereum/devnet`
   }, 120_000)
 
@@ -233,7 +235,8 @@ describe('bundler over HTTP', () => {
     const batch = methods.flatMap((method, i) =>
       garbage.map((params, j) => call(method, params, i * 100 + j)),
     )
-    const r = await postRpc(url, key, batch)
+    // The operator's key: debug_bundler_* are operator controls.
+    const r = await postRpc(url, operatorKey, batch)
     expect(r.status).toBe(200)
     const answers = r.json as unknown as { id: number; error?: { code: number; message: string } }[]
     expect(answers).toHaveLength(batch.length)
@@ -243,11 +246,50 @@ describe('bundler over HTTP', () => {
     }
   })
 
-  it('serves debug_bundler_* in dev mode', async () => {
-    const r = await postRpc(url, key, call('debug_bundler_dumpMempool', [fx.aa.entryPoints.v07]))
+  it('serves debug_bundler_* in dev mode to the operator only: a key of its account or the admin token', async () => {
+    const dump = call('debug_bundler_dumpMempool', [fx.aa.entryPoints.v07])
+    const r = await postRpc(url, operatorKey, dump)
     expect(r.json).toMatchObject({ result: [] })
-    const mode = await postRpc(url, key, call('debug_bundler_setBundlingMode', ['sometimes']))
+    const mode = await postRpc(url, operatorKey, call('debug_bundler_setBundlingMode', ['sometimes']))
     expect(mode.json).toMatchObject({ error: { code: -32602, message: expect.stringContaining('mode') } })
+
+    // A tenant's key with every scope (bundler:send too): 403 naming the rule, nothing done.
+    const mempoolBefore = await postRpc(url, operatorKey, dump)
+    for (const method of [
+      'debug_bundler_clearState',
+      'debug_bundler_setBundlingMode',
+      'debug_bundler_dumpMempool',
+    ]) {
+      const refused = await postRpc(url, key, call(method, method.endsWith('Mode') ? ['manual'] : []))
+      expect(refused.status, method).toBe(403)
+      expect(refused.json).toMatchObject({
+        error: { code: 'forbidden', message: expect.stringContaining(method) },
+      })
+      expect((refused.json.error as { message: string }).message).toContain('operator control')
+    }
+    // In a batch, the item is refused (-32003) and the rest run.
+    const batch = await postRpc(url, key, [
+      call('debug_bundler_clearMempool', [], 1),
+      call('eth_chainId', [], 2),
+    ])
+    expect(batch.json).toEqual([
+      {
+        jsonrpc: '2.0',
+        id: 1,
+        error: { code: -32003, message: expect.stringContaining('operator control') },
+      },
+      { jsonrpc: '2.0', id: 2, result: expect.any(String) },
+    ])
+    // The same on the Alchemy-compatible root (it serves the bundler's rows too).
+    const root = await postRpc(`${h.baseUrl}/alchemy/ethereum-devnet/v2/${key}`, undefined, dump)
+    expect(root.status).toBe(403)
+    expect((await postRpc(url, operatorKey, dump)).json).toEqual(mempoolBefore.json)
+
+    // The tenant's key with the admin token from loopback is the operator; a wrong token is not.
+    const withToken = await postRpc(url, key, dump, { 'x-halyard-admin-token': adminToken })
+    expect(withToken.json).toMatchObject({ result: [] })
+    const wrong = await postRpc(url, key, dump, { 'x-halyard-admin-token': `${adminToken.slice(1)}x` })
+    expect(wrong.status).toBe(403)
   })
 
   it('refuses debug_bundler_* with -32601 where the network config does not enable them', () => {

@@ -12,7 +12,7 @@ import {
 import type { Logger } from '../logger.ts'
 import { createRegistry } from '../rpc/methods/registry.ts'
 import { m } from '../rpc/methods/row.ts'
-import type { ExecContext, MethodRegistry, MethodSpec } from '../rpc/methods/spec.ts'
+import type { ExecContext, MethodAccess, MethodRegistry, MethodSpec } from '../rpc/methods/spec.ts'
 import { defineJsonRpcRoute } from '../rpc/routes.ts'
 import type { RpcService } from '../rpc/service.ts'
 import { type Address, isAddress, toLowerAddress } from '../types.ts'
@@ -26,7 +26,8 @@ import { BundlerError, BundlerErrorCode, invalidFields } from './types.ts'
  * rows served by the shared endpoint (rpc/endpoint.ts), so envelope, batch, scope and charging
  * are /v1/rpc's. Nothing is coalesced or cached: a send is a write and an estimate depends on
  * the mempool. BundlerErrors map to JSON-RPC errors with their ERC-7769 code in one place
- * (bundlerRpcError). `debug_bundler_*` rows answer only on networks whose config enables them.
+ * (bundlerRpcError). `debug_bundler_*` rows answer only on networks whose config enables them,
+ * and only to the operator.
  */
 
 const SCOPE = 'bundler:send' as const
@@ -179,7 +180,7 @@ export function bundlerRegistry(
     extra?: readonly MethodSpec[]
   },
 ): MethodRegistry {
-  const row = (name: string, cost: number, call: Call) => {
+  const row = (name: string, cost: number, call: Call, access: MethodAccess) => {
     const run = async (x: ExecContext, params: readonly unknown[]): Promise<RpcOutcome> => {
       if (!svc) return { error: { code: RPC_METHOD_NOT_FOUND, message: NOT_SERVED } }
       try {
@@ -188,11 +189,15 @@ export function bundlerRegistry(
         return { error: bundlerRpcError(err, logger) }
       }
     }
-    return m(name, cost, { scope: SCOPE, coalesce: false, run })
+    return m(name, cost, { scope: SCOPE, access, coalesce: false, run })
   }
   const inner = createRegistry([
-    ...methods.map(([name, cost, call]) => row(name, cost, call)),
-    ...debugMethods.map(([name, call]) => row(name, 1, call)),
+    ...methods.map(([name, cost, call]) =>
+      row(name, cost, call, name === 'eth_sendUserOperation' ? 'write' : 'read'),
+    ),
+    // Operator controls (they clear every tenant's mempool entries, set reputations, bundle now):
+    // the operator only, never a tenant's bundler:send key (rpc/admission.ts).
+    ...debugMethods.map(([name, call]) => row(name, 1, call, 'operator')),
     ...(opts.extra ?? []),
   ])
   const refuse = (message: string) => ({ ok: false as const, error: { code: RPC_METHOD_NOT_FOUND, message } })

@@ -60,6 +60,22 @@ describe('halyard dev (npm start)', () => {
       })
       expect(listed.code).toBe(0)
       expect(listed.stdout).not.toContain(cliKey) // the full key is shown once, at creation
+
+      // The ERC-4337 conformance suite's URL: the printed key reaches the operator controls
+      // (debug_bundler_*) with no setting; another account's key, with every scope, does not.
+      const root = (key: string) => `${first.baseUrl}/alchemy/ethereum-devnet/v2/${key}`
+      const dump = call('debug_bundler_dumpMempool', ['0x0000000071727De22E5E9d8BAf0edAc6f37da032'])
+      expect((await postRpc(root(first.key), undefined, dump)).json).toEqual({
+        jsonrpc: '2.0',
+        id: 1,
+        result: [],
+      })
+      const env = { HALYARD_DATA_DIR: dataDir, DATABASE_URL: '' }
+      expect((await runCli(['accounts', 'create', '--email', 'tenant@example.com'], env)).code).toBe(0)
+      const tenant = await runCli(['keys', 'create', '--account', 'tenant@example.com', '--env', 'test'], env)
+      const refused = await postRpc(root(lastLine(tenant.stdout)), undefined, dump)
+      expect(refused.status).toBe(403)
+      expect(JSON.stringify(refused.json)).toContain('operator control')
     } finally {
       const code = await first.server.stop('SIGTERM')
       expect(code).toBe(0)

@@ -75,7 +75,16 @@ export async function dev(env: Env, opts: DevOptions): Promise<void> {
     ]
     if (opts.demo) demoLines = await ensureDemo(anvil.url, env.dataDir)
     const storage = await storageOpening
-    run = await runServer({ env, networks: [network], devMode: true, storage, cleanup: () => anvil.stop() })
+    run = await runServer({
+      env,
+      networks: [network],
+      devMode: true,
+      storage,
+      cleanup: () => anvil.stop(),
+      // The dev account is the operator: the key printed below reaches debug_bundler_* (the
+      // ERC-4337 conformance suite needs them); other accounts' keys do not.
+      operatorEmails: [DEV_EMAIL],
+    })
   } catch (err) {
     await closeQuietly(storageOpening)
     await anvil.stop()

@@ -35,6 +35,8 @@ export async function runServer(opts: {
    * own holder check; closed here after the server on stop (on a failed start, by the caller).
    */
   storage?: Storage
+  /** Accounts whose keys are the operator (dev mode: its own dev account). */
+  operatorEmails?: readonly string[]
 }): Promise<ServerRun> {
   const { worker } = opts
   const { env } = opts
@@ -54,6 +56,7 @@ export async function runServer(opts: {
     devMode: opts.devMode,
     secretKey,
     adminToken,
+    ...(opts.operatorEmails ? { operatorEmails: opts.operatorEmails } : {}),
     logger,
     backgroundJobs: worker?.leader ?? true,
     workerIndex: worker?.index,

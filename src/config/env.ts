@@ -104,6 +104,15 @@ const envSchema = z.object({
     .optional(),
   // off: this instance serves the webhook API and matches blocks but sends nothing (other instances deliver).
   HALYARD_WEBHOOK_DELIVERY: z.enum(['on', 'off'], { message: 'must be on or off' }).default('on'),
+  // Accounts whose keys are the operator (operator controls such as debug_bundler_*), comma-separated e-mails.
+  HALYARD_OPERATOR_EMAILS: z
+    .string()
+    .transform((v) => v.split(',').map((e) => e.trim().toLowerCase()))
+    .refine(
+      (list) => list.every((e) => /^[^\s@]+@[^\s@]+$/.test(e)),
+      'must be comma-separated e-mail addresses',
+    )
+    .optional(),
   // This process's name in webhook delivery attempts (default hostname:pid).
   HALYARD_INSTANCE_ID: z.string().min(1).max(200).optional(),
   // Embedded PGlite's memory settings and template cache dir (src/storage/pglite-settings.ts).

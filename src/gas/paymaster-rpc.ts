@@ -34,7 +34,9 @@ export function paymasterRegistry(sponsor: SponsorService | null, logger: Logger
         return { error: paymasterRpcError(err, logger) }
       }
     }
-    return m(name, PM_COST, { scope: 'gas:manage', coalesce: false, run })
+    // A paymaster signature reserves sponsorship from the shared deposit: a write; the stub only estimates.
+    const access = name === 'pm_getPaymasterData' ? 'write' : 'read'
+    return m(name, PM_COST, { scope: 'gas:manage', access, coalesce: false, run })
   }
   return createRegistry([
     row('pm_getPaymasterStubData', (s) => (a, n, p) => s.getPaymasterStubData(a, n, p)),

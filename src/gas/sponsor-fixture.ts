@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto'
 import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
@@ -227,14 +228,31 @@ export function sponsorBody(op: UserOperation, policyId: string, version: EntryP
 export async function startDevHalyard(
   fx: SponsorFixture,
   label: string,
-): Promise<{ h: TestHalyard; dep: AccountAbstractionDeployment; key: string }> {
+): Promise<{
+  h: TestHalyard
+  dep: AccountAbstractionDeployment
+  /** A tenant's key (every scope). */
+  key: string
+  /** A key of the operator's account (as `halyard dev` prints), and the admin token. */
+  operatorKey: string
+  adminToken: string
+}> {
   const dataDir = mkdtempSync(path.join(tmpdir(), `halyard-${label}-`))
   const dep = await ensureAccountAbstraction(fx.anvil.url, dataDir)
+  const operatorEmail = `operator-${label}-${randomBytes(4).toString('hex')}@test.local`
+  const adminToken = randomBytes(24).toString('base64url')
   const h = await startTestHalyard({
     networks: [anvilNetwork(fx.anvil, { accountAbstraction: dep.config })],
     storage: fx.storage,
     devMode: true,
     env: { HALYARD_DATA_DIR: dataDir },
+    extra: { operatorEmails: [operatorEmail], adminToken },
   })
-  return { h, dep, key: await h.createKey() }
+  return {
+    h,
+    dep,
+    key: await h.createKey(),
+    operatorKey: await h.createKey({ email: operatorEmail }),
+    adminToken,
+  }
 }

@@ -1,7 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Scope } from '../auth/scopes.ts'
-import type { AuthService, Caller } from '../auth/service.ts'
+import { ADMIN_TOKEN_HEADER, type AuthService, type Caller } from '../auth/service.ts'
 import type { Network } from '../chains/registry.ts'
 import { forbidden, unauthorized } from '../errors.ts'
 import type { RouteScope } from './route.ts'
@@ -61,13 +61,15 @@ export function makeAuthHook(auth: AuthService) {
       return done(err as Error)
     }
     const cached = key === undefined ? undefined : auth.cachedCaller(key)
+    // The admin token (from loopback) makes the caller the operator: operator controls only.
+    const token = request.headers[ADMIN_TOKEN_HEADER]
     if (cached) {
-      request.caller = cached
+      request.caller = auth.elevate(cached, token, request.socket.remoteAddress)
       return done()
     }
     auth.authenticate(key).then(
       (caller) => {
-        request.caller = caller
+        request.caller = auth.elevate(caller, token, request.socket.remoteAddress)
         done()
       },
       (err: Error) => done(err),

@@ -69,7 +69,14 @@ function admitCall(
   const spec = found.spec
   if (!caller.scopes.has(spec.scope))
     return { error: { code: RPC_FORBIDDEN, message: scopeRefusal(spec.scope, request.method) } }
+  if (spec.access === 'operator' && !caller.operator)
+    return { error: { code: RPC_FORBIDDEN, message: operatorRefusal(request.method) } }
   return { call: { request, spec, computeUnits: spec.cost(request.params) } }
+}
+
+/** Operator controls are refused to tenants, naming both ways the operator is recognised. */
+export function operatorRefusal(method: string): string {
+  return `the method ${method} is an operator control: it needs a key of an operator account (HALYARD_OPERATOR_EMAILS; in dev mode the dev account) or the admin token in the X-Halyard-Admin-Token header from loopback`
 }
 
 /** A parsed body (a request object or a batch array; anything else is refused per call) → slots, cost and label. */

@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import { performance } from 'node:perf_hooks'
 import type { z } from 'zod'
 import type { Scope } from '../auth/scopes.ts'
-import type { Caller } from '../auth/service.ts'
+import { ADMIN_TOKEN_HEADER, type Caller } from '../auth/service.ts'
 import type { Network } from '../chains/registry.ts'
 import { headerKey } from '../http/access.ts'
 import { rateLimitHeaders } from '../http/charge.ts'
@@ -55,8 +55,9 @@ export function jsonRpcFastLane(host: FastLaneHost, route: JsonRpcLaneRoute, dep
     const network = host.networks.find(url.slice(prefix.length, slash), url.slice(slash + 1))
     if (!network || (route.kinds && !route.kinds.includes(network.kind))) return false
     const key = headerKey(req.headers)
-    const caller = key === undefined ? undefined : host.auth.cachedCaller(key)
-    if (!caller || (caller.env === 'test' && network.isMainnet)) return false
+    const cached = key === undefined ? undefined : host.auth.cachedCaller(key)
+    if (!cached || (cached.env === 'test' && network.isMainnet)) return false
+    const caller = host.auth.elevate(cached, req.headers[ADMIN_TOKEN_HEADER], req.socket.remoteAddress)
     if (!route.scopes.some((s) => caller.scopes.has(s))) return false
     const type = req.headers['content-type']
     if (type !== undefined && !PLAIN_JSON.test(type)) return false

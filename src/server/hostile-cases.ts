@@ -74,6 +74,17 @@ export const CASES: Case[] = [
     mention: authMention,
   },
   {
+    name: 'hostile X-Halyard-Admin-Token',
+    build: (_, g) => ({
+      ...g,
+      headers: { ...g.headers, 'x-halyard-admin-token': `\u00ff;"<>${'t'.repeat(10_000)}` },
+    }),
+  },
+  {
+    name: 'duplicated X-Halyard-Admin-Token',
+    build: (_, g) => ({ ...g, headers: { ...g.headers, 'x-halyard-admin-token': ['a', 'b'] } }),
+  },
+  {
     name: 'hostile X-Request-Id',
     build: (_, g) => ({ ...g, headers: { ...g.headers, 'x-request-id': '../\u00ff' } }),
   },
@@ -215,6 +226,36 @@ export const CASES: Case[] = [
             [{ sender: 1 }, 'x', '0x1', null],
             [{}, '0x0000000071727de22e5e9d8baf0edac6f37da032', 1, 'ctx'],
           ].map((params, id) => ({ jsonrpc: '2.0', id, method: 'pm_getPaymasterData', params })),
+        ),
+      ),
+  },
+  {
+    name: 'operator controls, node-key and node-admin methods with garbage params',
+    when: isRpc,
+    build: (_, g) =>
+      json(
+        g,
+        JSON.stringify(
+          [
+            'debug_bundler_clearState',
+            'debug_bundler_setReputation',
+            'debug_bundler_dumpMempool',
+            'eth_sendTransactionSync',
+            'eth_signTypedData',
+            'eth_sendRawTransactionConditional',
+            'debug_setHead',
+            'debug_traceCall',
+            'trace_rawTransaction',
+            'evm_revert',
+            'eth_getX\u0000',
+          ].flatMap((method, i) =>
+            [[], [null, { __proto__: 1 }], ['0x'.padEnd(5_000, 'f'), [], 1e308]].map((params, j) => ({
+              jsonrpc: '2.0',
+              id: i * 10 + j,
+              method,
+              params,
+            })),
+          ),
         ),
       ),
   },

@@ -38,6 +38,11 @@ export interface StartOptions {
   /** Token for the loopback admin API; the admin routes exist only when set. */
   adminToken?: string
   /**
+   * Accounts (e-mails) whose keys are the operator, beside HALYARD_OPERATOR_EMAILS: `halyard dev`
+   * names its own dev account, so the key it prints reaches the operator controls.
+   */
+  operatorEmails?: readonly string[]
+  /**
    * Whether this process starts the singleton background jobs (features' `onStart`: indexer,
    * webhook delivery, ...). False for every cluster worker but one (cluster.ts).
    */
@@ -83,7 +88,10 @@ export async function startHalyard(opts: StartOptions): Promise<Halyard> {
       opts.poolFactory ?? managedPoolFactory({ metrics, logger, describe: describeMethod }),
     )
     const charger = new Charger(limiter, metrics)
-    const auth = new AuthService(new AuthStore(storage.db))
+    const auth = new AuthService(new AuthStore(storage.db), {
+      operatorEmails: [...(opts.operatorEmails ?? []), ...(env.HALYARD_OPERATOR_EMAILS ?? [])],
+      adminToken: opts.adminToken,
+    })
     const fwd = forwarded(env.HALYARD_TRUSTED_PROXIES)
     // Set from the listener below when HALYARD_PUBLIC_URL is unset (dev mode, tests on port 0).
     let publicOrigin = env.HALYARD_PUBLIC_URL

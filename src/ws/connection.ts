@@ -30,9 +30,13 @@ import {
 } from './routes.ts'
 import type { MinedFilter, PendingFilter } from './tx-filters.ts'
 
-/** Close codes: 1001 going away (shutdown), 1008 policy violation (a slow client). */
+/**
+ * Close codes (RFC 6455 7.4.1): 1001 going away (shutdown), 1008 policy violation (a slow
+ * client; a key revoked or no longer allowed while connected).
+ */
 export const CLOSE_GOING_AWAY = 1001
 export const CLOSE_SLOW_CLIENT = 1008
+export const CLOSE_POLICY = 1008
 
 export interface ConnectionDeps {
   readonly rpc: RpcService
@@ -42,6 +46,7 @@ export interface ConnectionDeps {
   readonly registry?: MethodRegistry
   /** Alchemy's transaction subscription kinds are served too. */
   readonly alchemyKinds: boolean
+  /** The plan's limits when the connection opened; a plan change replaces them (revalidate). */
   readonly wsLimits: WsPlanLimits
   /** A client is closed once more than this many bytes wait to be sent to it. */
   readonly sendBufferBytes: number
@@ -95,6 +100,8 @@ export class ClientConnection {
   private closing = false
   /** Subscribe/unsubscribe run in arrival order; other calls run concurrently. */
   private subscriptionOps: Promise<unknown> = Promise.resolve()
+  private wsLimits: WsPlanLimits
+  private current: Caller
 
   /**
    * `socket` is the upgraded TCP socket under `ws`: pushes are written to it as whole frames.
@@ -104,10 +111,33 @@ export class ClientConnection {
   constructor(
     private readonly ws: WebSocket,
     private readonly socket: Duplex,
-    readonly caller: Caller,
+    caller: Caller,
     readonly network: Network,
     private readonly deps: ConnectionDeps,
-  ) {}
+  ) {
+    this.current = caller
+    this.wsLimits = deps.wsLimits
+  }
+
+  /** The key's caller as last revalidated: every message and push is admitted and charged as it. */
+  get caller(): Caller {
+    return this.current
+  }
+
+  /**
+   * The key's caller as it is now (WsService re-reads every open key about once a second):
+   * later messages, pushes and limits follow its scopes and plan. A key that may no longer
+   * subscribe (rpc:read removed) is closed with 1008, as a revoked one is.
+   */
+  revalidate(next: Caller, wsLimits: WsPlanLimits): void {
+    if (this.closing || next === this.current) return
+    if (!next.scopes.has('rpc:read')) {
+      this.close(CLOSE_POLICY, 'the API key no longer has the rpc:read scope')
+      return
+    }
+    this.current = next
+    this.wsLimits = wsLimits
+  }
 
   get subscriptionCount(): number {
     return this.subs.size
@@ -252,7 +282,7 @@ export class ClientConnection {
     const { request } = call
     const parsed = parseSubscribeParams(request.params, this.deps.alchemyKinds)
     if (!parsed.ok) return errorFrame(request.id, { code: RPC_INVALID_PARAMS, message: parsed.message })
-    const limit = this.deps.wsLimits.subscriptionsPerConnection
+    const limit = this.wsLimits.subscriptionsPerConnection
     if (this.subs.size >= limit) {
       return errorFrame(request.id, {
         code: RPC_LIMIT_EXCEEDED,

@@ -10,7 +10,7 @@ import { wsLimitsFor } from '../limits/plans.ts'
 import type { Logger } from '../logger.ts'
 import type { Metrics } from '../metrics.ts'
 import type { RpcService } from '../rpc/service.ts'
-import { CLOSE_GOING_AWAY, ClientConnection } from './connection.ts'
+import { CLOSE_GOING_AWAY, CLOSE_POLICY, ClientConnection } from './connection.ts'
 import { NetworkStreams, type StreamOptions } from './network-streams.ts'
 import { HALYARD_WS, type WsSurface } from './surface.ts'
 import { authorizeUpgrade, refuseUpgrade } from './upgrade.ts'
@@ -34,6 +34,11 @@ export interface WsOptions extends StreamOptions {
   readonly shutdownGraceMs: number
   /** Push compute units are summed per account and charged this often. */
   readonly pushChargeIntervalMs: number
+  /**
+   * Every open connection's key is re-read this often (once per distinct key): a revoked key's
+   * sockets close with 1008, scope and plan changes apply to later messages.
+   */
+  readonly revalidateMs: number
 }
 
 export const DEFAULT_WS_OPTIONS: WsOptions = {
@@ -51,6 +56,7 @@ export const DEFAULT_WS_OPTIONS: WsOptions = {
   clientPingMs: 30_000,
   shutdownGraceMs: 1_000,
   pushChargeIntervalMs: 1_000,
+  revalidateMs: 1_000,
 }
 
 /** Push CU owed for an account, carried for at most this many seconds of its CU/s budget. */
@@ -74,6 +80,9 @@ export class WsService {
   private readonly wss: WebSocketServer
   private readonly streams = new Map<string, NetworkStreams>()
   private readonly connections = new Map<WebSocket, ClientConnection>()
+  /** Open connections by the key they presented: revalidation reads each key once. */
+  private readonly byKey = new Map<string, Set<ClientConnection>>()
+  private revalidating: Promise<void> | undefined
   private readonly perAccount = new Map<string, number>()
   private readonly pushDebt = new Map<string, { caller: Caller; bytes: number }>()
   private readonly decisions = new WeakMap<IncomingMessage, LimitDecision>()
@@ -85,7 +94,14 @@ export class WsService {
   private charging: Promise<void> | undefined
   private opts: WsOptions
   /** Observations for tests and benchmarks. */
-  readonly stats = { slowClosed: 0, maxBuffered: 0, pushComputeUnits: 0 }
+  readonly stats = {
+    slowClosed: 0,
+    maxBuffered: 0,
+    pushComputeUnits: 0,
+    revalidations: 0,
+    keysRechecked: 0,
+    revokedClosed: 0,
+  }
 
   constructor(
     private readonly deps: WsServiceDeps,
@@ -113,6 +129,8 @@ export class WsService {
     })
     this.timers.push(setInterval(() => void this.chargePushes(), this.opts.pushChargeIntervalMs))
     this.timers.push(setInterval(() => this.pingClients(), this.opts.clientPingMs))
+    // One timer for every connection: the pass reads each distinct key once.
+    this.timers.push(setInterval(() => void this.revalidateAll(), this.opts.revalidateMs))
     for (const t of this.timers) t.unref()
   }
 
@@ -134,6 +152,11 @@ export class WsService {
     return this.connections.size
   }
 
+  /** Distinct keys among the open connections (each is re-read once per revalidation pass). */
+  keyCount(): number {
+    return this.byKey.size
+  }
+
   streamsFor(network: Network): NetworkStreams {
     let s = this.streams.get(network.slug)
     if (!s) {
@@ -153,7 +176,7 @@ export class WsService {
     let decision: LimitDecision | undefined
     let reserved: string | undefined
     try {
-      const { caller, network, surface } = await authorizeUpgrade(req, {
+      const { caller, network, surface, key } = await authorizeUpgrade(req, {
         ...this.deps,
         surfaces: this.surfaces,
       })
@@ -180,7 +203,9 @@ export class WsService {
       // From here the socket's close releases the slot (also when the handshake fails).
       reserved = undefined
       socket.once('close', () => this.release(account))
-      this.wss.handleUpgrade(req, socket, head, (ws) => this.accept(ws, socket, caller, network, surface))
+      this.wss.handleUpgrade(req, socket, head, (ws) =>
+        this.accept(ws, socket, caller, network, surface, key),
+      )
     } catch (err) {
       if (reserved) this.release(reserved)
       if (!(err instanceof HalyardError) || err.status >= 500) {
@@ -215,7 +240,14 @@ export class WsService {
     this.wss.close()
   }
 
-  private accept(ws: WebSocket, socket: Duplex, caller: Caller, network: Network, surface: WsSurface): void {
+  private accept(
+    ws: WebSocket,
+    socket: Duplex,
+    caller: Caller,
+    network: Network,
+    surface: WsSurface,
+    key: string,
+  ): void {
     const streams = this.streamsFor(network)
     const conn = new ClientConnection(ws, socket, caller, network, {
       ...(surface.registry ? { registry: surface.registry } : {}),
@@ -240,6 +272,9 @@ export class WsService {
       },
     })
     this.connections.set(ws, conn)
+    const sharing = this.byKey.get(key) ?? new Set<ClientConnection>()
+    this.byKey.set(key, sharing)
+    sharing.add(conn)
     this.alive.add(ws)
     this.deps.metrics?.wsConnections.inc({ network: network.slug })
     ws.on('message', (data) => {
@@ -253,9 +288,42 @@ export class WsService {
     ws.on('close', () => {
       conn.dispose()
       this.connections.delete(ws)
+      sharing.delete(conn)
+      if (sharing.size === 0 && this.byKey.get(key) === sharing) this.byKey.delete(key)
       this.deps.metrics?.wsConnections.dec({ network: network.slug })
     })
     if (this.shuttingDown) conn.close(CLOSE_GOING_AWAY, 'server shutting down')
+  }
+
+  /**
+   * Re-reads the key of every open connection, once per distinct key (auth/service.ts `recheck`:
+   * cached for under a second, so at most one database read per key per pass, on every
+   * instance). A revoked key's connections close with 1008; the others take the key's current
+   * scopes and plan. A pass still running when the next is due is not doubled.
+   */
+  revalidateAll(): Promise<void> {
+    this.revalidating ??= this.revalidateKeys().finally(() => {
+      this.revalidating = undefined
+    })
+    return this.revalidating
+  }
+
+  private async revalidateKeys(): Promise<void> {
+    const keys = [...this.byKey]
+    this.stats.keysRechecked += keys.length
+    await Promise.all(
+      keys.map(async ([key, conns]) => {
+        const caller = await this.deps.auth.recheck(key)
+        if (caller === undefined) return
+        for (const conn of [...conns]) {
+          if (caller === null) {
+            this.stats.revokedClosed++
+            conn.close(CLOSE_POLICY, 'the API key was revoked')
+          } else conn.revalidate(caller, wsLimitsFor(caller.plan))
+        }
+      }),
+    )
+    this.stats.revalidations++
   }
 
   private release(accountId: string): void {
@@ -277,8 +345,11 @@ export class WsService {
 
   private recordPush(caller: Caller, bytes: number): void {
     const debt = this.pushDebt.get(caller.accountId)
-    if (debt) debt.bytes += bytes
-    else this.pushDebt.set(caller.accountId, { caller, bytes })
+    if (debt) {
+      debt.bytes += bytes
+      // The latest caller: a plan change since the connection opened sets the budget.
+      debt.caller = caller
+    } else this.pushDebt.set(caller.accountId, { caller, bytes })
   }
 
   /**

@@ -45,7 +45,7 @@ function checkHandshake(req: IncomingMessage): void {
 export async function authorizeUpgrade(
   req: IncomingMessage,
   deps: UpgradeDeps,
-): Promise<{ caller: Caller; network: Network; surface: WsSurface }> {
+): Promise<{ caller: Caller; network: Network; surface: WsSurface; key: string }> {
   checkHandshake(req)
   const url = new URL(req.url ?? '/', 'http://halyard.invalid')
   let found: { surface: WsSurface; route: WsRoute } | undefined
@@ -63,16 +63,16 @@ export async function authorizeUpgrade(
     )
   }
   const { surface, route } = found
-  const caller = await deps.auth.authenticate(
-    route.pathKey ?? keyFrom(req.headers, url.searchParams.get('apiKey')),
-  )
+  const key = route.pathKey ?? keyFrom(req.headers, url.searchParams.get('apiKey'))
+  const caller = await deps.auth.authenticate(key)
   const network = route.network(deps.networks)
   if (network.kind !== 'evm') {
     throw notFound(`WebSocket subscriptions are not available on ${network.chain}/${network.network}`)
   }
   requireNetworkAccess(caller, network)
   requireScope(caller, 'rpc:read', 'WebSocket subscriptions')
-  return { caller, network, surface }
+  // authenticate() refused a missing key: `key` is the one the caller was resolved from.
+  return { caller, network, surface, key: key as string }
 }
 
 /** Answers a refused upgrade over plain HTTP with the spec's error body, then closes. */

@@ -155,6 +155,8 @@ export function accountKitRows(deps: AccountKitDeps): MethodSpec[] {
     // Two pm_* calls (5 CU each) and an estimate (10 CU); per account, so never shared.
     m('alchemy_requestGasAndPaymasterAndData', 20, {
       scope: 'gas:manage',
+      // Signs paymaster data (a reservation against the deposit), as pm_getPaymasterData.
+      access: 'write',
       coalesce: false,
       run: run('alchemy_requestGasAndPaymasterAndData', request),
     }),

@@ -12,6 +12,11 @@ import { BROADCAST_WRITE, type Family, historical, type MethodSpec, STICKY, WRIT
 /** Filters live on the node that created them: one upstream, never shared or cached. */
 const FILTER = { coalesce: false, upstream: STICKY } as const
 
+/**
+ * Methods that would sign or send with keys the node holds. Halyard holds no keys, and the
+ * node's own accounts are not the tenant's: on a devnet they are anvil's dev accounts, one of
+ * which is the bundler's executor. Refused for everyone, whatever the key's scopes.
+ */
 const NO_KEYS = (name: string) =>
   m(name, 0, {
     label: 'other',
@@ -22,7 +27,10 @@ export const evmRows: readonly MethodSpec[] = [
   m('eth_chainId', 1, { cache: immutable }),
   m('net_version', 1, { cache: immutable }),
   m('net_listening', 1),
+  m('net_peerCount', 1),
   m('web3_clientVersion', 1),
+  // Keccak-256 of the given bytes, computed by the node: no state at all.
+  m('web3_sha3', 1),
   m('eth_blockNumber', 1),
   m('eth_gasPrice', 1),
   m('eth_maxPriorityFeePerGas', 1),
@@ -30,6 +38,8 @@ export const evmRows: readonly MethodSpec[] = [
   m('eth_syncing', 1),
   m('eth_accounts', 1),
   m('eth_protocolVersion', 1),
+  m('eth_mining', 1),
+  m('eth_hashrate', 1),
   m('eth_feeHistory', 2),
   m('eth_getBalance', historical(1, 2, 20), { cache: pinnedAt(1) }),
   m('eth_getCode', historical(1, 2, 20), { cache: pinnedAt(1) }),
@@ -40,6 +50,9 @@ export const evmRows: readonly MethodSpec[] = [
   m('eth_estimateGas', 10),
   m('eth_createAccessList', 10),
   m('eth_simulateV1', 30),
+  // Simulations of several calls or a bundle (reth/erigon, Flashbots): nothing is sent.
+  m('eth_callMany', 30),
+  m('eth_callBundle', 30),
   m('eth_getBlockByNumber', 2, { cache: pinnedAt(0) }),
   m('eth_getBlockByHash', 2, { cache: locatedAt('number') }),
   m('eth_getBlockReceipts', 50, { cache: blockReceiptsPlan }),
@@ -61,11 +74,19 @@ export const evmRows: readonly MethodSpec[] = [
   m('eth_getFilterChanges', 2, FILTER),
   m('eth_getFilterLogs', 10, FILTER),
   m('eth_uninstallFilter', 1, FILTER),
-  // Writes need only rpc:write (DESIGN.md: "also needs nothing else").
+  // Writes: transactions the caller signed. They need only rpc:write (DESIGN.md: "also needs
+  // nothing else"); every eth_send* not listed here is refused (below).
   m('eth_sendRawTransaction', 10, { scope: 'rpc:write', upstream: BROADCAST_WRITE }),
   m('eth_sendRawTransactionSync', 10, { scope: 'rpc:write', upstream: WRITE }),
-  // anvil executes it from any address, unsigned.
-  m('eth_sendUnsignedTransaction', 20, { scope: 'rpc:write' }),
+  // A signed transaction with inclusion conditions (the ERC-4337 bundlers' method on L2s).
+  m('eth_sendRawTransactionConditional', 10, { scope: 'rpc:write', upstream: WRITE }),
+  // Bundles of signed transactions (Flashbots-style builders).
+  m('eth_sendBundle', 10, { scope: 'rpc:write', upstream: WRITE }),
+  m('eth_sendPrivateTransaction', 10, { scope: 'rpc:write', upstream: WRITE }),
+  m('eth_sendPrivateRawTransaction', 10, { scope: 'rpc:write', upstream: WRITE }),
+  m('eth_cancelPrivateTransaction', 10, { scope: 'rpc:write', upstream: WRITE }),
+  // anvil executes it from any address, unsigned: only where every account is a test account.
+  m('eth_sendUnsignedTransaction', 20, { scope: 'rpc:write', gate: 'devnet' }),
   m('eth_subscribe', 1, { ws: 'subscribe' }),
   m('eth_unsubscribe', 1, { ws: 'unsubscribe' }),
   NO_KEYS('eth_sign'),
@@ -109,20 +130,105 @@ const DEVNET_DESTRUCTIVE = new Set([
   'anvil_reorg',
   'anvil_setChainId',
   'anvil_setRpcUrl',
+  // A snapshot is harmless alone, but the revert to it rolls the chain back for everyone (anvil
+  // takes the anvil_ names as aliases of the evm_ ones).
+  'evm_snapshot',
+  'evm_revert',
+  'anvil_snapshot',
+  'anvil_revert',
+  // Empty the mempool of every user's pending transactions (with a block time they wait there).
+  'anvil_dropAllTransactions',
+  'anvil_removePoolTransactions',
 ])
 
 /** Methods not in the rows (debug_*, trace_*, devnet helpers) are heavy by default. */
 const UNLISTED_CU = 20
 
 /**
- * Names outside the rows: other eth_/net_/web3_ methods are forwarded; debug/trace only where
- * the operator enables them; devnet helpers only on devnets. Anything else is -32601.
+ * Words that say a method sends, signs or changes the node. A name containing one is never
+ * admitted by a read family rule, whatever its prefix (`eth_getSignerX`, `debug_traceSetHead`).
+ */
+const NEVER_READ =
+  /send|sign|submit|set|import|unlock|personal|admin|miner|write|delete|remove|kill|start|stop|profile|file|free|compact|reset|rewind|insert|push|cancel/i
+
+/**
+ * The `debug_*` and `trace_*` methods a network with `debugMethods: true` serves, all reads:
+ * - `debug_trace*`: geth's tracers re-execute a transaction, call or block on a copy of the state
+ *   and return the trace (geth "debug" namespace); the `*ToFile` variants write files on the
+ *   node's disk and are excluded (NEVER_READ: "file");
+ * - the raw getters return what the node stores as RLP (EIP-2718 transactions, headers, blocks,
+ *   receipts) and `debug_getBadBlocks` the blocks the node rejected;
+ * - `debug_storageRangeAt` reads a contract's storage at a block (Hardhat/Foundry debuggers);
+ * - the Parity/OpenEthereum `trace_*` reads (also erigon, reth, Nethermind): traces of mined
+ *   blocks and transactions, `trace_filter`, and replays/simulations on a copy of the state
+ *   (`trace_call`, `trace_callMany`, `trace_replay*`). `trace_rawTransaction` traces a signed
+ *   transaction without sending it ("does not broadcast"), so it is a read too.
+ * Every other debug_ method is refused: they change or profile the node (setHead, setGCPercent,
+ * CPU/block/mutex profiles, Go traces, freeOSMemory, chaindbCompact, writing files).
+ */
+const DEBUG_READS = new Set([
+  'debug_getRawBlock',
+  'debug_getRawHeader',
+  'debug_getRawReceipts',
+  'debug_getRawTransaction',
+  'debug_getBadBlocks',
+  'debug_storageRangeAt',
+  'trace_block',
+  'trace_transaction',
+  'trace_filter',
+  'trace_get',
+  'trace_call',
+  'trace_callMany',
+  'trace_rawTransaction',
+  'trace_replayTransaction',
+  'trace_replayBlockTransactions',
+])
+const DEBUG_TRACE = /^debug_trace[A-Z][A-Za-z0-9]*$/
+
+const debugRead = (name: string) => m(name, UNLISTED_CU, { label: 'other', gate: 'debug' })
+
+const refusedFamily = (name: string, why: string) =>
+  m(name, 0, { label: 'other', refusal: `the method ${name} is not available: ${why}` })
+
+/**
+ * Names outside the rows. Each is exactly one of read, write or refused: nothing unlisted is
+ * forwarded unless a read-only rule below admits it; anything else is -32601 naming it.
  */
 export const evmFamilies: readonly Family[] = [
-  { pattern: /^(eth|net|web3)_[A-Za-z0-9]+$/, spec: (name) => m(name, UNLISTED_CU, { label: 'other' }) },
+  // Would sign with, or send from, the node's own accounts, whatever the suffix
+  // (eth_signTypedData, _v1, _v3, _v4, eth_sendTransactionSync, …).
+  { pattern: /^eth_sign[A-Za-z0-9_]*$/, spec: NO_KEYS },
+  { pattern: /^eth_sendTransaction[A-Za-z0-9_]*$/, spec: NO_KEYS },
+  // Writes Halyard does not list (an eth_send*/eth_submit* it does not know) are refused rather
+  // than forwarded with a scope guessed from the name.
   {
-    pattern: /^(debug|trace)_[A-Za-z0-9]+$/,
-    spec: (name) => m(name, UNLISTED_CU, { label: 'other', gate: 'debug' }),
+    pattern: /^eth_(send|submit)[A-Za-z0-9_]*$/,
+    spec: (name) =>
+      refusedFamily(
+        name,
+        'Halyard does not forward this write (signed transactions: eth_sendRawTransaction; UserOperations: the bundler endpoint)',
+      ),
+  },
+  // eth_get*: the Ethereum JSON-RPC specification (execution-apis) and every client name their
+  // state reads eth_get… (getBalance, getBlock…, getHeaderBy…, getRawTransaction…, getProof, …);
+  // none of them changes anything.
+  {
+    pattern: /^eth_get[A-Z][A-Za-z0-9]*$/,
+    spec: (name) =>
+      NEVER_READ.test(name.slice(4))
+        ? refusedFamily(name, 'Halyard does not forward this method')
+        : m(name, UNLISTED_CU, { label: 'other' }),
+  },
+  // Served only where the operator turns debugMethods on, and then only the reads above.
+  {
+    pattern: /^(debug|trace)_[A-Za-z0-9_]+$/,
+    spec: (name) =>
+      DEBUG_READS.has(name) || (DEBUG_TRACE.test(name) && !NEVER_READ.test(name.slice(11)))
+        ? debugRead(name)
+        : refusedFamily(
+            name,
+            'of the debug_ and trace_ methods only the reads are forwarded (debug_trace*, debug_getRaw*, trace_block, trace_transaction, trace_filter, trace_call, …); the others change or profile the node',
+          ),
   },
   {
     pattern: /^(anvil|hardhat|evm|ganache)_[A-Za-z0-9]+$/,

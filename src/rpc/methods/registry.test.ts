@@ -8,8 +8,13 @@ import { describeMethod, registries } from './registry.ts'
  * tables (auth/scopes.ts RPC_METHOD_SCOPES, limits/compute-units.ts, rpc/method-policy.ts,
  * rpc/cache-policy.ts, the pool's STICKY/WRITES/BROADCAST and rpc/service.ts UNSHARED) before
  * they were deleted: every method name they held, plus hostile and family names, on a mainnet,
- * a devnet, a devnet with debug and destructive methods enabled, and Solana. One deliberate
- * change: eth_sendUnsignedTransaction is a row now, so its metric label is its name.
+ * a devnet, a devnet with debug and destructive methods enabled, and Solana. Deliberate changes
+ * since: eth_sendUnsignedTransaction is a row (its label is its name) served on devnets only;
+ * every forwarded method is read, write or refused, so unlisted eth_ names outside the eth_get*
+ * rule (eth_foo) are refused, and debug_/trace_ names outside the read allowlist (debug_x,
+ * debug_setHead) are refused even where debugMethods is on; net_peerCount and web3_sha3 are
+ * rows; evm_snapshot/evm_revert need devMethods.destructive; and the names added at the end
+ * of each network (the node-key, write and debug methods) are covered.
  */
 
 const net = (network: string, kind: 'evm' | 'solana', isDevnet: boolean, config: object) =>
@@ -78,9 +83,64 @@ describe('JSON-RPC method registry', () => {
     })
   })
 
-  it('serves eth_ names outside the rows as "other" at 20 CU, however many are tried', () => {
+  it('serves eth_get* names outside the rows as "other" at 20 CU, however many are tried', () => {
     const devnet = NETWORKS.devnet!
-    for (let i = 0; i < 2000; i++) expect(registries.evm.lookup(devnet, `eth_x${i}`).ok).toBe(true)
-    expect(verdict(devnet, 'eth_x1999')).toMatch(/^rpc:read cu=20\/20 .* label=other$/)
+    for (let i = 0; i < 2000; i++) expect(registries.evm.lookup(devnet, `eth_getX${i}`).ok).toBe(true)
+    expect(verdict(devnet, 'eth_getX1999')).toMatch(/^rpc:read cu=20\/20 .* label=other$/)
+  })
+
+  it('puts every EVM method into one class: read, write or refused, with the scope its class needs', () => {
+    const debug = NETWORKS.debug!
+    const classOf = (name: string) => {
+      const spec = registries.evm.describe(name)
+      return spec === undefined ? 'unknown' : spec.access
+    }
+    for (const name of [
+      'eth_getBalance',
+      'eth_getHeaderByNumber',
+      'debug_traceCall',
+      'trace_block',
+      'web3_sha3',
+    ])
+      expect(classOf(name), name).toBe('read')
+    for (const name of [
+      'eth_sendRawTransaction',
+      'eth_sendRawTransactionConditional',
+      'eth_sendBundle',
+      'anvil_mine',
+    ])
+      expect(classOf(name), name).toBe('write')
+    const refused = [
+      'eth_sendTransaction',
+      'eth_sendTransactionSync',
+      'eth_sendTransactionAsync',
+      'eth_sign',
+      'eth_signTypedData',
+      'eth_signTypedData_v1',
+      'eth_sendFoo',
+      'eth_submitWork',
+      'eth_getSignedX',
+      'debug_setHead',
+      'debug_setGCPercent',
+      'debug_cpuProfile',
+      'debug_startGoTrace',
+      'debug_freeOSMemory',
+      'debug_chaindbCompact',
+      'debug_traceBlockToFile',
+      'debug_traceSetHead',
+      'trace_setX',
+    ]
+    for (const name of refused) {
+      expect(classOf(name), name).toBe('refused')
+      const r = registries.evm.lookup(debug, name)
+      expect(r.ok, name).toBe(false)
+      if (!r.ok) expect(r.error).toMatchObject({ code: -32601, message: expect.stringContaining(name) })
+    }
+    expect(registries.evm.describe('eth_foo')).toBeUndefined()
+    for (const spec of registries.evm.specs()) {
+      if (spec.access === 'read') expect(spec.scope, spec.name).toBe('rpc:read')
+      if (spec.access === 'write') expect(spec.scope, spec.name).toBe('rpc:write')
+      if (spec.access === 'refused') expect(spec.refusal, spec.name).toBeDefined()
+    }
   })
 })

@@ -1,8 +1,14 @@
 import type { Scope } from '../../auth/scopes.ts'
 import { never, type PlanOf } from '../cache-policy.ts'
-import { FORWARD, flat, type MethodSpec } from './spec.ts'
+import { FORWARD, flat, type MethodAccess, type MethodSpec } from './spec.ts'
 
 type RowOptions = Partial<Omit<MethodSpec, 'name' | 'cost'>>
+
+/** The class a row has unless it says otherwise: refused with a refusal, write with rpc:write. */
+function defaultAccess(o: RowOptions): MethodAccess {
+  if (o.refusal !== undefined) return 'refused'
+  return o.scope === 'rpc:write' ? 'write' : 'read'
+}
 
 /**
  * One row: a name, its compute units (a number, or a function of the params) and what differs
@@ -14,16 +20,17 @@ export function m(
   cost: number | ((params: readonly unknown[]) => number),
   o: RowOptions = {},
 ): MethodSpec {
-  const scope: Scope = o.scope ?? 'rpc:read'
+  const scope: Scope = o.scope ?? (o.access === 'write' ? 'rpc:write' : 'rpc:read')
   const cache: PlanOf = o.cache ?? never
   return {
     name,
     label: o.label ?? name,
+    access: o.access ?? defaultAccess(o),
     scope,
     cost: typeof cost === 'number' ? flat(cost) : cost,
     cache,
     // A write is its own call: two users' identical devnet writes (evm_mine…) are two writes.
-    coalesce: o.coalesce ?? scope !== 'rpc:write',
+    coalesce: o.coalesce ?? (scope !== 'rpc:write' && o.access !== 'write'),
     upstream: o.upstream ?? FORWARD,
     ...(o.run ? { run: o.run } : {}),
     ...(o.ws ? { ws: o.ws } : {}),

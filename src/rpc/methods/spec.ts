@@ -15,6 +15,11 @@ export interface MethodSpec {
   readonly name: string
   /** Metric label: the name for a row, "other" for a family member (bounded series). */
   readonly label: string
+  /**
+   * What the method does, for every access rule to read (see `MethodAccess`); `scope` is the key
+   * scope that class needs on this surface.
+   */
+  readonly access: MethodAccess
   readonly scope: Scope
   /** Compute units for these params (spec section 8: eth_blockNumber 1, historical eth_getStorageAt 20). */
   readonly cost: (params: readonly unknown[]) => number
@@ -35,6 +40,18 @@ export interface MethodSpec {
   /** Never served; the refusal says why. */
   readonly refusal?: string
 }
+
+/**
+ * The class of a method. Every method Halyard serves or forwards is exactly one:
+ * - `read`: only reads chain or node state (needs the surface's read scope, `rpc:read` on /v1/rpc);
+ * - `write`: sends, submits or changes state for others (needs `rpc:write`, or the surface's
+ *   own scope such as `bundler:send`);
+ * - `operator`: an operator control of a Halyard service (the bundler's `debug_bundler_*`):
+ *   the scope, and the caller must be the operator (auth/service.ts `Caller.operator`);
+ * - `refused`: never served for anyone (`refusal` says why): methods that would use keys held
+ *   by the node, or change the node itself.
+ */
+export type MethodAccess = 'read' | 'write' | 'operator' | 'refused'
 
 /** What a row's `run` may use. */
 export interface ExecContext {
