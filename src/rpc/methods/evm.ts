@@ -74,8 +74,8 @@ export const evmRows: readonly MethodSpec[] = [
   m('eth_getFilterChanges', 2, FILTER),
   m('eth_getFilterLogs', 10, FILTER),
   m('eth_uninstallFilter', 1, FILTER),
-  // Writes: transactions the caller signed. They need only rpc:write (DESIGN.md: "also needs
-  // nothing else"); every eth_send* not listed here is refused (below).
+  // Writes: transactions the caller signed. They need rpc:write and nothing else (the signature
+  // is the authority); every eth_send* not listed here is refused (below).
   m('eth_sendRawTransaction', 10, { scope: 'rpc:write', upstream: BROADCAST_WRITE }),
   m('eth_sendRawTransactionSync', 10, { scope: 'rpc:write', upstream: WRITE }),
   // A signed transaction with inclusion conditions (the ERC-4337 bundlers' method on L2s).
