@@ -166,7 +166,7 @@ async function main() {
       }
     }
     const sponsor = (i: number) =>
-      svc.sponsor(ACCOUNT, { chain: NETWORK, policy_id: policy.id, user_operation: op(i) })
+      svc.sponsor({ accountId: ACCOUNT }, { chain: NETWORK, policy_id: policy.id, user_operation: op(i) })
     const sign = async (i: number) => {
       const hash = v07PaymasterHash(
         {

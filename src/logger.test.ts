@@ -1,6 +1,6 @@
 import { Writable } from 'node:stream'
 import { describe, expect, it } from 'vitest'
-import { createLogger } from './logger.ts'
+import { createLogger, redactUrl } from './logger.ts'
 
 function capture() {
   const lines: string[] = []
@@ -32,5 +32,25 @@ describe('logger redaction', () => {
     expect(out).not.toContain('adm-token')
     expect(out).toContain('[redacted]')
     expect(out).toContain('wh_1')
+  })
+})
+
+describe('redactUrl', () => {
+  const key = 'halyard_live_0123456789abcdefghijABCDEFGHIJ01'
+  it('redacts a key wherever and however a path spells it', () => {
+    for (const path of [
+      `/v1/alchemy/eth-mainnet/v2/${key}`,
+      `/V2/${key}`,
+      `//v1/alchemy/eth-mainnet/v2/${key}/x`,
+      `/v1/alchemy/eth-mainnet/NFT/v3/${key}/getNFTs`,
+      `/v1/x/${key.toUpperCase()}`,
+      `/v1/x/halyard%5Flive%5f0123456789abcdefghijABCDEFGHIJ01`,
+      `no route POST /nowhere/${key}?a=1`,
+    ]) {
+      const out = redactUrl(path)
+      expect(out, path).not.toMatch(/0123456789abcdefghij/i)
+      expect(out, path).toContain('[redacted]')
+    }
+    expect(redactUrl('/v1/rpc/ethereum/mainnet')).toBe('/v1/rpc/ethereum/mainnet')
   })
 })

@@ -78,6 +78,55 @@ describe('API keys: Bearer everywhere, never in a log line', () => {
     expect(wrongBearer.status).toBe(401)
   })
 
+  it('never echoes a key from a mistyped path: 404 bodies, WebSocket refusals, logs', async () => {
+    const before = lines.length
+    const body = key.replace(/^halyard_test_/, '')
+    const shouting = `HALYARD_TEST_${body}`
+    const paths = [
+      `/V2/${key}`,
+      `/v2/${key}`,
+      `//v1/alchemy/eth-devnet/v2/${key}/nowhere`,
+      `/V1/ALCHEMY/eth-devnet/V2/${key}`,
+      `/v1/alchemy/eth-devnet/V2/${key}/x`,
+      `/v1/Alchemy/eth-devnet/v2/${key}`,
+      `/alchemy//eth-devnet/v2/${key}/x`,
+      `/v1/alchemy/eth-devnet/NFT/V3/${key}/getNFTsForOwner`,
+      `/v1/alchemy/eth-devnet/v3/${key}`,
+      `/v1/alchemy/eth-devnet/${shouting}`,
+      `/v1/nowhere/${shouting}/x`,
+      `/v1/nowhere/halyard%5Ftest%5F${body}`,
+      `/x/V2/${body}`,
+    ]
+    const origin = h.baseUrl.replace(/\/v1$/, '')
+    for (const p of paths) {
+      const res = await fetch(`${origin}${p}`, { method: 'POST', body: '{}', headers: bearer() })
+      const text = await res.text()
+      expect(res.status, p).toBe(404)
+      expect(text, p).not.toContain(body)
+      expect(text, p).toContain('[redacted]')
+    }
+    for (const p of paths.slice(0, 6)) {
+      const ws = new WebSocket(`${origin.replace(/^http/, 'ws')}${p}`)
+      // A refused upgrade also errors the client; the refusal's status and body are the check.
+      ws.on('error', () => {})
+      const refusal = await new Promise<{ status: number; text: string }>((resolve, reject) => {
+        ws.once('unexpected-response', (_req, res) => {
+          let text = ''
+          res.on('data', (c: Buffer) => {
+            text += c.toString()
+          })
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, text }))
+        })
+        ws.once('open', () => reject(new Error(`${p} opened`)))
+      })
+      ws.terminate()
+      expect(refusal.status, p).toBe(404)
+      expect(refusal.text, p).not.toContain(body)
+      expect(refusal.text, p).toContain('[redacted]')
+    }
+    expect(lines.slice(before).join('')).not.toContain(body)
+  })
+
   it('leaves no key in the logs of a run through the compat root (debug level)', async () => {
     const wrong = `halyard_test_${'w'.repeat(32)}`
     const root = (k: string) => `${h.baseUrl}/alchemy/eth-devnet/v2/${k}`

@@ -30,7 +30,7 @@ export function registerAlchemy(host: FeatureHost): void {
     [
       // Alchemy's one URL also answers ERC-4337, ERC-7677 and account-kit's methods (@account-kit/infra).
       services.bundler.registry,
-      paymasterRegistry(services.sponsorship.sponsor, ctx.logger),
+      paymasterRegistry(services.sponsorship.sponsor, ctx.logger, ctx.networks),
     ],
   )
   registerAlchemyRpcRoute(app, { rpc: services.rpc, charger: ctx.charger, registry })

@@ -93,6 +93,7 @@ export function registerBundler(host: FeatureHost): Bundler {
       sponsor: host.services.sponsorship.sponsor,
       bundler: service,
       logger: ctx.logger,
+      networks: ctx.networks,
     }),
   })
   registerBundlerRoute(host.app, { rpc: host.services.rpc, charger: ctx.charger, registry })

@@ -32,7 +32,7 @@ export function registerGasPages(
 ): void {
   const id = (p: unknown) => (p as { id: string }).id
   const listPage = async (session: SessionWithAccount, top?: Html) => {
-    const list = await policies.list(session.account_id, { page: 1, limit: 100 })
+    const list = await policies.list({ accountId: session.account_id }, { page: 1, limit: 100 })
     return layout({
       title: 'Gas policies',
       session,
@@ -100,20 +100,23 @@ ${list.policies.map(
   r.signedIn('GET', `${G}/:id`, async ({ request, session }) =>
     editPage(
       session,
-      await policies.get(session.account_id, id(request.params)),
+      await policies.get({ accountId: session.account_id }, id(request.params)),
       doneNotice(request.query, DONE),
     ),
   )
 
   r.signedIn('POST', `${G}/:id`, async ({ request, reply, session, form }) => {
     const f = parseForm(editForm, { name: field(form, 'name'), rules: field(form, 'rules') ?? '' })
-    await policies.update(session.account_id, id(request.params), { name: f.name, rules: rulesJson(f.rules) })
+    await policies.update({ accountId: session.account_id }, id(request.params), {
+      name: f.name,
+      rules: rulesJson(f.rules),
+    })
     return back(reply, id(request.params), 'saved')
   })
 
   r.signedIn('POST', `${G}/:id/status`, async ({ request, reply, session, form }) => {
     const { status } = parseForm(statusForm, { status: field(form, 'status') })
-    await policies.update(session.account_id, id(request.params), { status })
+    await policies.update({ accountId: session.account_id }, id(request.params), { status })
     return back(reply, id(request.params), status === 'active' ? 'resumed' : 'paused')
   })
 }

@@ -56,11 +56,14 @@ export function registerWebhookPages(
       typeof q.status === 'string' && (STATUSES as readonly string[]).includes(q.status)
         ? q.status
         : undefined
-    const list = await webhooks.list(session.account_id, {
-      page: 1,
-      limit: 100,
-      ...(status ? { status } : {}),
-    })
+    const list = await webhooks.list(
+      { accountId: session.account_id },
+      {
+        page: 1,
+        limit: 100,
+        ...(status ? { status } : {}),
+      },
+    )
     return layout({
       title: 'Webhooks',
       session,
@@ -133,10 +136,13 @@ ${list.webhooks.map(
   })
 
   const detailPage = async (session: SessionWithAccount, webhookId: string, top?: Html) => {
-    const w = view(await webhooks.get(session.account_id, webhookId))
-    const first = await webhooks.deliveries(session.account_id, w.id, { page: 1, limit: 1 })
+    const w = view(await webhooks.get({ accountId: session.account_id }, webhookId))
+    const first = await webhooks.deliveries({ accountId: session.account_id }, w.id, { page: 1, limit: 1 })
     const lastPage = Math.max(1, Math.ceil(first.total / 50))
-    const attempts = await webhooks.deliveries(session.account_id, w.id, { page: lastPage, limit: 50 })
+    const attempts = await webhooks.deliveries({ accountId: session.account_id }, w.id, {
+      page: lastPage,
+      limit: 50,
+    })
     const events = await recentEvents(db, w.id)
     const action = (path: string, label: string, cls = '') =>
       html`<form method="post" action="${W}/${w.id}/${path}" class="inline">${csrfField(session)}<button type="submit"${cls ? html` class="${cls}"` : ''}>${label}</button></form> `
@@ -201,18 +207,18 @@ ${attempts.deliveries
 
   r.signedIn('POST', `${W}/:id/status`, async ({ request, reply, session, form }) => {
     const { status } = parseForm(statusForm, { status: field(form, 'status') })
-    await webhooks.update(session.account_id, id(request.params), { status })
+    await webhooks.update({ accountId: session.account_id }, id(request.params), { status })
     return back(reply, id(request.params), status === 'active' ? 'resumed' : 'paused')
   })
 
   r.signedIn('POST', `${W}/:id/test`, async ({ request, reply, session }) => {
-    await webhooks.sendTest(session.account_id, id(request.params))
+    await webhooks.sendTest({ accountId: session.account_id }, id(request.params))
     return back(reply, id(request.params), 'test')
   })
 
   r.signedIn('POST', `${W}/:id/redeliver`, async ({ request, reply, session, form }) => {
     const { event_id } = parseForm(redeliverForm, { event_id: field(form, 'event_id') })
-    await webhooks.redeliver(session.account_id, id(request.params), event_id)
+    await webhooks.redeliver({ accountId: session.account_id }, id(request.params), event_id)
     return back(reply, id(request.params), 'redeliver')
   })
 }

@@ -1,4 +1,6 @@
 import type { FastifyInstance } from 'fastify'
+import type { NetworkRegistry } from '../chains/registry.ts'
+import { type Viewer, visibleTo } from '../http/access.ts'
 import type { Charger } from '../http/charge.ts'
 import { RPC_INTERNAL_ERROR, type RpcOutcome } from '../jsonrpc.ts'
 import type { Logger } from '../logger.ts'
@@ -19,9 +21,13 @@ import type { SponsorService } from './sponsor-service.ts'
 
 const PM_COST = 5
 
-type PmMethod = (accountId: string, network: string, params: unknown) => Promise<unknown>
+type PmMethod = (viewer: Viewer, network: string, params: unknown) => Promise<unknown>
 
-export function paymasterRegistry(sponsor: SponsorService | null, logger: Logger): MethodRegistry {
+export function paymasterRegistry(
+  sponsor: SponsorService | null,
+  logger: Logger,
+  networks: NetworkRegistry,
+): MethodRegistry {
   const row = (name: string, method: (s: SponsorService) => PmMethod) => {
     if (!sponsor) return m(name, PM_COST, { scope: 'gas:manage', coalesce: false, refusal: NOT_CONFIGURED })
     const call = method(sponsor)
@@ -29,7 +35,7 @@ export function paymasterRegistry(sponsor: SponsorService | null, logger: Logger
       // The endpoint always passes its caller; without one there is no account to sign for.
       if (!x.caller) return { error: { code: RPC_INTERNAL_ERROR, message: 'internal error' } }
       try {
-        return { result: await call(x.caller.accountId, x.network.slug, params) }
+        return { result: await call(visibleTo(x.caller, networks), x.network.slug, params) }
       } catch (err) {
         return { error: paymasterRpcError(err, logger) }
       }

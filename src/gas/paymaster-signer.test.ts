@@ -102,7 +102,7 @@ describe('VerifyingPaymaster signing on-chain', () => {
     async (version) => {
       const acct = await TestAccount.create(fx, version)
       const op = await fx.mintOp(acct)
-      const result = await svc.sponsor(ACCOUNT, sponsorBody(op, policyId))
+      const result = await svc.sponsor({ accountId: ACCOUNT }, sponsorBody(op, policyId))
       expect(result.paymaster).toBe(version === 'v07' ? fx.aa.paymaster : fx.paymasterV06)
       expect(result.paymasterData).toMatch(/^0x[0-9a-f]+$/)
       expect(BigInt(result.paymasterVerificationGasLimit)).toBeGreaterThan(0n)
@@ -126,7 +126,7 @@ describe('VerifyingPaymaster signing on-chain', () => {
     async (version) => {
       const acct = await TestAccount.create(fx, version)
       const op = await fx.mintOp(acct)
-      const result = await svc.sponsor(ACCOUNT, sponsorBody(op, policyId))
+      const result = await svc.sponsor({ accountId: ACCOUNT }, sponsorBody(op, policyId))
       const tampered: UserOperation = {
         ...withSponsorship(op, result),
         callData: (await fx.mintOp(acct, { amount: 8n })).callData,

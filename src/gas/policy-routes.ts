@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import { z } from 'zod'
 import type { NetworkRegistry } from '../chains/registry.ts'
-import { requireNetworkAccess } from '../http/access.ts'
+import { requireNetworkAccess, visibleTo } from '../http/access.ts'
 import { idParam, pageQuery } from '../http/params.ts'
 import { defineRoute } from '../http/route.ts'
 import { createPolicySchema, POLICY_ID, type PolicyService, updatePolicySchema } from './policy-service.ts'
@@ -9,7 +9,8 @@ import { createPolicySchema, POLICY_ID, type PolicyService, updatePolicySchema }
 /**
  * Spec 4.6 `POST /gas/policies` plus list, read (with the spend so far), update and delete.
  * Wire shapes only; the service validates the rules. Policies belong to the caller's account:
- * another account's id is a 404. Scope `gas:manage`.
+ * another account's id is a 404, and so is a mainnet policy for a test key (visibleTo), which
+ * lists leave out. Scope `gas:manage`.
  */
 
 const policyId = idParam(
@@ -73,7 +74,7 @@ export function registerPolicyRoutes(
     url: '/v1/gas/policies',
     schema: { query: pageQuery(25) },
     responses: { 200: policyList },
-    handler: ({ caller, query }) => policies.list(caller.accountId, query),
+    handler: ({ caller, query }) => policies.list(visibleTo(caller, networks), query),
   })
 
   defineRoute(app, {
@@ -82,7 +83,7 @@ export function registerPolicyRoutes(
     url: '/v1/gas/policies/:id',
     schema: { params: byId },
     responses: { 200: policy },
-    handler: ({ caller, params }) => policies.get(caller.accountId, params.id),
+    handler: ({ caller, params }) => policies.get(visibleTo(caller, networks), params.id),
   })
 
   defineRoute(app, {
@@ -91,7 +92,7 @@ export function registerPolicyRoutes(
     url: '/v1/gas/policies/:id',
     schema: { params: byId, body: updatePolicySchema },
     responses: { 200: policy },
-    handler: ({ caller, params, body }) => policies.update(caller.accountId, params.id, body),
+    handler: ({ caller, params, body }) => policies.update(visibleTo(caller, networks), params.id, body),
   })
 
   defineRoute(app, {
@@ -99,6 +100,6 @@ export function registerPolicyRoutes(
     method: 'DELETE',
     url: '/v1/gas/policies/:id',
     schema: { params: byId },
-    handler: ({ caller, params }) => policies.delete(caller.accountId, params.id),
+    handler: ({ caller, params }) => policies.delete(visibleTo(caller, networks), params.id),
   })
 }

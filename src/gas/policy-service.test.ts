@@ -52,7 +52,7 @@ describe.each(storageBackends())('gas policies on $name', (backend) => {
       reserved_wei: '0',
       settled_wei: '0',
     })
-    expect(await svc.get('acct_a', p.id)).toEqual(p)
+    expect(await svc.get({ accountId: 'acct_a' }, p.id)).toEqual(p)
   })
 
   it.each([
@@ -102,40 +102,44 @@ describe.each(storageBackends())('gas policies on $name', (backend) => {
     for (let i = 0; i < 27; i++)
       mine.push((await svc.create('acct_list', { name: `p${i}`, chain: CHAIN, rules: {} })).id)
     await svc.create('acct_other', { name: 'theirs', chain: CHAIN, rules: {} })
-    const first = await svc.list('acct_list')
+    const first = await svc.list({ accountId: 'acct_list' })
     expect(first).toMatchObject({ page: 1, limit: 25, total: 27 })
     expect(first.policies.map((p) => p.id)).toEqual(mine.slice(0, 25))
-    const second = await svc.list('acct_list', { page: '2' })
+    const second = await svc.list({ accountId: 'acct_list' }, { page: '2' })
     expect(second.policies.map((p) => p.id)).toEqual(mine.slice(25))
-    expect((await refusal(svc.list('acct_list', { limit: '101' }))).message).toContain('limit')
+    expect((await refusal(svc.list({ accountId: 'acct_list' }, { limit: '101' }))).message).toContain('limit')
   })
 
   it('updates name, rules and status; refuses other statuses and empty patches', async () => {
     const p = await svc.create('acct_u', { name: 'before', chain: CHAIN, rules: { max_operations: 5 } })
-    const u = await svc.update('acct_u', p.id, {
+    const u = await svc.update({ accountId: 'acct_u' }, p.id, {
       name: 'after',
       status: 'paused',
       rules: { max_operations: 9 },
     })
     expect(u).toMatchObject({ name: 'after', status: 'paused', rules: { max_operations: 9 } })
     expect(Date.parse(u.updated_at)).toBeGreaterThanOrEqual(Date.parse(p.updated_at))
-    expect((await svc.update('acct_u', p.id, { status: 'active' })).status).toBe('active')
-    expect((await refusal(svc.update('acct_u', p.id, { status: 'disabled' }))).message).toContain(
-      'status: must be active or paused',
+    expect((await svc.update({ accountId: 'acct_u' }, p.id, { status: 'active' })).status).toBe('active')
+    expect(
+      (await refusal(svc.update({ accountId: 'acct_u' }, p.id, { status: 'disabled' }))).message,
+    ).toContain('status: must be active or paused')
+    expect((await refusal(svc.update({ accountId: 'acct_u' }, p.id, {}))).message).toContain(
+      'send at least one of',
     )
-    expect((await refusal(svc.update('acct_u', p.id, {}))).message).toContain('send at least one of')
-    expect((await refusal(svc.update('acct_u', p.id, { rules: { max_operations: -1 } }))).message).toContain(
-      'rules.max_operations',
-    )
-    expect((await refusal(svc.update('acct_other', p.id, { name: 'x' }))).status).toBe(404)
+    expect(
+      (await refusal(svc.update({ accountId: 'acct_u' }, p.id, { rules: { max_operations: -1 } }))).message,
+    ).toContain('rules.max_operations')
+    expect((await refusal(svc.update({ accountId: 'acct_other' }, p.id, { name: 'x' }))).status).toBe(404)
   })
 
   it('deletes; another account cannot see, change or delete it', async () => {
     const p = await svc.create('acct_d', { name: 'gone', chain: CHAIN, rules: {} })
-    expect((await refusal(svc.get('acct_x', p.id))).status).toBe(404)
-    expect((await refusal(svc.delete('acct_x', p.id))).status).toBe(404)
-    await svc.delete('acct_d', p.id)
-    expect((await refusal(svc.get('acct_d', p.id))).status).toBe(404)
-    expect((await refusal(svc.delete('acct_d', p.id))).message).toBe(`policy ${p.id} not found`)
+    expect((await refusal(svc.get({ accountId: 'acct_x' }, p.id))).status).toBe(404)
+    expect((await refusal(svc.delete({ accountId: 'acct_x' }, p.id))).status).toBe(404)
+    await svc.delete({ accountId: 'acct_d' }, p.id)
+    expect((await refusal(svc.get({ accountId: 'acct_d' }, p.id))).status).toBe(404)
+    expect((await refusal(svc.delete({ accountId: 'acct_d' }, p.id))).message).toBe(
+      `policy ${p.id} not found`,
+    )
   })
 })

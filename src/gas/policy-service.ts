@@ -2,13 +2,15 @@ import { randomBytes } from 'node:crypto'
 import { z } from 'zod'
 import { describeZodError } from '../config/validation.ts'
 import { invalidRequest, notFound } from '../errors.ts'
+import type { Viewer } from '../http/access.ts'
 import { addDecimal, normalizeDecimal } from './policy-decimal.ts'
 import { rulesSchema } from './policy-rules.ts'
 import type { PolicyRow, PolicyStore } from './policy-store.ts'
 
 /**
  * Gas sponsorship policies (spec 2.9, 3.3, 4.6): create, list, read with the spend so far,
- * update (name, rules, status active/paused), delete. Policies belong to an account.
+ * update (name, rules, status active/paused), delete. Policies belong to an account; a viewer
+ * (http/access.ts visibleTo) sees its account's on the networks it may see.
  */
 
 /** A policy id as `create` mints it; anything else is refused before it reaches a query. */
@@ -128,23 +130,23 @@ export class PolicyService {
     return policyView(row)
   }
 
-  async get(accountId: string, id: string): Promise<PolicyView> {
-    const row = await this.store.get(accountId, id)
+  async get(viewer: Viewer, id: string): Promise<PolicyView> {
+    const row = await this.store.get(viewer, id)
     if (!row) throw notFound(`policy ${id} not found`)
     return policyView(row)
   }
 
-  async list(accountId: string, rawQuery: unknown = {}) {
+  async list(viewer: Viewer, rawQuery: unknown = {}) {
     const q = listPoliciesSchema.safeParse(rawQuery)
     if (!q.success) throw invalidRequest(describeZodError(q.error))
     const { page, limit } = q.data
-    const { rows, total } = await this.store.list(accountId, limit, (page - 1) * limit)
+    const { rows, total } = await this.store.list(viewer, limit, (page - 1) * limit)
     return { policies: rows.map(policyView), page, limit, total }
   }
 
-  async update(accountId: string, id: string, raw: unknown): Promise<PolicyView> {
+  async update(viewer: Viewer, id: string, raw: unknown): Promise<PolicyView> {
     const patch = parse(updatePolicySchema, raw, 'body')
-    const row = await this.store.update(accountId, id, {
+    const row = await this.store.update(viewer, id, {
       ...(patch.name !== undefined ? { name: patch.name } : {}),
       ...(patch.rules !== undefined ? { rules: JSON.stringify(patch.rules) } : {}),
       ...(patch.status !== undefined ? { status: patch.status } : {}),
@@ -153,8 +155,8 @@ export class PolicyService {
     return policyView(row)
   }
 
-  async delete(accountId: string, id: string): Promise<{ id: string; deleted: true }> {
-    if (!(await this.store.delete(accountId, id))) throw notFound(`policy ${id} not found`)
+  async delete(viewer: Viewer, id: string): Promise<{ id: string; deleted: true }> {
+    if (!(await this.store.delete(viewer, id))) throw notFound(`policy ${id} not found`)
     return { id, deleted: true }
   }
 }

@@ -1,4 +1,6 @@
 import type { ColumnType, Generated, Kysely, Selectable } from 'kysely'
+import type { Viewer } from '../http/access.ts'
+import { inList } from '../storage/filters.ts'
 import type { Database } from '../storage/schema.ts'
 
 /** Tables of migration 0060_sponsorship and the policies' CRUD SQL (reservations: sponsor-store.ts). */
@@ -95,21 +97,20 @@ export class PolicyStore {
     return this.db.insertInto('gas_policies').values(row).returningAll().executeTakeFirstOrThrow()
   }
 
-  get(accountId: string, id: string): Promise<PolicyRow | undefined> {
-    return this.db
+  /** The policy `id` if `viewer` sees it: its account's, on a network it may see. */
+  get(viewer: Viewer, id: string): Promise<PolicyRow | undefined> {
+    let q = this.db
       .selectFrom('gas_policies')
       .selectAll()
       .where('id', '=', id)
-      .where('account_id', '=', accountId)
-      .executeTakeFirst()
+      .where('account_id', '=', viewer.accountId)
+    if (viewer.networks) q = q.where(inList('chain', viewer.networks))
+    return q.executeTakeFirst()
   }
 
-  async list(
-    accountId: string,
-    limit: number,
-    offset: number,
-  ): Promise<{ rows: PolicyRow[]; total: number }> {
-    const q = this.db.selectFrom('gas_policies').where('account_id', '=', accountId)
+  async list(viewer: Viewer, limit: number, offset: number): Promise<{ rows: PolicyRow[]; total: number }> {
+    let q = this.db.selectFrom('gas_policies').where('account_id', '=', viewer.accountId)
+    if (viewer.networks) q = q.where(inList('chain', viewer.networks))
     const [rows, count] = await Promise.all([
       q.selectAll().orderBy('seq').limit(limit).offset(offset).execute(),
       q.select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow(),
@@ -117,32 +118,30 @@ export class PolicyStore {
     return { rows, total: Number(count.n) }
   }
 
-  /** Undefined when the policy is not the account's (or a concurrent DELETE won). */
+  /** Undefined when `viewer` does not see the policy (or a concurrent DELETE won). */
   update(
-    accountId: string,
+    viewer: Viewer,
     id: string,
     patch: { name?: string; rules?: string; status?: string },
   ): Promise<PolicyRow | undefined> {
-    return this.db
+    let q = this.db
       .updateTable('gas_policies')
       .set({ ...patch, updated_at: new Date() })
       .where('id', '=', id)
-      .where('account_id', '=', accountId)
-      .returningAll()
-      .executeTakeFirst()
+      .where('account_id', '=', viewer.accountId)
+    if (viewer.networks) q = q.where(inList('chain', viewer.networks))
+    return q.returningAll().executeTakeFirst()
   }
 
   /**
    * Removes the policy and its counters. Its signature rows stay: an op signed before the delete
    * may still be mined, and what the paymaster paid is history.
    */
-  async delete(accountId: string, id: string): Promise<boolean> {
+  async delete(viewer: Viewer, id: string): Promise<boolean> {
     return this.db.transaction().execute(async (trx) => {
-      const gone = await trx
-        .deleteFrom('gas_policies')
-        .where('id', '=', id)
-        .where('account_id', '=', accountId)
-        .executeTakeFirst()
+      let q = trx.deleteFrom('gas_policies').where('id', '=', id).where('account_id', '=', viewer.accountId)
+      if (viewer.networks) q = q.where(inList('chain', viewer.networks))
+      const gone = await q.executeTakeFirst()
       if (gone.numDeletedRows === 0n) return false
       await trx.deleteFrom('gas_policy_senders').where('policy_id', '=', id).execute()
       return true

@@ -63,7 +63,7 @@ export async function registerSponsorship(host: FeatureHost): Promise<Sponsorshi
   registerPaymasterRoute(host.app, {
     rpc: host.services.rpc,
     charger: ctx.charger,
-    registry: paymasterRegistry(sponsor, ctx.logger),
+    registry: paymasterRegistry(sponsor, ctx.logger, ctx.networks),
   })
 
   if (sponsor && settlements.length > 0) {

@@ -36,11 +36,14 @@ async function race(
 ): Promise<{ signed: number; refusedBy: Set<string> }> {
   const results = await Promise.allSettled(
     Array.from({ length: n }, (_, i) =>
-      (services[i % services.length] as SponsorService).sponsor(ACCOUNT, {
-        chain: NETWORK,
-        policy_id: policyId,
-        user_operation: op(sender(i), i),
-      }),
+      (services[i % services.length] as SponsorService).sponsor(
+        { accountId: ACCOUNT },
+        {
+          chain: NETWORK,
+          policy_id: policyId,
+          user_operation: op(sender(i), i),
+        },
+      ),
     ),
   )
   const refusedBy = new Set<string>()
@@ -83,7 +86,7 @@ function suite(backend: StorageBackend) {
     const id = await policy({ max_operations: 5 })
     const r = await race([svc], id, 50, () => newSender())
     expect(r).toEqual({ signed: 5, refusedBy: new Set(['max_operations']) })
-    expect((await fx.policyService().get(ACCOUNT, id)).spend.operations).toBe(5)
+    expect((await fx.policyService().get({ accountId: ACCOUNT }, id)).spend.operations).toBe(5)
     expect(await rows(id)).toBe(5)
   })
 
@@ -101,7 +104,7 @@ function suite(backend: StorageBackend) {
     const id = await policy({ max_spend_usd: '3.10' })
     const r = await race([svc], id, 50, () => newSender())
     expect(r).toEqual({ signed: 5, refusedBy: new Set(['max_spend_usd']) })
-    expect((await fx.policyService().get(ACCOUNT, id)).spend.reserved_usd).toBe('3.1')
+    expect((await fx.policyService().get({ accountId: ACCOUNT }, id)).spend.reserved_usd).toBe('3.1')
   })
 }
 

@@ -40,7 +40,7 @@ const svc = new SponsorService({
     },
   ],
 })
-const result = await svc.sponsor(env('WORKER_ACCOUNT'), JSON.parse(env('WORKER_BODY')))
+const result = await svc.sponsor({ accountId: env('WORKER_ACCOUNT') }, JSON.parse(env('WORKER_BODY')))
 process.stdout.write(`signed ${JSON.stringify(result)}\n`)
 // Holds the database open until the kill.
 setInterval(() => {}, 60_000)

@@ -154,7 +154,9 @@ describeEach(targets(), 'sponsorship killed with SIGKILL between signing and min
       })
       expect((await svc.store.sponsorship(result.sponsorship_id))?.state).toBe('reserved')
       // The reservation still counts: the policy's one operation is taken.
-      await expect(svc.sponsor(ACCOUNT, sponsorBody(op, policy.id))).rejects.toThrow(/max_operations/)
+      await expect(svc.sponsor({ accountId: ACCOUNT }, sponsorBody(op, policy.id))).rejects.toThrow(
+        /max_operations/,
+      )
 
       const receipt = await fx.handleOps(await acct.sign(withSponsorship(op, result)))
       expect(receipt.status).toBe('success')
@@ -177,8 +179,12 @@ describeEach(targets(), 'sponsorship killed with SIGKILL between signing and min
         state: 'settled',
         tx_hash: receipt.transactionHash,
       })
-      const spend = (await new PolicyService(new PolicyStore(storage.db), () => true).get(ACCOUNT, policy.id))
-        .spend
+      const spend = (
+        await new PolicyService(new PolicyStore(storage.db), () => true).get(
+          { accountId: ACCOUNT },
+          policy.id,
+        )
+      ).spend
       expect(spend).toMatchObject({ operations: 1, settled_operations: 1, reserved_wei: '0' })
     } finally {
       await storage.close()

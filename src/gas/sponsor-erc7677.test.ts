@@ -57,8 +57,10 @@ function bundlerTransport(fx: SponsorFixture, bundler: BundlerService) {
 function paymasterTransport(svc: SponsorService) {
   return custom({
     async request({ method, params }: { method: string; params?: unknown }) {
-      if (method === 'pm_getPaymasterStubData') return svc.getPaymasterStubData(ACCOUNT, NETWORK, params)
-      if (method === 'pm_getPaymasterData') return svc.getPaymasterData(ACCOUNT, NETWORK, params)
+      if (method === 'pm_getPaymasterStubData')
+        return svc.getPaymasterStubData({ accountId: ACCOUNT }, NETWORK, params)
+      if (method === 'pm_getPaymasterData')
+        return svc.getPaymasterData({ accountId: ACCOUNT }, NETWORK, params)
       throw Object.assign(new Error(`${method} is not a paymaster method`), { code: -32601 })
     },
   })
@@ -136,7 +138,7 @@ describe('ERC-7677 paymaster with permissionless.js', () => {
       expect(await fx.client.getBalance({ address })).toBe(0n)
       expect(before - (await deposit())).toBe(receipt.actualGasCost)
       while (await settlement.pollOnce(NETWORK)) {}
-      expect((await fx.policyService().get(ACCOUNT, policy.id)).spend).toMatchObject({
+      expect((await fx.policyService().get({ accountId: ACCOUNT }, policy.id)).spend).toMatchObject({
         operations: 1,
         settled_operations: 1,
         reserved_wei: '0',
@@ -150,7 +152,7 @@ describe('ERC-7677 paymaster with permissionless.js', () => {
     const acct = await TestAccount.create(fx, 'v07')
     const op = await fx.mintOp(acct)
     const raw = { sender: op.sender, nonce: toHex(op.nonce), callData: op.callData }
-    const stub = (await svc.getPaymasterStubData(ACCOUNT, NETWORK, [
+    const stub = (await svc.getPaymasterStubData({ accountId: ACCOUNT }, NETWORK, [
       raw,
       fx.aa.entryPoints.v07,
       toHex(fx.anvil.chainId),
@@ -167,8 +169,8 @@ describe('ERC-7677 paymaster with permissionless.js', () => {
     expect(BigInt(stub.paymasterVerificationGasLimit)).toBeGreaterThanOrEqual(40_000n)
     expect(stub.paymasterPostOpGasLimit).toBe('0x0')
     expect(stub.isFinal).toBe(false)
-    expect((await fx.policyService().get(ACCOUNT, policy.id)).spend.operations).toBe(0)
-    const v06 = (await svc.getPaymasterStubData(ACCOUNT, NETWORK, [
+    expect((await fx.policyService().get({ accountId: ACCOUNT }, policy.id)).spend.operations).toBe(0)
+    const v06 = (await svc.getPaymasterStubData({ accountId: ACCOUNT }, NETWORK, [
       { ...raw, initCode: '0x' },
       fx.aa.entryPoints.v06,
       fx.anvil.chainId,
@@ -182,7 +184,7 @@ describe('ERC-7677 paymaster with permissionless.js', () => {
     const policy = await fx.policyService().create(ACCOUNT, { name: 'bad', chain: NETWORK, rules: {} })
     const acct = await TestAccount.create(fx, 'v07')
     const raw = { sender: acct.address, nonce: '0x0', callData: '0x' }
-    const call = (params: unknown[]) => svc.getPaymasterStubData(ACCOUNT, NETWORK, params)
+    const call = (params: unknown[]) => svc.getPaymasterStubData({ accountId: ACCOUNT }, NETWORK, params)
     const message = async (p: Promise<unknown>) => {
       const err = await p.then(
         () => null,
@@ -199,7 +201,7 @@ describe('ERC-7677 paymaster with permissionless.js', () => {
     expect(await message(call([raw, fx.token, fx.anvil.chainId, { policy_id: policy.id }]))).toContain(
       'is not an EntryPoint sponsored on ethereum-devnet',
     )
-    await fx.policyService().update(ACCOUNT, policy.id, { status: 'paused' })
+    await fx.policyService().update({ accountId: ACCOUNT }, policy.id, { status: 'paused' })
     expect(await message(call([raw, ep, fx.anvil.chainId, { policy_id: policy.id }]))).toContain('is paused')
   })
 })

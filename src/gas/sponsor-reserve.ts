@@ -1,5 +1,6 @@
 import { randomBytes, randomInt } from 'node:crypto'
 import { type HalyardError, invalidRequest, notFound } from '../errors.ts'
+import { sees, type Viewer } from '../http/access.ts'
 import type { Address } from '../types.ts'
 import {
   type Counters,
@@ -22,8 +23,8 @@ import type { NewReservation, SenderTotals, SponsorStore, Trx } from './sponsor-
  * Any number of instances on one PostgreSQL queue on the row lock; PGlite has one connection.
  */
 
-export interface ReserveRequest {
-  accountId: string
+/** Who asks (a viewer: another account's policy, or a mainnet one for a test key, is a 404). */
+export interface ReserveRequest extends Viewer {
   /** The network the request names; the policy must be for it. */
   chain: string
   facts: Omit<OpFacts, 'nowMs'>
@@ -90,9 +91,10 @@ export function reserveBatch(
 /** The policy-level refusals: someone else's policy, another chain, paused. */
 export function precondition(
   policy: PolicyRow,
-  r: Pick<ReserveRequest, 'accountId' | 'chain'>,
+  r: Pick<ReserveRequest, 'accountId' | 'networks' | 'chain'>,
 ): HalyardError | null {
-  if (policy.account_id !== r.accountId) return notFound(`policy ${policy.id} not found`)
+  if (policy.account_id !== r.accountId || !sees(r, policy.chain))
+    return notFound(`policy ${policy.id} not found`)
   if (policy.chain !== r.chain)
     return invalidRequest(`policy_id: policy ${policy.id} sponsors on ${policy.chain}, not on ${r.chain}`)
   if (policy.status !== 'active')

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import type { NetworkRegistry } from '../chains/registry.ts'
 import { HalyardError, invalidRequest } from '../errors.ts'
-import { requireNetworkAccess } from '../http/access.ts'
+import { requireNetworkAccess, visibleTo } from '../http/access.ts'
 import { defineRoute } from '../http/route.ts'
 import {
   type JsonRpcErrorObject,
@@ -40,7 +40,7 @@ export function registerSponsorRoutes(
     handler: ({ caller, body }) => {
       requireNetworkAccess(caller, networks.getBySlug(body.chain))
       if (!sponsor) throw invalidRequest(NOT_CONFIGURED)
-      return sponsor.sponsor(caller.accountId, body)
+      return sponsor.sponsor(visibleTo(caller, networks), body)
     },
   })
 }

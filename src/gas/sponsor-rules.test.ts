@@ -68,7 +68,7 @@ describe.each(storageBackends())('sponsorship rules on $name', (backend) => {
   const policy = async (rules: PolicyRules | Record<string, unknown>) =>
     (await policies.create(ACCOUNT, { name: 'rules', chain: NETWORK, rules })).id
   const sponsor = (policyId: string, op: Record<string, unknown>, extra: Record<string, unknown> = {}) =>
-    svc.sponsor(ACCOUNT, { chain: NETWORK, policy_id: policyId, user_operation: op, ...extra })
+    svc.sponsor({ accountId: ACCOUNT }, { chain: NETWORK, policy_id: policyId, user_operation: op, ...extra })
   const at = (iso: string) => {
     fx.clock.ms = Date.parse(iso)
   }
@@ -169,7 +169,10 @@ describe.each(storageBackends())('sponsorship rules on $name', (backend) => {
     expect(err.message).toBe(
       'max_spend_usd: the policy has spent $1.84 (settled, plus the maximum of unsettled signatures) and this operation may cost up to $0.92; the policy allows $2 in total',
     )
-    expect((await policies.get(ACCOUNT, id)).spend).toMatchObject({ operations: 2, total_usd: '1.84' })
+    expect((await policies.get({ accountId: ACCOUNT }, id)).spend).toMatchObject({
+      operations: 2,
+      total_usd: '1.84',
+    })
   })
 
   it('max_spend_per_sender_usd: per sender', async () => {
@@ -239,41 +242,53 @@ describe.each(storageBackends())('sponsorship rules on $name', (backend) => {
     const noPrice = fx.sponsorService({ spec: { prices: new NoPrices() } })
     const usd = await policy({ max_spend_usd: '10' })
     const err = await refusal(
-      noPrice.sponsor(ACCOUNT, {
-        chain: NETWORK,
-        policy_id: usd,
-        user_operation: rawOp(newSender(), execute(token)),
-      }),
+      noPrice.sponsor(
+        { accountId: ACCOUNT },
+        {
+          chain: NETWORK,
+          policy_id: usd,
+          user_operation: rawOp(newSender(), execute(token)),
+        },
+      ),
     )
     expect(err.message).toBe(
       "max_spend_usd: no USD price is known for ethereum-devnet's native currency, so this rule cannot be checked and the operation is not sponsored",
     )
     const free = await policy({ max_operations: 10 })
-    const r = await noPrice.sponsor(ACCOUNT, {
-      chain: NETWORK,
-      policy_id: free,
-      user_operation: rawOp(newSender(), execute(token)),
-    })
+    const r = await noPrice.sponsor(
+      { accountId: ACCOUNT },
+      {
+        chain: NETWORK,
+        policy_id: free,
+        user_operation: rawOp(newSender(), execute(token)),
+      },
+    )
     expect(r.sponsored_gas_usd).toBeNull()
   })
 
   it('a paused policy, another account’s policy, another chain and a deposit that cannot cover the op are refused', async () => {
     fx.clock.ms = null
     const id = await policy({})
-    await policies.update(ACCOUNT, id, { status: 'paused' })
+    await policies.update({ accountId: ACCOUNT }, id, { status: 'paused' })
     const paused = await refusal(sponsor(id, rawOp(newSender(), execute(token))))
     expect(paused.message).toBe(`status: policy ${id} is paused; PATCH its status to active to sponsor again`)
-    await policies.update(ACCOUNT, id, { status: 'active' })
+    await policies.update({ accountId: ACCOUNT }, id, { status: 'active' })
     await sponsor(id, rawOp(newSender(), execute(token)))
     const theirs = await refusal(
-      svc.sponsor('acct_else', { chain: NETWORK, policy_id: id, user_operation: rawOp(newSender(), '0x') }),
+      svc.sponsor(
+        { accountId: 'acct_else' },
+        { chain: NETWORK, policy_id: id, user_operation: rawOp(newSender(), '0x') },
+      ),
     )
     expect(theirs.status).toBe(404)
     expect((await refusal(sponsor(`gp_${'0'.repeat(24)}`, rawOp(newSender(), '0x')))).status).toBe(404)
     // Not an id `create` mints: refused before the lookup, as GET /gas/policies/:id does.
     expect((await refusal(sponsor('gp_missing', rawOp(newSender(), '0x')))).status).toBe(400)
     const chain = await refusal(
-      svc.sponsor(ACCOUNT, { chain: 'polygon', policy_id: id, user_operation: rawOp(newSender(), '0x') }),
+      svc.sponsor(
+        { accountId: ACCOUNT },
+        { chain: 'polygon', policy_id: id, user_operation: rawOp(newSender(), '0x') },
+      ),
     )
     expect(chain.message).toBe('chain: gas sponsorship is not configured for polygon')
     // 10 ETH deposited: 20M gas at 1,000 gwei may cost 20 ETH.
@@ -290,9 +305,9 @@ describe.each(storageBackends())('sponsorship rules on $name', (backend) => {
 
   it('bad requests name the field', async () => {
     const id = await policy({})
-    expect((await refusal(svc.sponsor(ACCOUNT, { chain: NETWORK, policy_id: id }))).message).toContain(
-      'user_operation: is required',
-    )
+    expect(
+      (await refusal(svc.sponsor({ accountId: ACCOUNT }, { chain: NETWORK, policy_id: id }))).message,
+    ).toContain('user_operation: is required')
     const noGas = { ...rawOp(newSender(), '0x'), callGasLimit: undefined }
     expect((await refusal(sponsor(id, noGas))).message).toBe('user_operation.callGasLimit is required')
     expect((await refusal(sponsor(id, { ...rawOp(newSender(), '0x'), sender: '0x12' }))).message).toContain(

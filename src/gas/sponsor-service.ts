@@ -4,6 +4,7 @@ import type { RpcCaller } from '../bundler/chain.ts'
 import type { EntryPointVersion, UserOperation } from '../bundler/types.ts'
 import { describeZodError } from '../config/validation.ts'
 import { invalidRequest, notFound } from '../errors.ts'
+import type { Viewer } from '../http/access.ts'
 import type { PriceSource } from '../prices/sources.ts'
 import type { Storage } from '../storage/database.ts'
 import { type Address, type Hex, isAddress, toLowerAddress } from '../types.ts'
@@ -162,7 +163,7 @@ export class SponsorService {
   }
 
   /** `POST /v1/gas/sponsor`: the spec's 2.11 body, reserved against the policy. */
-  async sponsor(accountId: string, raw: unknown): Promise<SponsorResult> {
+  async sponsor(viewer: Viewer, raw: unknown): Promise<SponsorResult> {
     if (typeof raw !== 'object' || raw === null || Array.isArray(raw))
       throw invalidRequest('body must be a JSON object')
     const body = sponsorBodySchema.safeParse(raw)
@@ -171,15 +172,15 @@ export class SponsorService {
     const net = this.net(chain, 'chain')
     const ref = this.paymasterFor(net, entryPoint, 'entryPoint')
     const op = parseSponsoredOp(user_operation, ref.version, { field: 'user_operation' })
-    return this.sign(accountId, policy_id, await this.prepare(net, ref, op))
+    return this.sign(viewer, policy_id, await this.prepare(net, ref, op))
   }
 
   /** ERC-7677 `pm_getPaymasterStubData`: data to estimate gas with; reserves nothing. */
-  async getPaymasterStubData(accountId: string, network: string, params: unknown) {
+  async getPaymasterStubData(viewer: Viewer, network: string, params: unknown) {
     const p = this.rpcParams(network, params)
     const op = parseSponsoredOp(p.op, p.ref.version, { field: 'userOperation', estimating: true })
     const prepared = await this.prepare(p.net, p.ref, op)
-    const policy = await this.check(accountId, p.policyId, prepared)
+    const policy = await this.check(viewer, p.policyId, prepared)
     // As many non-zero bytes as the final data can have: gas estimated on the stub covers it.
     const validity = encodeValidity(0xffffffffffff, VALIDITY_TAG_MAX)
     if (p.ref.version === 'v06')
@@ -205,10 +206,10 @@ export class SponsorService {
   }
 
   /** ERC-7677 `pm_getPaymasterData`: the signed data, reserved against the policy. */
-  async getPaymasterData(accountId: string, network: string, params: unknown) {
+  async getPaymasterData(viewer: Viewer, network: string, params: unknown) {
     const p = this.rpcParams(network, params)
     const op = parseSponsoredOp(p.op, p.ref.version, { field: 'userOperation' })
-    const r = await this.sign(accountId, p.policyId, await this.prepare(p.net, p.ref, op))
+    const r = await this.sign(viewer, p.policyId, await this.prepare(p.net, p.ref, op))
     if (p.ref.version === 'v06') return { paymasterAndData: r.paymasterAndData as Hex }
     return { paymaster: r.paymaster, paymasterData: r.paymasterData }
   }
@@ -292,10 +293,10 @@ export class SponsorService {
   }
 
   /** The stub's early answer: every rule, on counters read without a lock. */
-  private async check(accountId: string, policyId: string, p: Prepared) {
-    const policy = await this.policies.get(accountId, policyId)
+  private async check(viewer: Viewer, policyId: string, p: Prepared) {
+    const policy = await this.policies.get(viewer, policyId)
     if (!policy) throw notFound(`policy ${policyId} not found`)
-    const pre = precondition(policy, { accountId, chain: p.net.spec.slug })
+    const pre = precondition(policy, { ...viewer, chain: p.net.spec.slug })
     if (pre) throw pre
     const rules = compileRules(policy.rules as PolicyRules)
     const nowMs = this.now()
@@ -305,13 +306,13 @@ export class SponsorService {
     return policy
   }
 
-  private async sign(accountId: string, policyId: string, p: Prepared): Promise<SponsorResult> {
+  private async sign(viewer: Viewer, policyId: string, p: Prepared): Promise<SponsorResult> {
     const { op, ref, pmGas } = p
     const { chainId } = p.net.spec
     // Read before deciding: the v0.6 hash covers the paymaster's per-sender nonce.
     const senderNonce = op.version === 'v06' ? await this.senderNonce(p.net, ref.paymaster, op.sender) : 0n
     const outcome = await this.batcher.submit(policyId, {
-      accountId,
+      ...viewer,
       chain: p.net.spec.slug,
       facts: p.facts,
       entryPoint: ref.entryPoint,

@@ -55,8 +55,8 @@ describe.each(storageBackends())('sponsorship settlement on $name', (backend) =>
       const id = await policy()
       const acct = await TestAccount.create(fx, version)
       const op = await fx.mintOp(acct)
-      const r = await svc.sponsor(ACCOUNT, sponsorBody(op, id))
-      expect((await fx.policyService().get(ACCOUNT, id)).spend).toMatchObject({
+      const r = await svc.sponsor({ accountId: ACCOUNT }, sponsorBody(op, id))
+      expect((await fx.policyService().get({ accountId: ACCOUNT }, id)).spend).toMatchObject({
         operations: 1,
         settled_operations: 0,
         reserved_usd: r.sponsored_gas_usd,
@@ -70,7 +70,7 @@ describe.each(storageBackends())('sponsorship settlement on $name', (backend) =>
       const row = await svc.store.sponsorship(r.sponsorship_id)
       expect(row).toMatchObject({ state: 'settled', actual_cost_wei: cost.toString(), success: true })
       expect(row?.tx_hash).toBe(receipt.transactionHash)
-      const spend = (await fx.policyService().get(ACCOUNT, id)).spend
+      const spend = (await fx.policyService().get({ accountId: ACCOUNT }, id)).spend
       expect(spend).toMatchObject({
         operations: 1,
         settled_operations: 1,
@@ -85,7 +85,7 @@ describe.each(storageBackends())('sponsorship settlement on $name', (backend) =>
       expect(await settlement.settleLogs(NETWORK, receipt.logs as unknown as RawLog[])).toEqual([
         'already-settled',
       ])
-      expect((await fx.policyService().get(ACCOUNT, id)).spend).toEqual(spend)
+      expect((await fx.policyService().get({ accountId: ACCOUNT }, id)).spend).toEqual(spend)
     },
   )
 
@@ -93,14 +93,14 @@ describe.each(storageBackends())('sponsorship settlement on $name', (backend) =>
     const id = await policy()
     const acct = await TestAccount.create(fx, 'v07')
     const op = await fx.mintOp(acct)
-    const first = await svc.sponsor(ACCOUNT, sponsorBody(op, id))
-    const second = await svc.sponsor(ACCOUNT, sponsorBody(op, id))
-    expect((await fx.policyService().get(ACCOUNT, id)).spend.operations).toBe(2)
+    const first = await svc.sponsor({ accountId: ACCOUNT }, sponsorBody(op, id))
+    const second = await svc.sponsor({ accountId: ACCOUNT }, sponsorBody(op, id))
+    expect((await fx.policyService().get({ accountId: ACCOUNT }, id)).spend.operations).toBe(2)
     await fx.handleOps(await acct.sign(withSponsorship(op, first)))
     await pollToHead()
     expect((await svc.store.sponsorship(first.sponsorship_id))?.state).toBe('settled')
     expect((await svc.store.sponsorship(second.sponsorship_id))?.state).toBe('released')
-    expect((await fx.policyService().get(ACCOUNT, id)).spend).toMatchObject({
+    expect((await fx.policyService().get({ accountId: ACCOUNT }, id)).spend).toMatchObject({
       operations: 1,
       settled_operations: 1,
       reserved_wei: '0',
@@ -111,7 +111,7 @@ describe.each(storageBackends())('sponsorship settlement on $name', (backend) =>
     const id = await policy()
     const acct = await TestAccount.create(fx, 'v07')
     const op = await fx.mintOp(acct)
-    const r = await svc.sponsor(ACCOUNT, sponsorBody(op, id))
+    const r = await svc.sponsor({ accountId: ACCOUNT }, sponsorBody(op, id))
     settlement.start()
     try {
       await fx.handleOps(await acct.sign(withSponsorship(op, r)))
@@ -128,8 +128,8 @@ describe.each(storageBackends())('sponsorship settlement on $name', (backend) =>
   it('an unused signature is released once a block is past its validUntil; the limit frees up', async () => {
     const id = await policy({ max_operations: 1, sponsorship_expiry_seconds: 30 })
     const acct = await TestAccount.create(fx, 'v07')
-    const r = await svc.sponsor(ACCOUNT, sponsorBody(await fx.mintOp(acct), id))
-    await expect(svc.sponsor(ACCOUNT, sponsorBody(await fx.mintOp(acct), id))).rejects.toThrow(
+    const r = await svc.sponsor({ accountId: ACCOUNT }, sponsorBody(await fx.mintOp(acct), id))
+    await expect(svc.sponsor({ accountId: ACCOUNT }, sponsorBody(await fx.mintOp(acct), id))).rejects.toThrow(
       /max_operations/,
     )
     await pollToHead()
@@ -138,13 +138,13 @@ describe.each(storageBackends())('sponsorship settlement on $name', (backend) =>
     await rpc(fx.anvil.url, 'evm_mine', [])
     await pollToHead()
     expect((await svc.store.sponsorship(r.sponsorship_id))?.state).toBe('released')
-    expect((await fx.policyService().get(ACCOUNT, id)).spend).toMatchObject({
+    expect((await fx.policyService().get({ accountId: ACCOUNT }, id)).spend).toMatchObject({
       operations: 0,
       reserved_usd: '0',
       reserved_wei: '0',
     })
     fx.clock.ms = Number((await fx.client.getBlock()).timestamp) * 1000
-    await svc.sponsor(ACCOUNT, sponsorBody(await fx.mintOp(acct), id))
+    await svc.sponsor({ accountId: ACCOUNT }, sponsorBody(await fx.mintOp(acct), id))
     fx.clock.ms = null
   })
 })

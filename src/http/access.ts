@@ -2,7 +2,7 @@ import type { IncomingHttpHeaders } from 'node:http'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Scope } from '../auth/scopes.ts'
 import { ADMIN_TOKEN_HEADER, type AuthService, type Caller } from '../auth/service.ts'
-import type { Network } from '../chains/registry.ts'
+import type { Network, NetworkRegistry } from '../chains/registry.ts'
 import { forbidden, unauthorized } from '../errors.ts'
 import type { RouteScope } from './route.ts'
 
@@ -101,4 +101,33 @@ export function requireNetworkAccess(caller: Caller, network: Network): void {
       `test keys cannot access mainnet networks (${network.chain}/${network.network}); use a live key`,
     )
   }
+}
+
+/**
+ * Whose objects (webhooks, gas policies) a request sees: its account's, and for a test key only
+ * those on networks that are not mainnet. The environment rule covers objects as it covers
+ * networks: a test key is told 404 for a mainnet object, exactly as for another account's, and
+ * lists leave them out (their totals too). `networks` undefined: every network (a live key, or
+ * the account holder in the dashboard).
+ */
+export interface Viewer {
+  readonly accountId: string
+  /** The network slugs whose objects this viewer sees; undefined: all of them. */
+  readonly networks?: readonly string[]
+}
+
+export function visibleTo(caller: Caller, registry: NetworkRegistry): Viewer {
+  if (caller.env !== 'test') return { accountId: caller.accountId }
+  // Named by the networks configured now: an object on a network no longer configured (mainnet
+  // or not, nobody can tell) stays hidden from test keys.
+  const networks = registry
+    .all()
+    .filter((n) => !n.isMainnet)
+    .map((n) => n.slug)
+  return { accountId: caller.accountId, networks }
+}
+
+/** Whether `viewer` sees an object on network `slug` (for the checks a query cannot make). */
+export function sees(viewer: Viewer, slug: string): boolean {
+  return viewer.networks === undefined || viewer.networks.includes(slug)
 }

@@ -130,11 +130,13 @@ export async function checkTarget(
   for (const a of addresses) {
     const why = blockedReason(a.address, policy)
     if (why !== null) {
-      const via = isIP(host) ? '' : `host ${host} resolves to `
+      // A name's answers are never repeated: what an internal name resolves to would make the
+      // refusal a DNS oracle into the operator's network. A literal is the caller's own.
+      const reason = isIP(host) ? why : `host ${host} does not resolve to a public address`
       return {
         ok: false,
         kind: 'blocked_address',
-        reason: `${via}${why}; private and internal targets are refused`,
+        reason: `${reason}; private and internal targets are refused`,
       }
     }
   }

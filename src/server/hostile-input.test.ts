@@ -27,6 +27,8 @@ describe('hostile input on every route (PGlite)', () => {
   let storage: TestStorage
   let h: TestHalyard
   let key: string
+  /** A test key of another account: its requests on object routes run the environment filter. */
+  let testKey: string
   let origin: URL
   let routes: Route[] = []
   let undeclared: string[] = []
@@ -40,6 +42,7 @@ describe('hostile input on every route (PGlite)', () => {
       extra: { adminToken: ADMIN_TOKEN },
     })
     key = await h.createKey({ env: 'live' }) // no scopes given: all of them
+    testKey = await h.createKey({ env: 'test' })
     origin = new URL(h.halyard.origin)
     registered.clear()
     for (const f of routesFromTree(h.halyard.app.printRoutes({ commonPrefix: false })))
@@ -55,16 +58,42 @@ describe('hostile input on every route (PGlite)', () => {
     await anvil?.stop()
   })
 
-  const goodRequest = (r: Route): Req => ({
+  const goodRequest = (r: Route, apiKey = key): Req => ({
     method: r.method,
     path: fillPath(r),
     headers:
       r.kind === 'admin'
         ? { authorization: `Bearer ${ADMIN_TOKEN}` }
         : r.kind === 'keyed'
-          ? { 'x-api-key': key }
+          ? { 'x-api-key': apiKey }
           : {},
   })
+
+  /** Every case of the battery on `mine`, three at a time; the failures, each saying where. */
+  const sweep = async (group: string, mine: Route[], apiKey = key) => {
+    const jobs = mine.flatMap((r) =>
+      [...CASES, ...r.cases, ...pathCases(r)].filter((c) => c.when?.(r) ?? true).map((c) => ({ r, c })),
+    )
+    const failures: string[] = []
+    let next = 0
+    const worker = async () => {
+      while (next < jobs.length) {
+        const { r, c } = jobs[next++]!
+        const req = c.build(r, goodRequest(r, apiKey))
+        const where = `${r.method} ${r.url} [${c.name}] -> ${req.method} ${req.path.slice(0, 120)}`
+        try {
+          const ans = await send(origin, req)
+          const bad = violation(ans, c.mention?.(r))
+          if (bad) failures.push(`${where}\n    ${bad}; HTTP ${ans.status} ${ans.text.slice(0, 300)}`)
+        } catch (err) {
+          failures.push(`${where}\n    no answer: ${(err as Error).message}`)
+        }
+      }
+    }
+    await Promise.all([worker(), worker(), worker()])
+    console.log(`${group}: ${mine.length} routes, ${jobs.length} requests, ${failures.length} failing`)
+    return failures
+  }
 
   it('enumerates the routes from the app, each declared, and every route belongs to a group below', () => {
     expect(undeclared, 'routes served without a declaration (defineRoute)').toEqual([])
@@ -107,31 +136,22 @@ describe('hostile input on every route (PGlite)', () => {
 
   for (const [group, match] of GROUPS) {
     it(`answers hostile input with the error body: ${group}`, async () => {
-      const mine = routes.filter((r) => match(r.url))
-      const jobs = mine.flatMap((r) =>
-        [...CASES, ...r.cases, ...pathCases(r)].filter((c) => c.when?.(r) ?? true).map((c) => ({ r, c })),
+      const failures = await sweep(
+        group,
+        routes.filter((r) => match(r.url)),
       )
-      const failures: string[] = []
-      let next = 0
-      const worker = async () => {
-        while (next < jobs.length) {
-          const { r, c } = jobs[next++]!
-          const req = c.build(r, goodRequest(r))
-          const where = `${r.method} ${r.url} [${c.name}] -> ${req.method} ${req.path.slice(0, 120)}`
-          try {
-            const ans = await send(origin, req)
-            const bad = violation(ans, c.mention?.(r))
-            if (bad) failures.push(`${where}\n    ${bad}; HTTP ${ans.status} ${ans.text.slice(0, 300)}`)
-          } catch (err) {
-            failures.push(`${where}\n    no answer: ${(err as Error).message}`)
-          }
-        }
-      }
-      await Promise.all([worker(), worker(), worker()])
-      console.log(`${group}: ${mine.length} routes, ${jobs.length} requests, ${failures.length} failing`)
       expect(failures, `\n${failures.join('\n')}\n`).toEqual([])
     }, 300_000)
   }
+
+  // A test key's reads and writes of objects go through the environment filter (the networks
+  // it may see, http/access.ts visibleTo); mainnet objects themselves: environment-objects.test.ts.
+  it('answers hostile input with the error body: object routes with a test key', async () => {
+    const objects = routes.filter((r) => /^\/v1\/(webhooks|gas\/policies|gas\/sponsor)/.test(r.url))
+    expect(objects.length).toBeGreaterThanOrEqual(12)
+    const failures = await sweep('object routes, test key', objects, testKey)
+    expect(failures, `\n${failures.join('\n')}\n`).toEqual([])
+  }, 300_000)
 
   it('answers protocol-level garbage (before any route) with the error body and X-Request-Id', async () => {
     const host = `Host: ${origin.host}\r\nConnection: close\r\n`

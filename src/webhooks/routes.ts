@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import { z } from 'zod'
 import type { NetworkRegistry } from '../chains/registry.ts'
-import { requireNetworkAccess } from '../http/access.ts'
+import { requireNetworkAccess, visibleTo } from '../http/access.ts'
 import { idParam, pageQuery } from '../http/params.ts'
 import { defineRoute } from '../http/route.ts'
 import { EVENT_TYPES, eventTypeSchema, eventTypesSchema, MAX_ITEMS } from './config.ts'
@@ -11,7 +11,8 @@ import { view, type WebhookService } from './service.ts'
 /**
  * Spec 4.5 (+ history, test event and redelivery). Wire shapes only: every body and query is
  * declared with zod here and a violation is a 400 naming the field; logic lives in service.ts.
- * Webhooks belong to the caller's account (DESIGN.md); another account's id is a 404.
+ * Webhooks belong to the caller's account; another account's id is a 404, and so is a mainnet
+ * webhook for a test key (visibleTo), which lists leave out.
  */
 
 const url = (error: string) => z.string({ error }).meta({ example: 'https://receiver.example/hook' })
@@ -160,10 +161,6 @@ const deliveryList = z.object({
       status_code: z.number().int().nullable().describe('null: no HTTP answer (timeout, refused)'),
       error: z.string().nullable(),
       duration_ms: z.number().int(),
-      instance: z
-        .string()
-        .nullable()
-        .describe('the Halyard instance that made the attempt (HALYARD_INSTANCE_ID, or hostname:pid)'),
       created_at: timestamp,
     }),
   ),
@@ -206,7 +203,7 @@ export function registerWebhookRoutes(
     url: '/v1/webhooks',
     schema: { query: listQuery },
     responses: { 200: webhookList },
-    handler: ({ caller, query }) => webhooks.list(caller.accountId, query),
+    handler: ({ caller, query }) => webhooks.list(visibleTo(caller, networks), query),
   })
 
   defineRoute(app, {
@@ -215,7 +212,7 @@ export function registerWebhookRoutes(
     url: '/v1/webhooks/:id',
     schema: { params: byId },
     responses: { 200: webhook },
-    handler: async ({ caller, params }) => view(await webhooks.get(caller.accountId, params.id)),
+    handler: async ({ caller, params }) => view(await webhooks.get(visibleTo(caller, networks), params.id)),
   })
 
   defineRoute(app, {
@@ -224,7 +221,7 @@ export function registerWebhookRoutes(
     url: '/v1/webhooks/:id',
     schema: { params: byId, body: patchBody },
     responses: { 200: updatedWebhook },
-    handler: ({ caller, params, body }) => webhooks.update(caller.accountId, params.id, body),
+    handler: ({ caller, params, body }) => webhooks.update(visibleTo(caller, networks), params.id, body),
   })
 
   defineRoute(app, {
@@ -233,7 +230,7 @@ export function registerWebhookRoutes(
     url: '/v1/webhooks/:id',
     schema: { params: byId },
     responses: { 200: deletedWebhook },
-    handler: ({ caller, params }) => webhooks.delete(caller.accountId, params.id),
+    handler: ({ caller, params }) => webhooks.delete(visibleTo(caller, networks), params.id),
   })
 
   defineRoute(app, {
@@ -242,7 +239,8 @@ export function registerWebhookRoutes(
     url: '/v1/webhooks/:id/deliveries',
     schema: { params: byId, query: pageQuery(25) },
     responses: { 200: deliveryList },
-    handler: ({ caller, params, query }) => webhooks.deliveries(caller.accountId, params.id, query),
+    handler: ({ caller, params, query }) =>
+      webhooks.deliveries(visibleTo(caller, networks), params.id, query),
   })
 
   defineRoute(app, {
@@ -251,7 +249,7 @@ export function registerWebhookRoutes(
     url: '/v1/webhooks/:id/test',
     schema: { params: byId },
     responses: { 200: testEvent },
-    handler: ({ caller, params }) => webhooks.sendTest(caller.accountId, params.id),
+    handler: ({ caller, params }) => webhooks.sendTest(visibleTo(caller, networks), params.id),
   })
 
   defineRoute(app, {
@@ -260,7 +258,7 @@ export function registerWebhookRoutes(
     url: '/v1/webhooks/:id/rotate-secret',
     schema: { params: byId },
     responses: { 200: rotatedSecret },
-    handler: ({ caller, params }) => webhooks.rotateSecret(caller.accountId, params.id),
+    handler: ({ caller, params }) => webhooks.rotateSecret(visibleTo(caller, networks), params.id),
   })
 
   defineRoute(app, {
@@ -269,6 +267,7 @@ export function registerWebhookRoutes(
     url: '/v1/webhooks/:id/deliveries/:event_id/redeliver',
     schema: { params: z.object({ id: webhookId, event_id: eventId }) },
     responses: { 200: queuedEvent },
-    handler: ({ caller, params }) => webhooks.redeliver(caller.accountId, params.id, params.event_id),
+    handler: ({ caller, params }) =>
+      webhooks.redeliver(visibleTo(caller, networks), params.id, params.event_id),
   })
 }

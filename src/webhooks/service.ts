@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import type { NetworkRegistry } from '../chains/registry.ts'
 import { invalidRequest, notFound } from '../errors.ts'
+import type { Viewer } from '../http/access.ts'
 import type { Logger } from '../logger.ts'
 import type { DB } from '../storage/database.ts'
 import {
@@ -125,14 +126,15 @@ export class WebhookService {
     return { ...view(row), signing_secret: secret }
   }
 
-  async get(accountId: string, id: string): Promise<WebhookRow> {
-    const row = await store.get(this.db, accountId, id)
+  /** The webhook if `viewer` sees it; another account's, or a mainnet one for a test key, is a 404. */
+  async get(viewer: Viewer, id: string): Promise<WebhookRow> {
+    const row = await store.get(this.db, viewer, id)
     if (!row) throw notFound(`webhook ${id} not found`)
     return row
   }
 
-  async list(accountId: string, q: { page: number; limit: number; status?: string }) {
-    const { rows, total } = await store.list(this.db, accountId, q.status, q.limit, (q.page - 1) * q.limit)
+  async list(viewer: Viewer, q: { page: number; limit: number; status?: string }) {
+    const { rows, total } = await store.list(this.db, viewer, q.status, q.limit, (q.page - 1) * q.limit)
     return {
       webhooks: rows.map((r) => ({
         id: r.id,
@@ -149,7 +151,7 @@ export class WebhookService {
   }
 
   async update(
-    accountId: string,
+    viewer: Viewer,
     id: string,
     patch: {
       url?: string
@@ -160,7 +162,7 @@ export class WebhookService {
       event_types?: EventType[]
     },
   ) {
-    const row = await this.get(accountId, id)
+    const row = await this.get(viewer, id)
     const newTypes = chosenTypes(patch)
     if (row.status === 'disabled' && patch.status) {
       throw invalidRequest(
@@ -216,14 +218,14 @@ export class WebhookService {
     }
   }
 
-  async delete(accountId: string, id: string) {
-    if (!(await store.deleteWebhook(this.db, accountId, id))) throw notFound(`webhook ${id} not found`)
+  async delete(viewer: Viewer, id: string) {
+    if (!(await store.deleteWebhook(this.db, viewer, id))) throw notFound(`webhook ${id} not found`)
     return { id, deleted: true }
   }
 
   /** Queues a signed test event through the real delivery path (Svix/Stripe-style "send test"). */
-  async sendTest(accountId: string, id: string) {
-    const row = await this.get(accountId, id)
+  async sendTest(viewer: Viewer, id: string) {
+    const row = await this.get(viewer, id)
     const eventId = newEventId()
     const createdAt = new Date().toISOString()
     const data = sampleData(row.event_type as EventType, row.chain)
@@ -268,8 +270,8 @@ export class WebhookService {
    * both forms carry exactly one signature and a receiver comparing the header would reject a
    * second one. A lane already claimed at that moment may still go out under the old secret.
    */
-  async rotateSecret(accountId: string, id: string) {
-    await this.get(accountId, id)
+  async rotateSecret(viewer: Viewer, id: string) {
+    await this.get(viewer, id)
     const secret = generateSigningSecret()
     const updated = await store.update(this.db, id, { secret_enc: encryptSecret(secret, this.secretKey) })
     if (!updated) throw notFound(`webhook ${id} not found`)
@@ -284,8 +286,8 @@ export class WebhookService {
     }
   }
 
-  async redeliver(accountId: string, id: string, eventId: string) {
-    await this.get(accountId, id)
+  async redeliver(viewer: Viewer, id: string, eventId: string) {
+    await this.get(viewer, id)
     const ev = await store.event(this.db, id, eventId)
     if (!ev) throw notFound(`event ${eventId} not found for webhook ${id}`)
     if (ev.status === 'cancelled')
@@ -297,8 +299,8 @@ export class WebhookService {
     return { id: eventId, webhook_id: id, status: 'pending' }
   }
 
-  async deliveries(accountId: string, id: string, q: { page: number; limit: number }) {
-    await this.get(accountId, id)
+  async deliveries(viewer: Viewer, id: string, q: { page: number; limit: number }) {
+    await this.get(viewer, id)
     const { rows, total } = await store.attempts(this.db, id, q.limit, (q.page - 1) * q.limit)
     return {
       deliveries: rows.map((r) => ({
@@ -307,7 +309,8 @@ export class WebhookService {
         status_code: r.status_code,
         error: r.error,
         duration_ms: r.duration_ms,
-        instance: r.instance,
+        // Not `instance`: the process that made the attempt (hostname:pid by default) is the
+        // operator's to know (the webhook_attempts table, logs), not the tenant's.
         created_at: r.created_at.toISOString(),
       })),
       page: q.page,

@@ -1,4 +1,6 @@
 import { type Kysely, type Selectable, sql } from 'kysely'
+import type { Viewer } from '../http/access.ts'
+import { inList } from '../storage/filters.ts'
 import type { Database } from '../storage/schema.ts'
 import type { MatchKey } from './config.ts'
 import { enqueueMail, type Mail } from './outbox.ts'
@@ -33,13 +35,15 @@ export async function insertWebhook(
   })
 }
 
-export function get(db: Db, accountId: string, id: string): Promise<WebhookRow | undefined> {
-  return db
+/** The webhook `id` if `viewer` sees it: its account's, on a network it may see. */
+export function get(db: Db, viewer: Viewer, id: string): Promise<WebhookRow | undefined> {
+  let q = db
     .selectFrom('webhooks')
     .selectAll()
     .where('id', '=', id)
-    .where('account_id', '=', accountId)
-    .executeTakeFirst()
+    .where('account_id', '=', viewer.accountId)
+  if (viewer.networks) q = q.where(inList('chain', viewer.networks))
+  return q.executeTakeFirst()
 }
 
 export function getById(db: Db, id: string): Promise<WebhookRow | undefined> {
@@ -48,12 +52,13 @@ export function getById(db: Db, id: string): Promise<WebhookRow | undefined> {
 
 export async function list(
   db: Db,
-  accountId: string,
+  viewer: Viewer,
   status: string | undefined,
   limit: number,
   offset: number,
 ) {
-  let q = db.selectFrom('webhooks').where('account_id', '=', accountId)
+  let q = db.selectFrom('webhooks').where('account_id', '=', viewer.accountId)
+  if (viewer.networks) q = q.where(inList('chain', viewer.networks))
   if (status) q = q.where('status', '=', status)
   const [rows, count] = await Promise.all([
     q.selectAll().orderBy('created_at').orderBy('id').limit(limit).offset(offset).execute(),
@@ -92,13 +97,11 @@ export async function update(
   })
 }
 
-export async function deleteWebhook(db: Db, accountId: string, id: string): Promise<boolean> {
+export async function deleteWebhook(db: Db, viewer: Viewer, id: string): Promise<boolean> {
   return db.transaction().execute(async (trx) => {
-    const gone = await trx
-      .deleteFrom('webhooks')
-      .where('id', '=', id)
-      .where('account_id', '=', accountId)
-      .executeTakeFirst()
+    let q = trx.deleteFrom('webhooks').where('id', '=', id).where('account_id', '=', viewer.accountId)
+    if (viewer.networks) q = q.where(inList('chain', viewer.networks))
+    const gone = await q.executeTakeFirst()
     if (gone.numDeletedRows === 0n) return false
     await trx.deleteFrom('webhook_match_keys').where('webhook_id', '=', id).execute()
     // Undelivered events die with the webhook; history of delivered ones goes too.

@@ -40,7 +40,15 @@ export async function checkWebhookUrl(raw: string, policy: UrlPolicy, field = 'u
     resolve: policy.resolve,
     protocols: ['http:', 'https:'],
   })
-  if (!check.ok) throw invalidRequest(`${field}: ${check.reason}`)
+  if (!check.ok) {
+    // A name that does not resolve and one that resolves inside are told apart by nobody: the
+    // difference would say which internal names exist.
+    if (check.kind === 'dns')
+      throw invalidRequest(
+        `${field}: host ${url.hostname} does not resolve to a public address; private and internal targets are refused`,
+      )
+    throw invalidRequest(`${field}: ${check.reason}`)
+  }
   if (url.protocol === 'http:' && !isLoopback(check.address ?? '')) {
     throw invalidRequest(`${field}: http:// is allowed only to loopback in dev mode; use https://`)
   }

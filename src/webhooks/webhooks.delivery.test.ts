@@ -239,7 +239,7 @@ describeEachStorage('webhooks: delivery and API on $name', (backend) => {
     await refused({ ...base, url: 'https://[::1]:8443/' }, /^url: .*::1 is a loopback address/)
     await refused(
       { ...base, url: 'https://evil.test/hook' },
-      /^url: host evil\.test resolves to 10\.0\.0\.1 is a private address/,
+      /^url: host evil\.test does not resolve to a public address; private and internal targets are refused$/,
     )
     await refused(
       { ...base, url: `http://receiver.test:${receiver.port}/wh/aa` },

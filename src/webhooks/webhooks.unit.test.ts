@@ -52,8 +52,20 @@ describe('webhook target URLs', () => {
     expect(await checkWebhookUrl('https://10.1.2.3/h', allowed)).toBe('https://10.1.2.3/h')
     expect(await refusal(checkWebhookUrl('https://10.2.0.1/h', allowed))).toMatch(/private/)
     const hosts = { devMode: false, resolve: staticHosts('internal.test=192.168.1.5') }
-    expect(await refusal(checkWebhookUrl('https://internal.test/', hosts))).toMatch(
-      /^url: host internal\.test resolves to 192\.168\.1\.5 is a private address/,
+    // Neither what a name resolves to nor whether it resolves at all: no DNS oracle.
+    const internal = await refusal(checkWebhookUrl('https://internal.test/', hosts))
+    expect(internal).toBe(
+      'url: host internal.test does not resolve to a public address; private and internal targets are refused',
+    )
+    expect(internal).not.toContain('192.168')
+    const nxdomain = {
+      devMode: false,
+      resolve: async () => {
+        throw Object.assign(new Error('queryA ENOTFOUND'), { code: 'ENOTFOUND' })
+      },
+    }
+    expect(await refusal(checkWebhookUrl('https://nowhere.test/', nxdomain))).toBe(
+      'url: host nowhere.test does not resolve to a public address; private and internal targets are refused',
     )
     expect(await refusal(checkWebhookUrl(`https://x.test/${'a'.repeat(3000)}`, prod))).toMatch(/longer than/)
   })

@@ -4,10 +4,11 @@ import { bundlerRpcError } from '../../bundler/rpc.ts'
 import { parseEntryPoint, parseUserOperation } from '../../bundler/schema.ts'
 import type { BundlerService } from '../../bundler/service.ts'
 import { BundlerError } from '../../bundler/types.ts'
-import type { Network } from '../../chains/registry.ts'
+import type { Network, NetworkRegistry } from '../../chains/registry.ts'
 import { type GasPriceService, gweiToWei } from '../../gas/price-service.ts'
 import { NOT_CONFIGURED, paymasterRpcError } from '../../gas/sponsor-routes.ts'
 import type { SponsorService } from '../../gas/sponsor-service.ts'
+import { visibleTo } from '../../http/access.ts'
 import { RPC_INTERNAL_ERROR, RPC_METHOD_NOT_FOUND, RpcError, type RpcOutcome } from '../../jsonrpc.ts'
 import type { Logger } from '../../logger.ts'
 import { m } from '../../rpc/methods/row.ts'
@@ -74,6 +75,8 @@ export interface AccountKitDeps {
   sponsor: SponsorService | null
   bundler: BundlerService | null
   logger: Logger
+  /** Which networks' policies a caller sees (http/access.ts visibleTo). */
+  networks: NetworkRegistry
 }
 
 export function accountKitRows(deps: AccountKitDeps): MethodSpec[] {
@@ -103,7 +106,7 @@ export function accountKitRows(deps: AccountKitDeps): MethodSpec[] {
     const base = { ...p.userOperation, ...fees, signature: p.dummySignature }
     // The stub checks the policy before any gas is estimated, and gives the paymaster fields
     // the estimate must run with.
-    const stub = (await sponsor.getPaymasterStubData(x.caller.accountId, net, [
+    const stub = (await sponsor.getPaymasterStubData(visibleTo(x.caller, deps.networks), net, [
       base,
       entryPoint,
       chainId,
@@ -124,7 +127,7 @@ export function accountKitRows(deps: AccountKitDeps): MethodSpec[] {
       gas.paymasterPostOpGasLimit = toHex(apply(BigInt(pmp), o.paymasterPostOpGasLimit))
     }
     const final = { ...base, ...stubFields, ...gas }
-    const signed = await sponsor.getPaymasterData(x.caller.accountId, net, [
+    const signed = await sponsor.getPaymasterData(visibleTo(x.caller, deps.networks), net, [
       final,
       entryPoint,
       chainId,
