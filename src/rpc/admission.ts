@@ -1,12 +1,11 @@
 import type { Caller } from '../auth/service.ts'
 import type { Network } from '../chains/registry.ts'
 import { type HalyardError, invalidRequest } from '../errors.ts'
-import { scopeRefusal } from '../http/access.ts'
+import { decideCall, refusalRpcError } from '../http/access-decision.ts'
 import {
   type JsonRpcErrorObject,
   type JsonRpcId,
   type JsonRpcRequest,
-  RPC_FORBIDDEN,
   RPC_INVALID_REQUEST,
 } from '../jsonrpc.ts'
 import { parseEnvelope } from './envelope.ts'
@@ -29,7 +28,7 @@ export interface Call {
 
 export type Slot =
   | { readonly call: Call; readonly intercepted: boolean }
-  /** Refused up front: -32600 (envelope), -32601 (method), -32003 (scope). */
+  /** Refused up front: -32600 (envelope), -32601 (method), -32003 (scope, allowlists). */
   | { readonly id: JsonRpcId; readonly error: JsonRpcErrorObject; readonly call?: undefined }
 
 export type Admission =
@@ -57,7 +56,10 @@ export interface AdmissionContext {
   readonly registry?: MethodRegistry
 }
 
-/** One call: the method as the network serves it (-32601), the key's scope for it (-32003), its cost. */
+/**
+ * One call: the method as the network serves it (-32601), the access decision for it (-32003:
+ * scope, the key's allowed methods and contracts), its cost.
+ */
 function admitCall(
   network: Network,
   caller: Caller,
@@ -67,8 +69,9 @@ function admitCall(
   const found = registry.lookup(network, request.method)
   if (!found.ok) return { error: found.error }
   const spec = found.spec
-  if (!caller.scopes.has(spec.scope))
-    return { error: { code: RPC_FORBIDDEN, message: scopeRefusal(spec.scope, request.method) } }
+  // The access decision's call stage: the method's scope, the key's allowed methods and contracts.
+  const refused = decideCall({ caller, method: request.method, scope: spec.scope, params: request.params })
+  if (refused) return { error: refusalRpcError(refused) }
   return { call: { request, spec, computeUnits: spec.cost(request.params) } }
 }
 

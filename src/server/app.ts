@@ -12,6 +12,7 @@ import type { AuthService } from '../auth/service.ts'
 import type { NetworkRegistry } from '../chains/registry.ts'
 import { errorBody } from '../errors.ts'
 import type { Charger } from '../http/charge.ts'
+import { answerPreflight, corsHeaders, isApiPath } from '../http/cors.ts'
 import {
   answerClientError,
   answerConnect,
@@ -69,6 +70,8 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     // Every request is offered to the fast lanes first; one that none takes goes to Fastify.
     serverFactory: (handler) => {
       const server = createServer(http, (req, res) => {
+        // CORS preflights to the API (http/cors.ts) carry no key: answered here, before any route.
+        if (req.method === 'OPTIONS' && isApiPath(req.url)) return answerPreflight(req, res)
         for (const lane of lanes) if (lane(req, res)) return
         handler(req, res)
       })
@@ -99,6 +102,8 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     // Refusals the router makes before any route runs get the same error body as the rest.
     frameworkErrors: (err, request, reply) => {
       const mapped = toHalyardError(err, bodyLimit)
+      const origin = request.headers.origin
+      if (origin !== undefined && isApiPath(request.url)) (reply as FastifyReply).headers(corsHeaders(origin))
       ;(reply as FastifyReply)
         .status(mapped.status)
         .header('x-request-id', request.id)

@@ -15,6 +15,7 @@ import { MemoryRateLimiter } from '../limits/memory-limiter.ts'
 import { RedisRateLimiter } from '../limits/redis-limiter.ts'
 import { createLogger, type Logger } from '../logger.ts'
 import { Metrics } from '../metrics.ts'
+import { isKnownMethod } from '../rpc/methods/known.ts'
 import { describeMethod } from '../rpc/methods/registry.ts'
 import { openStorage, type Storage } from '../storage/database.ts'
 import { migrate } from '../storage/migrate.ts'
@@ -80,7 +81,7 @@ export async function startHalyard(opts: StartOptions): Promise<Halyard> {
       opts.poolFactory ?? managedPoolFactory({ metrics, logger, describe: describeMethod }),
     )
     const charger = new Charger(limiter, metrics)
-    const auth = new AuthService(new AuthStore(storage.db))
+    const auth = new AuthService(new AuthStore(storage.db), { knownMethod: isKnownMethod })
     const ctx: AppContext = {
       env,
       devMode: opts.devMode ?? false,
