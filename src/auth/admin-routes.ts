@@ -3,7 +3,8 @@ import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { z } from 'zod'
 import { forbidden, unauthorized } from '../errors.ts'
 import { definePublicRoute } from '../http/route.ts'
-import type { AuthService } from './service.ts'
+import { ALLOWLIST_NAMES, type AllowlistName } from './allowlists.ts'
+import type { AllowlistInput, AuthService } from './service.ts'
 
 /** The admin API's guard: loopback only, and the token the server wrote to its data dir. */
 export function makeAdminGuard(adminToken: string): (request: FastifyRequest) => Promise<void> {
@@ -38,6 +39,15 @@ export function registerAdminRoutes(app: FastifyInstance, auth: AuthService, adm
 
   const email = text.meta({ example: 'ops@example.com' })
   const plan = text.meta({ example: 'growth' })
+  // Each list: up to a few thousand entries on the wire (the service holds the real limits and
+  // names the bad entry); [] or null clears the list on an update.
+  const list = z.array(z.string().max(1000)).max(5000)
+  const lists = {
+    allowed_origins: list.meta({ example: ['https://app.example.com', '*.example.com'] }).optional(),
+    allowed_ips: list.meta({ example: ['203.0.113.7', '10.0.0.0/8'] }).optional(),
+    allowed_contracts: list.meta({ example: ['0x0000000000000000000000000000000000000001'] }).optional(),
+    allowed_methods: list.meta({ example: ['eth_blockNumber', 'eth_call'] }).optional(),
+  }
   const admin = { guard } as const
   const account = (a: { id: string; email: string; plan: string }) => ({
     id: a.id,
@@ -75,6 +85,7 @@ export function registerAdminRoutes(app: FastifyInstance, auth: AuthService, adm
           .meta({ example: ['rpc:read'] })
           .optional(),
         name: text.meta({ example: 'ci' }).optional(),
+        ...lists,
       }),
     },
     handler: async ({ body, reply }) => {
@@ -83,6 +94,7 @@ export function registerAdminRoutes(app: FastifyInstance, auth: AuthService, adm
         env: body.env,
         scopes: body.scopes,
         name: body.name,
+        allow: allowlistInput(body),
       })
       return reply.status(201).send(created)
     },
@@ -98,9 +110,37 @@ export function registerAdminRoutes(app: FastifyInstance, auth: AuthService, adm
 
   definePublicRoute(app, {
     ...admin,
+    method: 'PATCH',
+    url: '/admin/keys/:id',
+    schema: {
+      params: z.object({ id: text.meta({ example: 'key_does_not_exist' }) }),
+      body: z.object({
+        allowed_origins: lists.allowed_origins.nullable(),
+        allowed_ips: lists.allowed_ips.nullable(),
+        allowed_contracts: lists.allowed_contracts.nullable(),
+        allowed_methods: lists.allowed_methods.nullable(),
+      }),
+    },
+    handler: ({ params, body }) => auth.updateKeyAllowlists(params.id, allowlistInput(body)),
+  })
+
+  definePublicRoute(app, {
+    ...admin,
     method: 'POST',
     url: '/admin/keys/:id/revoke',
     schema: { params: z.object({ id: text.meta({ example: 'key_does_not_exist' }) }) },
     handler: ({ params }) => auth.revokeKey(params.id),
   })
+}
+
+type WireLists = Partial<Record<`allowed_${AllowlistName}`, readonly string[] | null | undefined>>
+
+/** The wire's `allowed_*` fields as the service's lists: absent = unchanged, null or [] = cleared. */
+export function allowlistInput(body: WireLists): AllowlistInput {
+  const out: AllowlistInput = {}
+  for (const name of ALLOWLIST_NAMES) {
+    const v = body[`allowed_${name}`]
+    if (v !== undefined) out[name] = v ?? []
+  }
+  return out
 }

@@ -4,6 +4,15 @@ import { HalyardError, invalidRequest, notFound, unauthorized } from '../errors.
 import { isUnlimited } from '../limits/limiter.ts'
 import { effectiveLimits, isPlanName, PLAN_NAMES, type PlanLimits, type PlanName } from '../limits/plans.ts'
 import {
+  ALLOWLIST_FIELDS,
+  ALLOWLIST_NAMES,
+  type AllowlistName,
+  compileAllowlists,
+  type KeyAllowlists,
+  type KnownMethod,
+  parseAllowlist,
+} from './allowlists.ts'
+import {
   displayPrefix,
   generateApiKey,
   hashApiKey,
@@ -12,7 +21,7 @@ import {
   newId,
 } from './key-format.ts'
 import { isScope, SCOPES, type Scope } from './scopes.ts'
-import type { AccountRow, AuthStore, KeyRow, KeyWithAccount } from './store.ts'
+import type { AccountRow, AllowlistPatch, AuthStore, KeyRow, KeyWithAccount } from './store.ts'
 
 /** Who is calling: everything the request path needs, resolved once per key and cached. */
 export interface Caller {
@@ -31,10 +40,15 @@ export interface Caller {
    * operator may call operator controls (methods of class `operator`, rpc/methods/spec.ts).
    */
   readonly operator?: true
+  /** The key's allowlists, compiled; undefined when it has none (http/access-decision.ts). */
+  readonly allow?: KeyAllowlists | undefined
 }
 
 /** The header that carries the admin token (the one in the data dir's admin file) to operator controls. */
 export const ADMIN_TOKEN_HEADER = 'x-halyard-admin-token'
+
+/** Lists to set on a key: each given list replaces the stored one; an empty one clears it. */
+export type AllowlistInput = Partial<Record<AllowlistName, readonly string[]>>
 
 export interface KeyView {
   id: string
@@ -47,6 +61,11 @@ export interface KeyView {
   revoked_at: string | null
   /** When the key last authenticated, to within a flush interval; null if never since recorded. */
   last_used_at: string | null
+  /** Allowlists (README, "From a browser"); empty = no restriction. */
+  allowed_origins: string[]
+  allowed_ips: string[]
+  allowed_contracts: string[]
+  allowed_methods: string[]
 }
 
 export interface CreatedKey extends KeyView {
@@ -96,6 +115,11 @@ export interface AuthServiceOptions {
   operatorEmails?: readonly string[]
   /** The loopback admin API's token: presented in ADMIN_TOKEN_HEADER from loopback, it makes a caller the operator. */
   adminToken?: string | undefined
+  /**
+   * Which JSON-RPC method names an allowed-methods list may hold (the method registries,
+   * rpc/methods/known.ts). Default: any well-formed name.
+   */
+  knownMethod?: KnownMethod
 }
 
 export class AuthService {
@@ -106,6 +130,7 @@ export class AuthService {
   private readonly now: () => number
   private readonly operatorEmails: ReadonlySet<string>
   private readonly adminToken: Buffer | undefined
+  private readonly knownMethod: KnownMethod
   private readonly queued: QueuedLookup[] = []
   private running = 0
   private lookups = 0
@@ -125,6 +150,7 @@ export class AuthService {
     this.now = opts.now ?? Date.now
     this.operatorEmails = new Set((opts.operatorEmails ?? []).map((e) => e.trim().toLowerCase()))
     this.adminToken = opts.adminToken ? Buffer.from(opts.adminToken) : undefined
+    this.knownMethod = opts.knownMethod ?? (() => true)
   }
 
   /**
@@ -190,6 +216,7 @@ export class AuthService {
     env: string
     scopes?: string[] | undefined
     name?: string | undefined
+    allow?: AllowlistInput | undefined
   }): Promise<CreatedKey> {
     if (opts.env !== 'live' && opts.env !== 'test') throw invalidRequest('env: must be live or test')
     const scopes = opts.scopes && opts.scopes.length > 0 ? opts.scopes : [...SCOPES]
@@ -199,6 +226,7 @@ export class AuthService {
     }
     if (opts.name !== undefined && opts.name.length > 100)
       throw invalidRequest('name: at most 100 characters')
+    const lists = this.allowlistPatch(opts.allow ?? {})
     const account = await this.accountByEmail(opts.accountEmail)
     const key = generateApiKey(opts.env)
     const row = await this.store.insertKey({
@@ -209,8 +237,40 @@ export class AuthService {
       display_prefix: displayPrefix(key),
       name: opts.name ?? null,
       scopes: [...new Set(scopes)],
+      ...lists,
     })
     return { ...keyView(row), key }
+  }
+
+  /** Validates lists (400 naming the list and entry) into the columns they replace. */
+  allowlistPatch(input: AllowlistInput): AllowlistPatch {
+    const patch: AllowlistPatch = {}
+    for (const name of ALLOWLIST_NAMES) {
+      const entries = input[name]
+      if (entries !== undefined)
+        patch[ALLOWLIST_FIELDS[name] as keyof AllowlistPatch] = parseAllowlist(
+          name,
+          entries,
+          this.knownMethod,
+        )
+    }
+    return patch
+  }
+
+  /**
+   * Replaces the allowlists `input` names on a key (the others are kept). Takes effect on this
+   * instance at once and everywhere within the auth cache's second. `accountId`, when given,
+   * must own the key (the dashboard): another account's key is a 404 like an unknown one.
+   */
+  async updateKeyAllowlists(keyId: string, input: AllowlistInput, accountId?: string): Promise<KeyView> {
+    const patch = this.allowlistPatch(input)
+    const existing = await this.store.keyById(keyId)
+    if (!existing || (accountId !== undefined && existing.account_id !== accountId))
+      throw notFound(`key: no key with id ${keyId.slice(0, 100)}`)
+    if (Object.keys(patch).length === 0) return keyView(existing)
+    const row = await this.store.updateAllowlists(keyId, patch)
+    this.invalidate()
+    return keyView(row ?? existing)
   }
 
   async listKeys(accountEmail: string): Promise<KeyView[]> {
@@ -426,6 +486,12 @@ function callerOf(row: KeyWithAccount | undefined, operatorEmails: ReadonlySet<s
     limits,
     unlimited: isUnlimited(limits),
     ...(operatorEmails.has(row.email) ? { operator: true as const } : {}),
+    allow: compileAllowlists({
+      origins: row.allowed_origins,
+      ips: row.allowed_ips,
+      contracts: row.allowed_contracts,
+      methods: row.allowed_methods,
+    }),
   }
 }
 
@@ -440,5 +506,9 @@ function keyView(row: KeyRow): KeyView {
     created_at: row.created_at.toISOString(),
     revoked_at: row.revoked_at ? row.revoked_at.toISOString() : null,
     last_used_at: row.last_used_at ? row.last_used_at.toISOString() : null,
+    allowed_origins: row.allowed_origins,
+    allowed_ips: row.allowed_ips,
+    allowed_contracts: row.allowed_contracts,
+    allowed_methods: row.allowed_methods,
   }
 }

@@ -24,6 +24,11 @@ export interface ApiKeysTable {
   revoked_at: Date | null
   /** Set in batches by AuthService's last-used flush (migration 0090); lags by up to a flush. */
   last_used_at: Generated<Date | null>
+  /** Per-key allowlists (migration 0130, auth/allowlists.ts): empty = no restriction. */
+  allowed_origins: Generated<string[]>
+  allowed_ips: Generated<string[]>
+  allowed_contracts: Generated<string[]>
+  allowed_methods: Generated<string[]>
 }
 
 export interface AuthTables {
@@ -47,7 +52,16 @@ export interface KeyWithAccount {
   limit_rps: number | null
   limit_rpd: string | null
   limit_cups: number | null
+  allowed_origins: string[]
+  allowed_ips: string[]
+  allowed_contracts: string[]
+  allowed_methods: string[]
 }
+
+/** A change to a key's allowlists: each list given replaces the stored one ([] clears it). */
+export type AllowlistPatch = Partial<
+  Pick<KeyRow, 'allowed_origins' | 'allowed_ips' | 'allowed_contracts' | 'allowed_methods'>
+>
 
 export class AuthStore {
   constructor(private readonly db: DB) {}
@@ -68,7 +82,9 @@ export class AuthStore {
     await this.db.updateTable('accounts').set({ plan }).where('id', '=', accountId).execute()
   }
 
-  insertKey(row: Omit<KeyRow, 'created_at' | 'revoked_at' | 'last_used_at'>): Promise<KeyRow> {
+  insertKey(
+    row: Omit<KeyRow, 'created_at' | 'revoked_at' | 'last_used_at' | keyof AllowlistPatch> & AllowlistPatch,
+  ): Promise<KeyRow> {
     return this.db.insertInto('api_keys').values(row).returningAll().executeTakeFirstOrThrow()
   }
 
@@ -109,6 +125,10 @@ export class AuthStore {
         'k.env',
         'k.scopes',
         'k.revoked_at',
+        'k.allowed_origins',
+        'k.allowed_ips',
+        'k.allowed_contracts',
+        'k.allowed_methods',
         'a.id as account_id',
         'a.email',
         'a.plan',
@@ -122,6 +142,11 @@ export class AuthStore {
   async touchKeys(ids: readonly string[]): Promise<void> {
     if (ids.length === 0) return
     await sql`update api_keys set last_used_at = now() where id = any(${[...ids]}::text[])`.execute(this.db)
+  }
+
+  /** Replaces the lists the patch names; the row after the change, or undefined for an unknown id. */
+  updateAllowlists(id: string, patch: AllowlistPatch): Promise<KeyRow | undefined> {
+    return this.db.updateTable('api_keys').set(patch).where('id', '=', id).returningAll().executeTakeFirst()
   }
 
   async revokeKey(id: string): Promise<boolean> {

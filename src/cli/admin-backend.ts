@@ -1,10 +1,11 @@
-import type { CreatedKey, KeyView } from '../auth/service.ts'
+import type { AllowlistInput, CreatedKey, KeyView } from '../auth/service.ts'
 import { AuthService } from '../auth/service.ts'
 import type { AccountRow } from '../auth/store.ts'
 import { AuthStore } from '../auth/store.ts'
 import type { Env } from '../config/env.ts'
 import { loginLinkFor } from '../dashboard/login-link.ts'
 import { createLoginLink } from '../dashboard/sessions.ts'
+import { isKnownMethod } from '../rpc/methods/known.ts'
 import { openStorage } from '../storage/database.ts'
 import { migrate } from '../storage/migrate.ts'
 import { type AdminFile, readAdminFile } from './data-dir.ts'
@@ -15,8 +16,16 @@ type AccountView = Pick<AccountRow, 'id' | 'email' | 'plan'>
 export interface AdminBackend {
   createAccount(email: string, plan?: string): Promise<AccountView>
   setPlan(email: string, plan: string): Promise<AccountView>
-  createKey(opts: { account: string; env: string; scopes?: string[]; name?: string }): Promise<CreatedKey>
+  createKey(opts: {
+    account: string
+    env: string
+    scopes?: string[]
+    name?: string
+    allow?: AllowlistInput
+  }): Promise<CreatedKey>
   listKeys(account: string): Promise<KeyView[]>
+  /** Replaces the allowlists `allow` names ([] clears one). */
+  updateKey(id: string, allow: AllowlistInput): Promise<KeyView>
   revokeKey(id: string): Promise<KeyView>
   /** A one-time dashboard sign-in link for the account, pointing at `baseUrl` (or the public URL). */
   loginLink(account: string, baseUrl: string | undefined): Promise<string>
@@ -32,13 +41,15 @@ export async function openAdminBackend(env: Env): Promise<AdminBackend> {
   if (running) return new HttpAdminBackend(running)
   const storage = await openStorage({ databaseUrl: env.DATABASE_URL, dataDir: env.dataDir })
   await migrate(storage.db)
-  const auth = new AuthService(new AuthStore(storage.db))
+  const auth = new AuthService(new AuthStore(storage.db), { knownMethod: isKnownMethod })
   const view = (a: AccountRow): AccountView => ({ id: a.id, email: a.email, plan: a.plan })
   return {
     createAccount: async (email, plan) => view(await auth.createAccount(email, plan)),
     setPlan: async (email, plan) => view(await auth.setPlan(email, plan)),
-    createKey: (o) => auth.createKey({ accountEmail: o.account, env: o.env, scopes: o.scopes, name: o.name }),
+    createKey: (o) =>
+      auth.createKey({ accountEmail: o.account, env: o.env, scopes: o.scopes, name: o.name, allow: o.allow }),
     listKeys: (account) => auth.listKeys(account),
+    updateKey: (id, allow) => auth.updateKeyAllowlists(id, allow),
     revokeKey: (id) => auth.revokeKey(id),
     loginLink: (account, baseUrl) =>
       loginLinkFor(
@@ -75,8 +86,12 @@ class HttpAdminBackend implements AdminBackend {
   setPlan(email: string, plan: string) {
     return this.call<AccountView>('POST', '/admin/accounts/plan', { email, plan })
   }
-  createKey(o: { account: string; env: string; scopes?: string[]; name?: string }) {
-    return this.call<CreatedKey>('POST', '/admin/keys', o)
+  createKey(o: { account: string; env: string; scopes?: string[]; name?: string; allow?: AllowlistInput }) {
+    const { allow, ...rest } = o
+    return this.call<CreatedKey>('POST', '/admin/keys', { ...rest, ...wireLists(allow ?? {}) })
+  }
+  updateKey(id: string, allow: AllowlistInput) {
+    return this.call<KeyView>('PATCH', `/admin/keys/${encodeURIComponent(id)}`, wireLists(allow))
   }
   async listKeys(account: string) {
     return (await this.call<{ keys: KeyView[] }>('GET', `/admin/keys?account=${encodeURIComponent(account)}`))
@@ -91,4 +106,11 @@ class HttpAdminBackend implements AdminBackend {
     return (await this.call<{ url: string }>('POST', '/admin/login-links', body)).url
   }
   async close() {}
+}
+
+/** The admin API's `allowed_*` fields for the lists given. */
+function wireLists(allow: AllowlistInput): Record<string, readonly string[]> {
+  const out: Record<string, readonly string[]> = {}
+  for (const [name, entries] of Object.entries(allow)) if (entries) out[`allowed_${name}`] = entries
+  return out
 }

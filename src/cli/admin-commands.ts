@@ -1,9 +1,19 @@
 import { parseArgs } from 'node:util'
+import { ALLOWLIST_NAMES, splitList } from '../auth/allowlists.ts'
+import type { AllowlistInput, KeyView } from '../auth/service.ts'
 import type { Env } from '../config/env.ts'
 import { openAdminBackend } from './admin-backend.ts'
 import { UsageError } from './usage.ts'
 
-/** `accounts create|set-plan|login-link` and `keys create|list|revoke`. */
+/** Prints a key's allowlists, one line each; "any" where a list is empty (no restriction). */
+function printLists(k: KeyView): void {
+  for (const name of ALLOWLIST_NAMES) {
+    const entries = k[`allowed_${name}`]
+    console.log(`  allowed ${name}: ${entries.length ? entries.join(',') : 'any'}`)
+  }
+}
+
+/** `accounts create|set-plan|login-link` and `keys create|list|update|revoke`. */
 export async function runAdminCommand(group: string, argv: string[], env: Env): Promise<void> {
   const [sub, ...rest] = argv
   const { values, positionals } = parseArgs({
@@ -16,6 +26,14 @@ export async function runAdminCommand(group: string, argv: string[], env: Env): 
       scopes: { type: 'string' },
       name: { type: 'string' },
       'base-url': { type: 'string' },
+      'allowed-origins': { type: 'string' },
+      'allowed-ips': { type: 'string' },
+      'allowed-contracts': { type: 'string' },
+      'allowed-methods': { type: 'string' },
+      'clear-allowed-origins': { type: 'boolean' },
+      'clear-allowed-ips': { type: 'boolean' },
+      'clear-allowed-contracts': { type: 'boolean' },
+      'clear-allowed-methods': { type: 'boolean' },
     },
     allowPositionals: true,
     strict: true,
@@ -24,6 +42,17 @@ export async function runAdminCommand(group: string, argv: string[], env: Env): 
     const v = values[name]
     if (typeof v !== 'string' || v === '') throw new UsageError(`${group} ${sub}: --${name} is required`)
     return v
+  }
+
+  // `--allowed-X A,B` sets a list, `--clear-allowed-X` (or `--allowed-X ''`) empties it.
+  const allow: AllowlistInput = {}
+  for (const name of ALLOWLIST_NAMES) {
+    const given = values[`allowed-${name}`]
+    const clear = values[`clear-allowed-${name}`] === true
+    if (clear && given !== undefined && given !== '')
+      throw new UsageError(`${group} ${sub}: --allowed-${name} and --clear-allowed-${name} together`)
+    if (clear) allow[name] = []
+    else if (given !== undefined) allow[name] = splitList(given)
   }
 
   const backend = await openAdminBackend(env)
@@ -48,8 +77,10 @@ export async function runAdminCommand(group: string, argv: string[], env: Env): 
         env: need('env'),
         ...(scopes ? { scopes } : {}),
         ...(values.name ? { name: values.name } : {}),
+        allow,
       })
       console.log(`key ${k.id} env=${k.env} scopes=${k.scopes.join(',')}${k.name ? ` name=${k.name}` : ''}`)
+      printLists(k)
       console.log('This key is shown once; store it now:')
       console.log(k.key)
     } else if (group === 'keys' && sub === 'list') {
@@ -59,6 +90,14 @@ export async function runAdminCommand(group: string, argv: string[], env: Env): 
         console.log(`${k.id}\t${k.prefix}\t${k.env}\t${state}\t${k.scopes.join(',')}\t${k.name ?? ''}`)
       }
       if (keys.length === 0) console.log('no keys')
+    } else if (group === 'keys' && sub === 'update') {
+      const id = positionals[0]
+      if (!id) throw new UsageError('keys update: KEY_ID is required')
+      if (Object.keys(allow).length === 0)
+        throw new UsageError('keys update: give at least one --allowed-… or --clear-allowed-… flag')
+      const k = await backend.updateKey(id, allow)
+      console.log(`key ${k.id} updated`)
+      printLists(k)
     } else if (group === 'keys' && sub === 'revoke') {
       const id = positionals[0]
       if (!id) throw new UsageError('keys revoke: KEY_ID is required')

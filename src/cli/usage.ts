@@ -15,7 +15,11 @@ export const USAGE = `usage: halyard <command>
   accounts set-plan --account E --plan P
   accounts login-link --account E [--base-url URL]   one-time dashboard sign-in link
   keys create --account E --env test|live [--scopes a,b] [--name N]
+              [--allowed-origins A,B] [--allowed-ips C] [--allowed-contracts D] [--allowed-methods E]
   keys list --account E
+  keys update KEY_ID [--allowed-origins A,B | --clear-allowed-origins] [--allowed-ips …]
+              [--clear-allowed-ips] [--allowed-contracts …] [--clear-allowed-contracts]
+              [--allowed-methods …] [--clear-allowed-methods]   (a list given replaces the old one)
   keys revoke KEY_ID
 
 environment: HALYARD_HOST, HALYARD_PORT, HALYARD_DATA_DIR, HALYARD_CONFIG, DATABASE_URL,

@@ -18,7 +18,7 @@ import { SmtpSink } from '../webhooks/testdata/smtp-sink.ts'
  * a real HTTP receiver for webhooks (dev mode allows http:// to loopback). Nothing is faked.
  */
 export const CHROMIUM = '/usr/bin/chromium'
-const ARGS = [
+export const CHROMIUM_ARGS = [
   '--headless',
   '--no-sandbox',
   '--disable-gpu',
@@ -97,7 +97,7 @@ export function browserFixture(opts: { sponsorship?: boolean } = {}): BrowserFix
       },
     })
     fx.origin = fx.h.halyard.origin
-    fx.browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS })
+    fx.browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS })
   })
   afterAll(async () => {
     await fx.browser?.close()

@@ -7,6 +7,7 @@ import type { WebhookService } from '../webhooks/service.ts'
 import { DashboardRoutes } from './route.ts'
 import { registerAuthPages } from './routes-auth.ts'
 import { registerGasPages } from './routes-gas.ts'
+import { registerKeyAccessPages } from './routes-key-access.ts'
 import { registerKeyPages } from './routes-keys.ts'
 import { registerOverviewPages } from './routes-overview.ts'
 import { registerWebhookPages } from './routes-webhooks.ts'
@@ -96,6 +97,7 @@ export function registerDashboard(host: FeatureHost, deps: { webhooks: WebhookSe
     }
     registerAuthPages(routes)
     registerKeyPages(routes, ctx.auth)
+    registerKeyAccessPages(routes, ctx.auth)
     registerWebhookPages(routes, deps.webhooks, ctx.networks, ctx.storage.db)
     registerGasPages(routes, host.services.sponsorship.policies, ctx.networks)
     registerOverviewPages(routes, host)

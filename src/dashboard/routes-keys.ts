@@ -1,4 +1,5 @@
 import { z } from 'zod'
+import { ALLOWLIST_NAMES } from '../auth/allowlists.ts'
 import { SCOPES } from '../auth/scopes.ts'
 import type { AuthService, KeyView } from '../auth/service.ts'
 import { notFound } from '../errors.ts'
@@ -27,7 +28,7 @@ export function registerKeyPages(r: DashboardRoutes, auth: AuthService): void {
     })
 
   r.signedIn('GET', KEYS, async ({ request, session }) =>
-    page(session, doneNotice(request.query, { revoked: 'Key revoked.' })),
+    page(session, doneNotice(request.query, { revoked: 'Key revoked.', access: 'Allowlists saved.' })),
   )
 
   r.signedIn('POST', KEYS, async ({ session, form }) => {
@@ -82,16 +83,24 @@ async function ownKey(auth: AuthService, session: SessionWithAccount, id: string
 function keyTable(keys: KeyView[]): Html {
   if (keys.length === 0) return html`<p>No keys yet.</p>`
   return html`<table><caption class="muted">Last used is recorded every few seconds, so it may lag a little.</caption>
-<thead><tr><th scope="col">Name</th><th scope="col">Env</th><th scope="col">Prefix</th><th scope="col">Scopes</th><th scope="col">Created</th><th scope="col">Last used</th><th scope="col">Status</th><th scope="col"><span class="muted">Action</span></th></tr></thead><tbody>
+<thead><tr><th scope="col">Name</th><th scope="col">Env</th><th scope="col">Prefix</th><th scope="col">Scopes</th><th scope="col">Created</th><th scope="col">Last used</th><th scope="col">Allowlists</th><th scope="col">Status</th><th scope="col"><span class="muted">Action</span></th></tr></thead><tbody>
 ${keys.map(
   (
     k,
   ) => html`<tr><td>${k.name ?? html`<span class="muted">(unnamed)</span>`}</td><td>${k.env}</td><td><code>${k.prefix}</code></td>
 <td>${k.scopes.join(', ')}</td><td>${when(k.created_at)}</td><td>${k.last_used_at ? when(k.last_used_at) : html`<span class="muted">never</span>`}</td>
+<td>${allowSummary(k)}${k.revoked_at ? '' : html` <a href="${KEYS}/${k.id}/access">Edit<span class="skip"> allowlists of ${k.name ?? k.prefix}</span></a>`}</td>
 <td>${k.revoked_at ? html`<span class="status-revoked">revoked</span> ${when(k.revoked_at)}` : html`<span class="status-active">active</span>`}</td>
 <td>${k.revoked_at ? '' : html`<a href="${KEYS}/${k.id}/revoke">Revoke<span class="skip"> ${k.name ?? k.prefix}</span></a>`}</td></tr>`,
 )}
 </tbody></table>`
+}
+
+/** "none" or the lists a key has, with their sizes: `origins (2), methods (5)`. */
+function allowSummary(k: KeyView): Html | string {
+  const set = ALLOWLIST_NAMES.filter((n) => k[`allowed_${n}`].length > 0)
+  if (set.length === 0) return html`<span class="muted">none</span>`
+  return set.map((n) => `${n} (${k[`allowed_${n}`].length})`).join(', ')
 }
 
 function createForm(session: SessionWithAccount): Html {

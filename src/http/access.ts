@@ -1,10 +1,9 @@
 import type { IncomingHttpHeaders } from 'node:http'
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import type { Scope } from '../auth/scopes.ts'
 import { ADMIN_TOKEN_HEADER, type AuthService, type Caller } from '../auth/service.ts'
 import type { Network, NetworkRegistry } from '../chains/registry.ts'
-import { forbidden, unauthorized } from '../errors.ts'
-import type { RouteScope } from './route.ts'
+import { unauthorized } from '../errors.ts'
+import { decideNetwork, refusalError } from './access-decision.ts'
 
 /** The key in a request's headers: `X-API-Key`, then `Authorization: Bearer`. */
 export function headerKey(headers: IncomingHttpHeaders): string | undefined {
@@ -77,30 +76,10 @@ export function makeAuthHook(auth: AuthService) {
   }
 }
 
-/** Whether a caller's scopes satisfy a route's. */
-function hasScope(caller: Caller, scope: RouteScope): boolean {
-  if (scope === 'any-key') return true
-  if (typeof scope === 'string') return caller.scopes.has(scope)
-  return scope.some((s) => caller.scopes.has(s))
-}
-
-/** The one scope refusal: names the scope (the first of alternatives) and what needed it. */
-export function scopeRefusal(scope: Scope, what: string): string {
-  return `this API key lacks the ${scope} scope required for ${what}`
-}
-
-export function requireScope(caller: Caller, scope: RouteScope, what: string): void {
-  if (scope === 'any-key' || hasScope(caller, scope)) return
-  throw forbidden(scopeRefusal(typeof scope === 'string' ? scope : scope[0], what))
-}
-
-/** A test key may not touch any mainnet network (spec section 5). */
+/** A network named in a body (wallets, webhooks, policies): the access decision's environment rule. */
 export function requireNetworkAccess(caller: Caller, network: Network): void {
-  if (caller.env === 'test' && network.isMainnet) {
-    throw forbidden(
-      `test keys cannot access mainnet networks (${network.chain}/${network.network}); use a live key`,
-    )
-  }
+  const refused = decideNetwork(caller, network)
+  if (refused) throw refusalError(refused)
 }
 
 /**

@@ -7,6 +7,7 @@ import { errorBody } from '../errors.ts'
 import type { Logger } from '../logger.ts'
 import type { Metrics } from '../metrics.ts'
 import { rememberRequestId, toHalyardError } from './errors.ts'
+import type { ClientAddress } from './peer.ts'
 
 /**
  * The fast lane: a route may answer its commonest requests on the raw `node:http` request,
@@ -26,6 +27,8 @@ export interface FastLaneHost {
   readonly lanes: FastLane[]
   readonly auth: AuthService
   readonly networks: NetworkRegistry
+  /** The client's address for the allowed-IPs list (http/peer.ts). */
+  readonly clientAddress: ClientAddress
   readonly bodyLimit: number
   readonly workerIndex: string | undefined
   /** Fastify's own JSON parser (prototype poisoning refused), so both paths parse alike. */

@@ -3,15 +3,20 @@ import type { AuthService, Caller } from '../auth/service.ts'
 import type { Network, NetworkRegistry } from '../chains/registry.ts'
 import { invalidRequest } from '../errors.ts'
 import type { Metrics } from '../metrics.ts'
-import { makeAuthHook, requireNetworkAccess, requireScope } from './access.ts'
+import { makeAuthHook } from './access.ts'
+import { decideRequest, refusalError } from './access-decision.ts'
 import type { Charger } from './charge.ts'
+import { corsHeaders, isApiPath } from './cors.ts'
 import { installErrorHandling } from './errors.ts'
 import { parseInput } from './params.ts'
+import type { ClientAddress } from './peer.ts'
 import type { ChainKind, NetworkBinding, RouteMeta } from './route.ts'
 import './context.ts'
 
 export interface GateDeps {
   readonly networks: NetworkRegistry
+  /** The client's address for the allowed-IPs list (http/peer.ts). */
+  readonly clientAddress: ClientAddress
   readonly charger: Charger
 }
 
@@ -38,22 +43,31 @@ function requireKind(network: Network, meta: RouteMeta): void {
 }
 
 /**
- * THE check every declared route passes before its handler, in this order: network (404), test
- * key on mainnet (403), scope (403), network kind (400), path/query/body (400), then the charge
+ * THE check every declared route passes before its handler, in this order: network (404), the
+ * access decision (403: the key's allowed IPs and origins, test key on mainnet, scope;
+ * http/access-decision.ts), network kind (400), path/query/body (400), then the charge
  * (429 with the rate-limit headers; skipped when the handler charges itself). A refusal before
  * the charge costs one request and no compute units (http/errors.ts).
  */
-export function gate(request: FastifyRequest, meta: RouteMeta, networks: NetworkRegistry): void {
+export function gate(request: FastifyRequest, meta: RouteMeta, deps: GateDeps): void {
   if (meta.access !== 'public') {
     // The auth hook has set the caller of every route that is not public.
     const caller = request.caller as Caller
+    let network: Network | undefined
     if (meta.network) {
-      const network = resolveNetwork(networks, meta.network, request.params as Record<string, string>)
+      network = resolveNetwork(deps.networks, meta.network, request.params as Record<string, string>)
       request.network = network
-      requireNetworkAccess(caller, network)
-      requireScope(caller, meta.access.scope, meta.what)
-      requireKind(network, meta)
-    } else requireScope(caller, meta.access.scope, meta.what)
+    }
+    const refused = decideRequest({
+      caller,
+      network,
+      scope: meta.access.scope,
+      what: meta.what,
+      origin: request.headers.origin,
+      ip: deps.clientAddress(request.raw),
+    })
+    if (refused) throw refusalError(refused)
+    if (network) requireKind(network, meta)
   }
   const { params, query, body } = meta.schema
   request.input = {
@@ -118,6 +132,9 @@ export function installPipeline(app: FastifyInstance, deps: PipelineDeps): void 
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id)
     if (worker !== undefined) reply.header('x-halyard-worker', worker)
+    // First, so every answer of an API path carries them, refusals (401/403/429/400) included.
+    const origin = request.headers.origin
+    if (origin !== undefined && isApiPath(request.url)) reply.headers(corsHeaders(origin))
     done()
   })
   app.addHook('onRequest', makeAuthHook(deps.auth))
@@ -127,7 +144,7 @@ export function installPipeline(app: FastifyInstance, deps: PipelineDeps): void 
     const meta = request.routeOptions.config.route
     if (!meta) return done()
     try {
-      gate(request, meta, deps.networks)
+      gate(request, meta, deps)
     } catch (err) {
       return done(err as Error)
     }

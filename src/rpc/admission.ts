@@ -1,12 +1,11 @@
 import type { Caller } from '../auth/service.ts'
 import type { Network } from '../chains/registry.ts'
 import { type HalyardError, invalidRequest } from '../errors.ts'
-import { scopeRefusal } from '../http/access.ts'
+import { decideCall, refusalRpcError } from '../http/access-decision.ts'
 import {
   type JsonRpcErrorObject,
   type JsonRpcId,
   type JsonRpcRequest,
-  RPC_FORBIDDEN,
   RPC_INVALID_REQUEST,
 } from '../jsonrpc.ts'
 import { parseEnvelope } from './envelope.ts'
@@ -29,7 +28,7 @@ export interface Call {
 
 export type Slot =
   | { readonly call: Call; readonly intercepted: boolean }
-  /** Refused up front: -32600 (envelope), -32601 (method), -32003 (scope). */
+  /** Refused up front: -32600 (envelope), -32601 (method), -32003 (scope, allowlists). */
   | { readonly id: JsonRpcId; readonly error: JsonRpcErrorObject; readonly call?: undefined }
 
 export type Admission =
@@ -57,7 +56,10 @@ export interface AdmissionContext {
   readonly registry?: MethodRegistry
 }
 
-/** One call: the method as the network serves it (-32601), the key's scope for it (-32003), its cost. */
+/**
+ * One call: the method as the network serves it (-32601), the access decision for it (-32003:
+ * scope, the key's allowed methods and contracts), its cost.
+ */
 function admitCall(
   network: Network,
   caller: Caller,
@@ -67,16 +69,17 @@ function admitCall(
   const found = registry.lookup(network, request.method)
   if (!found.ok) return { error: found.error }
   const spec = found.spec
-  if (!caller.scopes.has(spec.scope))
-    return { error: { code: RPC_FORBIDDEN, message: scopeRefusal(spec.scope, request.method) } }
-  if (spec.access === 'operator' && !caller.operator)
-    return { error: { code: RPC_FORBIDDEN, message: operatorRefusal(request.method) } }
+  // The access decision's call stage: the method's scope, operator controls, the key's allowed
+  // methods and contracts.
+  const refused = decideCall({
+    caller,
+    method: request.method,
+    scope: spec.scope,
+    operatorOnly: spec.access === 'operator',
+    params: request.params,
+  })
+  if (refused) return { error: refusalRpcError(refused) }
   return { call: { request, spec, computeUnits: spec.cost(request.params) } }
-}
-
-/** Operator controls are refused to tenants, naming both ways the operator is recognised. */
-export function operatorRefusal(method: string): string {
-  return `the method ${method} is an operator control: it needs a key of an operator account (HALYARD_OPERATOR_EMAILS; in dev mode the dev account) or the admin token in the X-Halyard-Admin-Token header from loopback`
 }
 
 /** A parsed body (a request object or a batch array; anything else is refused per call) → slots, cost and label. */

@@ -1,11 +1,12 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { performance } from 'node:perf_hooks'
 import type { z } from 'zod'
-import type { Scope } from '../auth/scopes.ts'
 import { ADMIN_TOKEN_HEADER, type Caller } from '../auth/service.ts'
 import type { Network } from '../chains/registry.ts'
 import { headerKey } from '../http/access.ts'
+import { decideRequest } from '../http/access-decision.ts'
 import { rateLimitHeaders } from '../http/charge.ts'
+import { corsHeaders } from '../http/cors.ts'
 import {
   type FastLane,
   type FastLaneHost,
@@ -15,7 +16,7 @@ import {
   writeLaneError,
 } from '../http/fast-lane.ts'
 import { parseInput } from '../http/params.ts'
-import type { ChainKind } from '../http/route.ts'
+import type { ChainKind, RouteScope } from '../http/route.ts'
 import type { LimitDecision } from '../limits/limiter.ts'
 import {
   admitHttp,
@@ -30,7 +31,9 @@ import { hitFrame } from './envelope.ts'
 export interface JsonRpcLaneRoute {
   /** The route's pattern, `…/:chain/:network`: its metric label, and its prefix is what the lane takes. */
   readonly url: string
-  readonly scopes: readonly Scope[]
+  readonly scope: RouteScope
+  /** Names the route in a refusal (the Fastify route's `what`). */
+  readonly what: string
   readonly kinds: readonly ChainKind[] | undefined
   /** The route's body schema, checked as the gate checks it. */
   readonly body: z.ZodType<object>
@@ -41,9 +44,10 @@ const PLAIN_JSON = /^application\/json(;\s*charset=utf-8)?$/i
 
 /**
  * The JSON-RPC route's fast lane (http/fast-lane.ts): a POST to `{prefix}{chain}/{network}`
- * with nothing else in the path, a key the auth cache resolved within the last second that may
- * use this network and holds the route's scope, and a Content-Length within the body limit.
- * Everything else is left to Fastify, which also answers the first request of every key.
+ * with nothing else in the path, a key the auth cache resolved within the last second that the
+ * access decision lets through (http/access-decision.ts: its allowed IPs and origins, this
+ * network, the route's scope), and a Content-Length within the body limit. Everything else —
+ * a refusal included — is left to Fastify, which also answers the first request of every key.
  */
 export function jsonRpcFastLane(host: FastLaneHost, route: JsonRpcLaneRoute, deps: EndpointDeps): FastLane {
   const prefix = route.url.slice(0, route.url.indexOf(':chain'))
@@ -56,16 +60,25 @@ export function jsonRpcFastLane(host: FastLaneHost, route: JsonRpcLaneRoute, dep
     if (!network || (route.kinds && !route.kinds.includes(network.kind))) return false
     const key = headerKey(req.headers)
     const cached = key === undefined ? undefined : host.auth.cachedCaller(key)
-    if (!cached || (cached.env === 'test' && network.isMainnet)) return false
+    if (!cached) return false
     const caller = host.auth.elevate(cached, req.headers[ADMIN_TOKEN_HEADER], req.socket.remoteAddress)
-    if (!route.scopes.some((s) => caller.scopes.has(s))) return false
+    const origin = req.headers.origin
+    const refused = decideRequest({
+      caller,
+      network,
+      scope: route.scope,
+      what: route.what,
+      origin,
+      ip: host.clientAddress(req),
+    })
+    if (refused !== undefined) return false
     const type = req.headers['content-type']
     if (type !== undefined && !PLAIN_JSON.test(type)) return false
     const length = Number(req.headers['content-length'])
     if (!(length > 0) || length > host.bodyLimit || req.headers['transfer-encoding'] !== undefined)
       return false
     host.metrics.recordFastLane()
-    const x = new Exchange(host, route, deps, req, res, network, caller)
+    const x = new Exchange(host, route, deps, req, res, network, caller, origin)
     onBody(req, length, (text) => {
       // The client left before its body arrived: never served, never counted.
       if (text !== undefined) answerAtOnce(x, text)
@@ -91,9 +104,12 @@ class Exchange {
     readonly res: ServerResponse,
     readonly network: Network,
     readonly caller: Caller,
+    origin: string | undefined,
   ) {
     this.requestId = requestIdFor(req)
     this.headers = { 'x-request-id': this.requestId }
+    // A browser's request (it sends Origin): the same CORS headers as Fastify's answers.
+    if (origin !== undefined) Object.assign(this.headers, corsHeaders(origin))
     if (host.workerIndex !== undefined) this.headers['x-halyard-worker'] = host.workerIndex
   }
 

@@ -51,11 +51,14 @@ export function defineJsonRpcRoute(
     maxBatch: deps.maxBatch ?? DEFAULT_MAX_BATCH,
     ...(route.registry ? { registry: route.registry } : {}),
   }
-  const scopes: readonly Scope[] = typeof route.scope === 'string' ? [route.scope] : route.scope
   const lanes = route.alias ? undefined : fastLaneHost(app)
   if (lanes)
     lanes.lanes.push(
-      jsonRpcFastLane(lanes, { url: route.url, scopes, kinds: route.kinds, body: jsonRpcBody }, endpoint),
+      jsonRpcFastLane(
+        lanes,
+        { url: route.url, scope: route.scope, what: route.what, kinds: route.kinds, body: jsonRpcBody },
+        endpoint,
+      ),
     )
   defineRoute(app, {
     method: 'POST',

@@ -12,6 +12,7 @@ import type { AuthService } from '../auth/service.ts'
 import type { NetworkRegistry } from '../chains/registry.ts'
 import { errorBody } from '../errors.ts'
 import type { Charger } from '../http/charge.ts'
+import { answerPreflight, corsHeaders, isApiPath } from '../http/cors.ts'
 import {
   answerClientError,
   answerConnect,
@@ -23,6 +24,7 @@ import { type FastLane, setFastLaneHost } from '../http/fast-lane.ts'
 import { installPipeline, needsBody } from '../http/pipeline.ts'
 import type { Logger } from '../logger.ts'
 import type { Metrics } from '../metrics.ts'
+import { type Forwarded, forwarded } from '../net/forwarded.ts'
 import { LazyRequestLogger } from './lazy-logger.ts'
 import '../http/context.ts'
 
@@ -51,11 +53,12 @@ export interface AppDeps {
    */
   fastLane?: boolean
   /**
-   * Whether an address is a trusted reverse proxy (HALYARD_TRUSTED_PROXIES, src/net/forwarded.ts):
-   * `request.ip` and `request.protocol` then honour X-Forwarded-For / X-Forwarded-Proto from it.
-   * Unset: they are the TCP peer's.
+   * Who the client is behind trusted reverse proxies (HALYARD_TRUSTED_PROXIES, src/net/forwarded.ts):
+   * the access decision's client address on every transport, and `request.ip` /
+   * `request.protocol`, which honour X-Forwarded-For / X-Forwarded-Proto from a trusted proxy.
+   * Default: no trusted proxies (the TCP peer).
    */
-  trustProxy?: (address: string) => boolean
+  forwarded?: Forwarded
 }
 
 /**
@@ -75,6 +78,8 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     // Every request is offered to the fast lanes first; one that none takes goes to Fastify.
     serverFactory: (handler) => {
       const server = createServer(http, (req, res) => {
+        // CORS preflights to the API (http/cors.ts) carry no key: answered here, before any route.
+        if (req.method === 'OPTIONS' && isApiPath(req.url)) return answerPreflight(req, res)
         for (const lane of lanes) if (lane(req, res)) return
         handler(req, res)
       })
@@ -89,7 +94,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     logController: new LogController({ disableRequestLogging: true }),
     childLoggerFactory: (logger, bindings, opts) => new LazyRequestLogger(logger, bindings, opts),
     bodyLimit,
-    trustProxy: deps.trustProxy ? (address: string) => deps.trustProxy?.(address) === true : false,
+    trustProxy: deps.forwarded ? deps.forwarded.trusts : false,
     // A body that stalls would hold its connection (and its account's place) forever. Node cuts
     // the request once its headers and body have taken longer than this, and answerClientError
     // writes the error body. Node checks every connectionsCheckingInterval (30 s by default),
@@ -106,6 +111,8 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     // Refusals the router makes before any route runs get the same error body as the rest.
     frameworkErrors: (err, request, reply) => {
       const mapped = toHalyardError(err, bodyLimit)
+      const origin = request.headers.origin
+      if (origin !== undefined && isApiPath(request.url)) (reply as FastifyReply).headers(corsHeaders(origin))
       ;(reply as FastifyReply)
         .status(mapped.status)
         .header('x-request-id', request.id)
@@ -129,12 +136,14 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   // Halyard is no proxy: CONNECT gets the error body (without a listener Node drops the socket).
   app.server.on('connect', answerConnect)
 
-  installPipeline(app, { ...deps, bodyLimit })
+  const clientAddress = (deps.forwarded ?? forwarded([])).clientAddress
+  installPipeline(app, { ...deps, bodyLimit, clientAddress })
   if (deps.fastLane !== false) {
     setFastLaneHost(app, {
       lanes,
       auth: deps.auth,
       networks: deps.networks,
+      clientAddress,
       bodyLimit,
       workerIndex: deps.workerIndex === undefined ? undefined : String(deps.workerIndex),
       parseJson: (text) => {

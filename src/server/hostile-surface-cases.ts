@@ -206,4 +206,83 @@ export const SURFACE_CASES: Case[] = [
     mention: () => /contractAddresses/,
   },
   ...DASHBOARD_CASES,
+  // CORS preflights (http/cors.ts) and Origin headers: answered, never a 5xx, whatever they carry.
+  ...(
+    [
+      ['preflight: 8 KiB Origin', { origin: `https://${'a'.repeat(8000)}.example` }],
+      ['preflight: Origin not an origin', { origin: 'javascript:alert(1)//\t"<>' }],
+      ['preflight: Origin twice', { origin: ['https://a.example', 'https://b.example'] }],
+      [
+        'preflight: garbage request method and headers',
+        {
+          origin: 'null',
+          'access-control-request-method': 'BREW\t\u00ff',
+          'access-control-request-headers': `${'x-'.repeat(3000)}, ,,\t`,
+        },
+      ],
+    ] as const
+  ).map(
+    ([name, headers]): Case => ({
+      name,
+      when: (r) => r.url.startsWith('/v1/'),
+      build: (_, g) => ({
+        ...g,
+        method: 'OPTIONS',
+        headers: { ...headers } as Record<string, string | string[]>,
+      }),
+    }),
+  ),
+  {
+    name: 'garbage Origin on an API request',
+    when: (r) => r.url.startsWith('/v1/'),
+    build: (_, g) => ({ ...g, headers: { ...g.headers, origin: `\u00ff${'o'.repeat(5000)}` } }),
+  },
+  // Per-key allowlists (admin API): every hostile entry is a 400 naming its list.
+  ...(
+    [
+      [
+        'allowlists: NUL and overlong origins',
+        { allowed_origins: ['https://a.example\u0000', `https://${'a'.repeat(2000)}`] },
+      ],
+      [
+        'allowlists: broken origins',
+        { allowed_origins: ['*.', '*', 'http://[::1', 'https://a.example/path?x#y'] },
+      ],
+      ['allowlists: broken CIDRs', { allowed_ips: ['1.2.3.4/-1', '::/0/0', '10.0.0.0/33', '1.2.3'] }],
+      [
+        'allowlists: broken addresses',
+        { allowed_contracts: ['0x', `0x${'g'.repeat(40)}`, '0x00000000000000000000000000000000000000aA'] },
+      ],
+      ['allowlists: unknown methods', { allowed_methods: ['__proto__', 'constructor', 'eth call'] }],
+      ['allowlists: 5,001 entries', { allowed_ips: Array(5001).fill('10.0.0.1') }],
+      ['allowlists: 101 distinct IPs', { allowed_ips: Array.from({ length: 101 }, (_, i) => `10.0.1.${i}`) }],
+      ['allowlists: not arrays', { allowed_origins: 'https://a.example', allowed_ips: { a: 1 } }],
+      ['allowlists: entries not strings', { allowed_contracts: [1, null, {}] }],
+    ] as const
+  ).map(
+    ([name, lists]): Case => ({
+      name,
+      when: (r) =>
+        (r.method === 'PATCH' && r.url === '/admin/keys/:id') ||
+        (r.method === 'POST' && r.url === '/admin/keys'),
+      build: (r, g) =>
+        json(
+          g,
+          JSON.stringify(
+            r.method === 'POST' ? { account: 'hostile@example.com', env: 'live', ...lists } : lists,
+          ),
+        ),
+      mention: () => /allowed_|account/,
+    }),
+  ),
+  // The dashboard's allowlist form, signed out: refused before the form is read, never a 5xx.
+  {
+    name: 'dashboard allowlists form: hostile fields',
+    when: (r) => r.method === 'POST' && r.url.endsWith('/api-keys/:id/access'),
+    build: (_, g) => ({
+      ...g,
+      headers: { ...g.headers, 'content-type': 'application/x-www-form-urlencoded' },
+      body: `allowed_origins=${'%00'.repeat(100)}&allowed_ips=${'x'.repeat(70_000)}&allowed_methods=a&allowed_methods=b&_csrf=x`,
+    }),
+  },
 ]

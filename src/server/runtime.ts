@@ -16,6 +16,7 @@ import { RedisRateLimiter } from '../limits/redis-limiter.ts'
 import { createLogger, type Logger } from '../logger.ts'
 import { Metrics } from '../metrics.ts'
 import { forwarded } from '../net/forwarded.ts'
+import { isKnownMethod } from '../rpc/methods/known.ts'
 import { describeMethod } from '../rpc/methods/registry.ts'
 import { openStorage, type Storage } from '../storage/database.ts'
 import { migrate } from '../storage/migrate.ts'
@@ -91,6 +92,7 @@ export async function startHalyard(opts: StartOptions): Promise<Halyard> {
     const auth = new AuthService(new AuthStore(storage.db), {
       operatorEmails: [...(opts.operatorEmails ?? []), ...(env.HALYARD_OPERATOR_EMAILS ?? [])],
       adminToken: opts.adminToken,
+      knownMethod: isKnownMethod,
     })
     const fwd = forwarded(env.HALYARD_TRUSTED_PROXIES)
     // Set from the listener below when HALYARD_PUBLIC_URL is unset (dev mode, tests on port 0).
@@ -123,7 +125,7 @@ export async function startHalyard(opts: StartOptions): Promise<Halyard> {
       workerIndex: opts.workerIndex,
       requestTimeoutMs: env.HALYARD_REQUEST_TIMEOUT,
       fastLane: env.HALYARD_FAST_LANE === '1',
-      ...(env.HALYARD_TRUSTED_PROXIES.length > 0 ? { trustProxy: fwd.trusts } : {}),
+      forwarded: fwd,
     })
     const checks: ReadinessCheck[] = []
     if (redis) {

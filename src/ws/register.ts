@@ -21,6 +21,7 @@ export function registerWs(host: FeatureHost): WsService {
   const service = new WsService({
     auth: ctx.auth,
     networks: ctx.networks,
+    clientAddress: ctx.forwarded.clientAddress,
     rpc: services.rpc,
     charger: ctx.charger,
     logger: ctx.logger,

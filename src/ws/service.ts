@@ -5,6 +5,7 @@ import type { AuthService, Caller } from '../auth/service.ts'
 import type { Network, NetworkRegistry } from '../chains/registry.ts'
 import { HalyardError, invalidRequest } from '../errors.ts'
 import { type Charger, rateLimitHeaders } from '../http/charge.ts'
+import type { ClientAddress } from '../http/peer.ts'
 import type { LimitDecision } from '../limits/limiter.ts'
 import { wsLimitsFor } from '../limits/plans.ts'
 import type { Logger } from '../logger.ts'
@@ -65,6 +66,8 @@ const MAX_DEBT_SECONDS = 10
 export interface WsServiceDeps {
   readonly auth: AuthService
   readonly networks: NetworkRegistry
+  /** The client's address for a key's allowed-IPs list (http/peer.ts). */
+  readonly clientAddress: ClientAddress
   readonly rpc: RpcService
   readonly charger: Charger
   readonly logger: Logger

@@ -58,9 +58,9 @@ export class RawClient {
     ws.on('error', () => {})
   }
 
-  static open(url: string): Promise<RawClient> {
+  static open(url: string, headers?: Record<string, string>): Promise<RawClient> {
     return new Promise((resolve, reject) => {
-      const ws = new WebSocket(url, { perMessageDeflate: false })
+      const ws = new WebSocket(url, { perMessageDeflate: false, ...(headers ? { headers } : {}) })
       ws.once('open', () => resolve(new RawClient(ws)))
       ws.once('unexpected-response', (_req, res) =>
         reject(new Error(`upgrade refused with ${res.statusCode}`)),

@@ -4,9 +4,11 @@ import type { Duplex } from 'node:stream'
 import type { AuthService, Caller } from '../auth/service.ts'
 import type { Network, NetworkRegistry } from '../chains/registry.ts'
 import { HalyardError, invalidRequest, notFound } from '../errors.ts'
-import { keyFrom, requireNetworkAccess, requireScope } from '../http/access.ts'
+import { keyFrom } from '../http/access.ts'
+import { decideRequest, refusalError } from '../http/access-decision.ts'
 import { rateLimitHeaders } from '../http/charge.ts'
 import { endWithError } from '../http/errors.ts'
+import type { ClientAddress } from '../http/peer.ts'
 import type { LimitDecision } from '../limits/limiter.ts'
 import { redactUrl } from '../logger.ts'
 import type { WsRoute, WsSurface } from './surface.ts'
@@ -14,6 +16,8 @@ import type { WsRoute, WsSurface } from './surface.ts'
 export interface UpgradeDeps {
   readonly auth: AuthService
   readonly networks: NetworkRegistry
+  /** The client's address for the allowed-IPs list (http/peer.ts). */
+  readonly clientAddress: ClientAddress
   /** Tried in order; the first whose path matches answers. */
   readonly surfaces: readonly WsSurface[]
 }
@@ -40,7 +44,8 @@ function checkHandshake(req: IncomingMessage): void {
 
 /**
  * Decides an upgrade request before any WebSocket exists, in the HTTP order: unknown path 404,
- * key 401, network 404, test key on mainnet 403, scope 403. Throws the HalyardError to answer.
+ * key 401, network 404, then the access decision (allowed IPs and origins, test key on mainnet,
+ * scope: 403). Throws the HalyardError to answer.
  */
 export async function authorizeUpgrade(
   req: IncomingMessage,
@@ -69,8 +74,17 @@ export async function authorizeUpgrade(
   if (network.kind !== 'evm') {
     throw notFound(`WebSocket subscriptions are not available on ${network.chain}/${network.network}`)
   }
-  requireNetworkAccess(caller, network)
-  requireScope(caller, 'rpc:read', 'WebSocket subscriptions')
+  // Browsers always send Origin on an upgrade (RFC 6455 4.1): a key's allowed origins and IPs
+  // hold here as on HTTP; its allowed methods and contracts hold per message (ws/connection.ts).
+  const refused = decideRequest({
+    caller,
+    network,
+    scope: 'rpc:read',
+    what: 'WebSocket subscriptions',
+    origin: req.headers.origin,
+    ip: deps.clientAddress(req),
+  })
+  if (refused) throw refusalError(refused)
   // authenticate() refused a missing key: `key` is the one the caller was resolved from.
   return { caller, network, surface, key: key as string }
 }
