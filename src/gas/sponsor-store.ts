@@ -3,6 +3,7 @@ import type { Database } from '../storage/schema.ts'
 import type { Address, Hash } from '../types.ts'
 import { addDecimal, weiToUsd } from './policy-decimal.ts'
 import type { PolicyRow, SponsorshipRow } from './policy-store.ts'
+import type { AccountUsage } from './sponsor-ceilings.ts'
 
 /**
  * SQL of the spend accounting: the reservation a signature makes (inside the deciding
@@ -83,15 +84,91 @@ export class SponsorStore {
     )
   }
 
+  /**
+   * The account's ceilings and usage on `network` (sponsor-ceilings.ts). With `lock`, the
+   * account's day row is upserted first: its row lock queues every decision of the account on
+   * the network, across its policies, until the transaction ends (each policy's own lock covers
+   * only that policy). Without it (the ERC-7677 stub's early answer) nothing is written.
+   */
+  async accountUsage(
+    db: Trx | Db,
+    accountId: string,
+    network: string,
+    day: string,
+    lock: boolean,
+  ): Promise<AccountUsage> {
+    const dayRow = lock
+      ? await sql<{ spend_wei: string }>`
+          insert into gas_account_days (account_id, network, day, spend_wei) values (${accountId}, ${network}, ${day}, 0)
+          on conflict (account_id, network, day) do update set spend_wei = gas_account_days.spend_wei
+          returning spend_wei::text as spend_wei`.execute(db)
+      : await sql<{ spend_wei: string }>`
+          select spend_wei::text as spend_wei from gas_account_days
+          where account_id = ${accountId} and network = ${network} and day = ${day}`.execute(db)
+    // Read after the lock: in READ COMMITTED each statement sees what committed before it began.
+    const { rows } = await sql<{
+      plan: string | null
+      reserved: string
+      op: string | null
+      per_day: string | null
+      at_once: string | null
+    }>`
+      select (select plan from accounts where id = ${accountId}) as plan,
+        (select coalesce(sum(reserved_wei), 0)::text from gas_policies
+          where account_id = ${accountId} and chain = ${network}) as reserved,
+        c.per_operation_wei::text as op, c.per_day_wei::text as per_day, c.reserved_wei::text as at_once
+      from (select 1) as one
+      left join gas_account_ceilings c on c.account_id = ${accountId} and c.network = ${network}`.execute(db)
+    const r = rows[0]
+    const big = (v: string | null | undefined) => (v === null || v === undefined ? null : BigInt(v))
+    return {
+      accountId,
+      plan: r?.plan ?? 'free',
+      overrides: {
+        perOperationWei: big(r?.op),
+        perDayWei: big(r?.per_day),
+        reservedAtOnceWei: big(r?.at_once),
+      },
+      dayWei: BigInt(dayRow.rows[0]?.spend_wei ?? '0'),
+      reservedWei: BigInt(r?.reserved ?? '0'),
+    }
+  }
+
+  /** Unix seconds when the account's first open reservation on `network` expires (null: none). */
+  async firstOpenExpiry(db: Trx | Db, accountId: string, network: string): Promise<number | null> {
+    const { rows } = await sql<{ until: string | null }>`
+      select min(s.valid_until)::text as until from gas_sponsorships s
+      join gas_policies p on p.id = s.policy_id
+      where p.account_id = ${accountId} and p.chain = ${network} and s.network = ${network}
+        and s.state = 'reserved'`.execute(db)
+    const until = rows[0]?.until
+    return until === null || until === undefined ? null : Number(until)
+  }
+
+  /** Moves an account's day total (under the day row's lock; rows locked in key order). */
+  private async addDaySpend(trx: Trx, deltas: Map<string, bigint>): Promise<void> {
+    for (const key of [...deltas.keys()].sort()) {
+      const delta = deltas.get(key) ?? 0n
+      if (delta === 0n) continue
+      const [accountId, network, day] = JSON.parse(key) as [string, string, string]
+      await sql`
+        insert into gas_account_days (account_id, network, day, spend_wei)
+        values (${accountId}, ${network}, ${day}, greatest(${delta.toString()}::numeric, 0))
+        on conflict (account_id, network, day) do update
+          set spend_wei = greatest(gas_account_days.spend_wei + ${delta.toString()}::numeric, 0)`.execute(trx)
+    }
+  }
+
   /** Writes the reservations and adds them to the policy's and senders' totals. */
   async reserve(
     trx: Trx,
-    policyId: string,
+    policy: Pick<PolicyRow, 'id' | 'account_id' | 'chain'>,
     day: string,
     rows: readonly NewReservation[],
     rateWindow: number | null,
   ): Promise<void> {
     if (rows.length === 0) return
+    const policyId = policy.id
     await trx
       .insertInto('gas_sponsorships')
       .values(
@@ -135,6 +212,7 @@ export class SponsorStore {
         day_ops = case when gas_policy_senders.day = excluded.day
           then gas_policy_senders.day_ops + excluded.day_ops else excluded.day_ops end,
         day = excluded.day`.execute(trx)
+    await this.addDaySpend(trx, new Map([[JSON.stringify([policy.account_id, policy.chain, day]), wei]]))
   }
 
   /**
@@ -179,7 +257,7 @@ export class SponsorStore {
         .where('id', '=', chosen.id)
         .execute()
       const wasReserved = chosen.state === 'reserved'
-      await sql`
+      const updated = await sql<{ account_id: string; chain: string }>`
         update gas_policies set
           ops_count = ops_count + ${wasReserved ? 0 : 1},
           reserved_wei = reserved_wei - ${wasReserved ? chosen.max_cost_wei : '0'}::numeric,
@@ -187,7 +265,8 @@ export class SponsorStore {
           settled_ops = settled_ops + 1,
           settled_wei = settled_wei + ${e.actualGasCost.toString()}::numeric,
           settled_usd = settled_usd + ${actualUsd ?? '0'}::numeric
-        where id = ${chosen.policy_id}`.execute(trx)
+        where id = ${chosen.policy_id}
+        returning account_id, chain`.execute(trx)
       await sql`
         update gas_policy_senders set
           ops_count = ops_count + ${wasReserved ? 0 : 1},
@@ -195,7 +274,15 @@ export class SponsorStore {
           day_ops = day_ops + case when day = ${chosen.day} then ${wasReserved ? 0 : 1} else 0 end
         where policy_id = ${chosen.policy_id} and sender = ${chosen.sender}`.execute(trx)
       const others = rows.filter((r) => r.id !== chosen.id && r.state === 'reserved')
-      await this.releaseRows(trx, others)
+      const deltas = await this.releaseRows(trx, others)
+      const owner = updated.rows[0]
+      if (owner) {
+        const key = JSON.stringify([owner.account_id, owner.chain, chosen.day])
+        const delta = e.actualGasCost - (wasReserved ? BigInt(chosen.max_cost_wei) : 0n)
+        deltas.set(key, (deltas.get(key) ?? 0n) + delta)
+      }
+      // Day rows after every policy row: the order the deciding transaction locks them in.
+      await this.addDaySpend(trx, deltas)
       return 'settled'
     })
   }
@@ -216,13 +303,15 @@ export class SponsorStore {
         .forUpdate()
         .skipLocked()
         .execute()
-      await this.releaseRows(trx, rows)
+      await this.addDaySpend(trx, await this.releaseRows(trx, rows))
       return rows.length
     })
   }
 
-  private async releaseRows(trx: Trx, rows: readonly SponsorshipRow[]): Promise<void> {
-    if (rows.length === 0) return
+  /** Releases `rows`; returns the accounts' day totals to take their maxima out of. */
+  private async releaseRows(trx: Trx, rows: readonly SponsorshipRow[]): Promise<Map<string, bigint>> {
+    const deltas = new Map<string, bigint>()
+    if (rows.length === 0) return deltas
     await trx
       .updateTable('gas_sponsorships')
       .set({ state: 'released', updated_at: new Date() })
@@ -243,11 +332,18 @@ export class SponsorStore {
         wei += BigInt(r.max_cost_wei)
         usd = addDecimal(usd, r.max_cost_usd ?? '0')
       }
-      await sql`
+      const owner = await sql<{ account_id: string; chain: string }>`
         update gas_policies set ops_count = ops_count - ${list.length},
           reserved_wei = reserved_wei - ${wei.toString()}::numeric,
           reserved_usd = reserved_usd - ${usd}::numeric
-        where id = ${policyId}`.execute(trx)
+        where id = ${policyId}
+        returning account_id, chain`.execute(trx)
+      const o = owner.rows[0]
+      if (o)
+        for (const r of list) {
+          const key = JSON.stringify([o.account_id, o.chain, r.day])
+          deltas.set(key, (deltas.get(key) ?? 0n) - BigInt(r.max_cost_wei))
+        }
       for (const r of [...list].sort((a, b) => (a.sender < b.sender ? -1 : 1)))
         await sql`
           update gas_policy_senders set ops_count = ops_count - 1,
@@ -255,6 +351,7 @@ export class SponsorStore {
             day_ops = day_ops - case when day = ${r.day} then 1 else 0 end
           where policy_id = ${policyId} and sender = ${r.sender}`.execute(trx)
     }
+    return deltas
   }
 
   sponsorship(id: string): Promise<SponsorshipRow | undefined> {
