@@ -39,6 +39,8 @@ export interface GasPolicySendersTable {
 export interface GasSponsorshipsTable {
   id: string
   policy_id: string
+  /** Migration 0134: the policy's account (null on rows written before it). */
+  account_id: ColumnType<string | null, string | null | undefined, string | null>
   network: string
   entry_point: string
   paymaster: string
@@ -77,6 +79,13 @@ export interface GasAccountDaysTable {
   spend_wei: Numeric
 }
 
+/** Migration 0134: an account's open reservations per network (sponsor-ceilings.ts). */
+export interface GasAccountReservedTable {
+  account_id: string
+  network: string
+  reserved_wei: Numeric
+}
+
 /** Migration 0134: per-account ceilings in wei; null = the plan's (set by the operator in SQL). */
 export interface GasAccountCeilingsTable {
   account_id: string
@@ -92,6 +101,7 @@ export interface SponsorshipTables {
   gas_sponsorships: GasSponsorshipsTable
   gas_sponsor_cursors: GasSponsorCursorsTable
   gas_account_days: GasAccountDaysTable
+  gas_account_reserved: GasAccountReservedTable
   gas_account_ceilings: GasAccountCeilingsTable
 }
 

@@ -4,6 +4,7 @@ import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { describeEachStorage, type StorageBackend } from '../../test/helpers/storage.ts'
 import { TestAccount } from '../bundler/bundler-fixture.ts'
+import { parseConfig } from '../config/file.ts'
 import { describeZodError } from '../config/validation.ts'
 import type { Address } from '../types.ts'
 import { SponsorshipRefused } from './policy-checks.ts'
@@ -222,6 +223,16 @@ function suite(backend: StorageBackend) {
     expect(BigInt(day.spend_wei)).toBe(4_000_000n * GWEI)
   })
 
+  it('deleting a policy does not give its open reservations back: they can still be mined', async () => {
+    const svc = fx.sponsorService({ spec: { ceilings: planCeilings({ free: { reservedAtOnce: '0.006' } }) } })
+    const acct = await account('free')
+    const first = await policy(acct)
+    await sponsor(svc, acct, first, opCosting(4_000_000n * GWEI))
+    await fx.policyService().delete(acct, first)
+    const err = await refusal(sponsor(svc, acct, await policy(acct), opCosting(4_000_000n * GWEI)))
+    expect(err.rule).toBe('ceiling_reserved_at_once')
+  })
+
   it('enterprise is unlimited by default; a per-account ceiling binds it; growth is ten times free', async () => {
     const svc = fx.sponsorService({ spec: { ceilings: DEFAULT_CEILINGS } })
     const ent = await account('enterprise')
@@ -274,6 +285,25 @@ describe('sponsorship ceilings config', () => {
     })
     expect(c.enterprise.perOperationWei).toBe(ETH)
     expect(c.free).toEqual(DEFAULT_CEILINGS.free)
+  })
+
+  it('the config file names the network, plan and key of a bad ceiling', () => {
+    const net = {
+      chain: 'ethereum',
+      network: 'devnet',
+      kind: 'evm',
+      chainId: 31337,
+      upstreams: [{ url: 'http://127.0.0.1:8545' }],
+    }
+    expect(() =>
+      parseConfig({ networks: [{ ...net, sponsorship: { ceilings: { free: { perDay: '1e3' } } } }] }),
+    ).toThrow(
+      /invalid config: networks\[0\]\.sponsorship\.ceilings\.free\.perDay: must be a decimal string in native units/,
+    )
+    const ok = parseConfig({
+      networks: [{ ...net, sponsorship: { ceilings: { growth: { perDay: null } } } }],
+    })
+    expect(planCeilings(ok.networks[0]?.sponsorship?.ceilings).growth.perDayWei).toBeNull()
   })
 
   it.each([

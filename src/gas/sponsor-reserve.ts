@@ -90,6 +90,7 @@ export function reserveBatch(
       accepted.push({
         id,
         policy_id: policy.id,
+        account_id: policy.account_id,
         network: r.facts.network,
         entry_point: r.entryPoint,
         paymaster: r.paymaster,

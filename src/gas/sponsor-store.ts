@@ -18,6 +18,7 @@ export type Trx = Transaction<Database>
 export interface NewReservation {
   id: string
   policy_id: string
+  account_id: string
   network: string
   entry_point: Address
   paymaster: Address
@@ -30,6 +31,15 @@ export interface NewReservation {
   valid_after: number
   day: string
   created_at: Date
+}
+
+/** What reservations add to (or give back from) an account's totals (sponsor-ceilings.ts). */
+interface AccountMove {
+  accountId: string | null
+  network: string
+  day: string
+  reservedWei: bigint
+  dayWei: bigint
 }
 
 export interface SenderTotals {
@@ -86,9 +96,10 @@ export class SponsorStore {
 
   /**
    * The account's ceilings and usage on `network` (sponsor-ceilings.ts). With `lock`, the
-   * account's day row is upserted first: its row lock queues every decision of the account on
-   * the network, across its policies, until the transaction ends (each policy's own lock covers
-   * only that policy). Without it (the ERC-7677 stub's early answer) nothing is written.
+   * account's reserved row, then its day row, are upserted first: their row locks queue every
+   * decision of the account on the network, across its policies, until the transaction ends
+   * (each policy's own lock covers only that policy). Without it (the ERC-7677 stub's early
+   * answer) nothing is written.
    */
   async accountUsage(
     db: Trx | Db,
@@ -97,6 +108,14 @@ export class SponsorStore {
     day: string,
     lock: boolean,
   ): Promise<AccountUsage> {
+    const open = lock
+      ? await sql<{ reserved_wei: string }>`
+          insert into gas_account_reserved (account_id, network, reserved_wei) values (${accountId}, ${network}, 0)
+          on conflict (account_id, network) do update set reserved_wei = gas_account_reserved.reserved_wei
+          returning reserved_wei::text as reserved_wei`.execute(db)
+      : await sql<{ reserved_wei: string }>`
+          select reserved_wei::text as reserved_wei from gas_account_reserved
+          where account_id = ${accountId} and network = ${network}`.execute(db)
     const dayRow = lock
       ? await sql<{ spend_wei: string }>`
           insert into gas_account_days (account_id, network, day, spend_wei) values (${accountId}, ${network}, ${day}, 0)
@@ -105,17 +124,13 @@ export class SponsorStore {
       : await sql<{ spend_wei: string }>`
           select spend_wei::text as spend_wei from gas_account_days
           where account_id = ${accountId} and network = ${network} and day = ${day}`.execute(db)
-    // Read after the lock: in READ COMMITTED each statement sees what committed before it began.
     const { rows } = await sql<{
       plan: string | null
-      reserved: string
       op: string | null
       per_day: string | null
       at_once: string | null
     }>`
       select (select plan from accounts where id = ${accountId}) as plan,
-        (select coalesce(sum(reserved_wei), 0)::text from gas_policies
-          where account_id = ${accountId} and chain = ${network}) as reserved,
         c.per_operation_wei::text as op, c.per_day_wei::text as per_day, c.reserved_wei::text as at_once
       from (select 1) as one
       left join gas_account_ceilings c on c.account_id = ${accountId} and c.network = ${network}`.execute(db)
@@ -130,32 +145,52 @@ export class SponsorStore {
         reservedAtOnceWei: big(r?.at_once),
       },
       dayWei: BigInt(dayRow.rows[0]?.spend_wei ?? '0'),
-      reservedWei: BigInt(r?.reserved ?? '0'),
+      reservedWei: BigInt(open.rows[0]?.reserved_wei ?? '0'),
     }
   }
 
   /** Unix seconds when the account's first open reservation on `network` expires (null: none). */
   async firstOpenExpiry(db: Trx | Db, accountId: string, network: string): Promise<number | null> {
     const { rows } = await sql<{ until: string | null }>`
-      select min(s.valid_until)::text as until from gas_sponsorships s
-      join gas_policies p on p.id = s.policy_id
-      where p.account_id = ${accountId} and p.chain = ${network} and s.network = ${network}
-        and s.state = 'reserved'`.execute(db)
+      select min(valid_until)::text as until from gas_sponsorships
+      where network = ${network} and state = 'reserved' and account_id = ${accountId}`.execute(db)
     const until = rows[0]?.until
     return until === null || until === undefined ? null : Number(until)
   }
 
-  /** Moves an account's day total (under the day row's lock; rows locked in key order). */
-  private async addDaySpend(trx: Trx, deltas: Map<string, bigint>): Promise<void> {
-    for (const key of [...deltas.keys()].sort()) {
-      const delta = deltas.get(key) ?? 0n
-      if (delta === 0n) continue
-      const [accountId, network, day] = JSON.parse(key) as [string, string, string]
+  /**
+   * Moves accounts' totals by what reservations added or gave back: each account's reserved row,
+   * then its day rows, in key order (the order the deciding transaction locks them in). Rows
+   * written before migration 0134 carry no account and were never counted.
+   */
+  private async moveAccountTotals(trx: Trx, moves: readonly AccountMove[]): Promise<void> {
+    const reserved = new Map<string, bigint>()
+    const days = new Map<string, bigint>()
+    for (const m of moves) {
+      if (m.accountId === null) continue
+      const acct = JSON.stringify([m.accountId, m.network])
+      reserved.set(acct, (reserved.get(acct) ?? 0n) + m.reservedWei)
+      const day = JSON.stringify([m.accountId, m.network, m.day])
+      days.set(day, (days.get(day) ?? 0n) + m.dayWei)
+    }
+    for (const acct of [...reserved.keys()].sort()) {
+      const [accountId, network] = JSON.parse(acct) as [string, string]
+      const delta = (reserved.get(acct) ?? 0n).toString()
       await sql`
-        insert into gas_account_days (account_id, network, day, spend_wei)
-        values (${accountId}, ${network}, ${day}, greatest(${delta.toString()}::numeric, 0))
-        on conflict (account_id, network, day) do update
-          set spend_wei = greatest(gas_account_days.spend_wei + ${delta.toString()}::numeric, 0)`.execute(trx)
+        insert into gas_account_reserved (account_id, network, reserved_wei)
+        values (${accountId}, ${network}, greatest(${delta}::numeric, 0))
+        on conflict (account_id, network) do update
+          set reserved_wei = greatest(gas_account_reserved.reserved_wei + ${delta}::numeric, 0)`.execute(trx)
+      for (const key of [...days.keys()].sort()) {
+        const [a, n, day] = JSON.parse(key) as [string, string, string]
+        if (a !== accountId || n !== network) continue
+        const d = (days.get(key) ?? 0n).toString()
+        await sql`
+          insert into gas_account_days (account_id, network, day, spend_wei)
+          values (${a}, ${n}, ${day}, greatest(${d}::numeric, 0))
+          on conflict (account_id, network, day) do update
+            set spend_wei = greatest(gas_account_days.spend_wei + ${d}::numeric, 0)`.execute(trx)
+      }
     }
   }
 
@@ -212,7 +247,9 @@ export class SponsorStore {
         day_ops = case when gas_policy_senders.day = excluded.day
           then gas_policy_senders.day_ops + excluded.day_ops else excluded.day_ops end,
         day = excluded.day`.execute(trx)
-    await this.addDaySpend(trx, new Map([[JSON.stringify([policy.account_id, policy.chain, day]), wei]]))
+    await this.moveAccountTotals(trx, [
+      { accountId: policy.account_id, network: policy.chain, day, reservedWei: wei, dayWei: wei },
+    ])
   }
 
   /**
@@ -257,7 +294,7 @@ export class SponsorStore {
         .where('id', '=', chosen.id)
         .execute()
       const wasReserved = chosen.state === 'reserved'
-      const updated = await sql<{ account_id: string; chain: string }>`
+      await sql`
         update gas_policies set
           ops_count = ops_count + ${wasReserved ? 0 : 1},
           reserved_wei = reserved_wei - ${wasReserved ? chosen.max_cost_wei : '0'}::numeric,
@@ -265,8 +302,7 @@ export class SponsorStore {
           settled_ops = settled_ops + 1,
           settled_wei = settled_wei + ${e.actualGasCost.toString()}::numeric,
           settled_usd = settled_usd + ${actualUsd ?? '0'}::numeric
-        where id = ${chosen.policy_id}
-        returning account_id, chain`.execute(trx)
+        where id = ${chosen.policy_id}`.execute(trx)
       await sql`
         update gas_policy_senders set
           ops_count = ops_count + ${wasReserved ? 0 : 1},
@@ -274,15 +310,17 @@ export class SponsorStore {
           day_ops = day_ops + case when day = ${chosen.day} then ${wasReserved ? 0 : 1} else 0 end
         where policy_id = ${chosen.policy_id} and sender = ${chosen.sender}`.execute(trx)
       const others = rows.filter((r) => r.id !== chosen.id && r.state === 'reserved')
-      const deltas = await this.releaseRows(trx, others)
-      const owner = updated.rows[0]
-      if (owner) {
-        const key = JSON.stringify([owner.account_id, owner.chain, chosen.day])
-        const delta = e.actualGasCost - (wasReserved ? BigInt(chosen.max_cost_wei) : 0n)
-        deltas.set(key, (deltas.get(key) ?? 0n) + delta)
-      }
-      // Day rows after every policy row: the order the deciding transaction locks them in.
-      await this.addDaySpend(trx, deltas)
+      const moves = await this.releaseRows(trx, others)
+      const max = wasReserved ? BigInt(chosen.max_cost_wei) : 0n
+      moves.push({
+        accountId: chosen.account_id,
+        network: chosen.network,
+        day: chosen.day,
+        reservedWei: -max,
+        dayWei: e.actualGasCost - max,
+      })
+      // Account rows after every policy row: the order the deciding transaction locks them in.
+      await this.moveAccountTotals(trx, moves)
       return 'settled'
     })
   }
@@ -303,15 +341,21 @@ export class SponsorStore {
         .forUpdate()
         .skipLocked()
         .execute()
-      await this.addDaySpend(trx, await this.releaseRows(trx, rows))
+      await this.moveAccountTotals(trx, await this.releaseRows(trx, rows))
       return rows.length
     })
   }
 
-  /** Releases `rows`; returns the accounts' day totals to take their maxima out of. */
-  private async releaseRows(trx: Trx, rows: readonly SponsorshipRow[]): Promise<Map<string, bigint>> {
-    const deltas = new Map<string, bigint>()
-    if (rows.length === 0) return deltas
+  /** Releases `rows`; returns what their accounts' totals give back (moveAccountTotals). */
+  private async releaseRows(trx: Trx, rows: readonly SponsorshipRow[]): Promise<AccountMove[]> {
+    const moves = rows.map((r) => ({
+      accountId: r.account_id,
+      network: r.network,
+      day: r.day,
+      reservedWei: -BigInt(r.max_cost_wei),
+      dayWei: -BigInt(r.max_cost_wei),
+    }))
+    if (rows.length === 0) return moves
     await trx
       .updateTable('gas_sponsorships')
       .set({ state: 'released', updated_at: new Date() })
@@ -332,18 +376,11 @@ export class SponsorStore {
         wei += BigInt(r.max_cost_wei)
         usd = addDecimal(usd, r.max_cost_usd ?? '0')
       }
-      const owner = await sql<{ account_id: string; chain: string }>`
+      await sql`
         update gas_policies set ops_count = ops_count - ${list.length},
           reserved_wei = reserved_wei - ${wei.toString()}::numeric,
           reserved_usd = reserved_usd - ${usd}::numeric
-        where id = ${policyId}
-        returning account_id, chain`.execute(trx)
-      const o = owner.rows[0]
-      if (o)
-        for (const r of list) {
-          const key = JSON.stringify([o.account_id, o.chain, r.day])
-          deltas.set(key, (deltas.get(key) ?? 0n) - BigInt(r.max_cost_wei))
-        }
+        where id = ${policyId}`.execute(trx)
       for (const r of [...list].sort((a, b) => (a.sender < b.sender ? -1 : 1)))
         await sql`
           update gas_policy_senders set ops_count = ops_count - 1,
@@ -351,7 +388,7 @@ export class SponsorStore {
             day_ops = day_ops - case when day = ${r.day} then 1 else 0 end
           where policy_id = ${policyId} and sender = ${r.sender}`.execute(trx)
     }
-    return deltas
+    return moves
   }
 
   sponsorship(id: string): Promise<SponsorshipRow | undefined> {
