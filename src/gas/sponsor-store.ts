@@ -3,7 +3,12 @@ import type { Database } from '../storage/schema.ts'
 import type { Address, Hash } from '../types.ts'
 import { addDecimal, weiToUsd } from './policy-decimal.ts'
 import type { PolicyRow, SponsorshipRow } from './policy-store.ts'
-import type { AccountUsage } from './sponsor-ceilings.ts'
+import {
+  type AccountMove,
+  accountUsage,
+  firstOpenExpiry,
+  moveAccountTotals,
+} from './sponsor-account-totals.ts'
 
 /**
  * SQL of the spend accounting: the reservation a signature makes (inside the deciding
@@ -31,15 +36,6 @@ export interface NewReservation {
   valid_after: number
   day: string
   created_at: Date
-}
-
-/** What reservations add to (or give back from) an account's totals (sponsor-ceilings.ts). */
-interface AccountMove {
-  accountId: string | null
-  network: string
-  day: string
-  reservedWei: bigint
-  dayWei: bigint
 }
 
 export interface SenderTotals {
@@ -94,104 +90,13 @@ export class SponsorStore {
     )
   }
 
-  /**
-   * The account's ceilings and usage on `network` (sponsor-ceilings.ts). With `lock`, the
-   * account's reserved row, then its day row, are upserted first: their row locks queue every
-   * decision of the account on the network, across its policies, until the transaction ends
-   * (each policy's own lock covers only that policy). Without it (the ERC-7677 stub's early
-   * answer) nothing is written.
-   */
-  async accountUsage(
-    db: Trx | Db,
-    accountId: string,
-    network: string,
-    day: string,
-    lock: boolean,
-  ): Promise<AccountUsage> {
-    const open = lock
-      ? await sql<{ reserved_wei: string }>`
-          insert into gas_account_reserved (account_id, network, reserved_wei) values (${accountId}, ${network}, 0)
-          on conflict (account_id, network) do update set reserved_wei = gas_account_reserved.reserved_wei
-          returning reserved_wei::text as reserved_wei`.execute(db)
-      : await sql<{ reserved_wei: string }>`
-          select reserved_wei::text as reserved_wei from gas_account_reserved
-          where account_id = ${accountId} and network = ${network}`.execute(db)
-    const dayRow = lock
-      ? await sql<{ spend_wei: string }>`
-          insert into gas_account_days (account_id, network, day, spend_wei) values (${accountId}, ${network}, ${day}, 0)
-          on conflict (account_id, network, day) do update set spend_wei = gas_account_days.spend_wei
-          returning spend_wei::text as spend_wei`.execute(db)
-      : await sql<{ spend_wei: string }>`
-          select spend_wei::text as spend_wei from gas_account_days
-          where account_id = ${accountId} and network = ${network} and day = ${day}`.execute(db)
-    const { rows } = await sql<{
-      plan: string | null
-      op: string | null
-      per_day: string | null
-      at_once: string | null
-    }>`
-      select (select plan from accounts where id = ${accountId}) as plan,
-        c.per_operation_wei::text as op, c.per_day_wei::text as per_day, c.reserved_wei::text as at_once
-      from (select 1) as one
-      left join gas_account_ceilings c on c.account_id = ${accountId} and c.network = ${network}`.execute(db)
-    const r = rows[0]
-    const big = (v: string | null | undefined) => (v === null || v === undefined ? null : BigInt(v))
-    return {
-      accountId,
-      plan: r?.plan ?? 'free',
-      overrides: {
-        perOperationWei: big(r?.op),
-        perDayWei: big(r?.per_day),
-        reservedAtOnceWei: big(r?.at_once),
-      },
-      dayWei: BigInt(dayRow.rows[0]?.spend_wei ?? '0'),
-      reservedWei: BigInt(open.rows[0]?.reserved_wei ?? '0'),
-    }
+  /** The account's ceilings and usage on `network` (sponsor-account-totals.ts). */
+  accountUsage(db: Trx | Db, accountId: string, network: string, day: string, lock: boolean) {
+    return accountUsage(db, accountId, network, day, lock)
   }
 
-  /** Unix seconds when the account's first open reservation on `network` expires (null: none). */
-  async firstOpenExpiry(db: Trx | Db, accountId: string, network: string): Promise<number | null> {
-    const { rows } = await sql<{ until: string | null }>`
-      select min(valid_until)::text as until from gas_sponsorships
-      where network = ${network} and state = 'reserved' and account_id = ${accountId}`.execute(db)
-    const until = rows[0]?.until
-    return until === null || until === undefined ? null : Number(until)
-  }
-
-  /**
-   * Moves accounts' totals by what reservations added or gave back: each account's reserved row,
-   * then its day rows, in key order (the order the deciding transaction locks them in). Rows
-   * written before migration 0134 carry no account and were never counted.
-   */
-  private async moveAccountTotals(trx: Trx, moves: readonly AccountMove[]): Promise<void> {
-    const reserved = new Map<string, bigint>()
-    const days = new Map<string, bigint>()
-    for (const m of moves) {
-      if (m.accountId === null) continue
-      const acct = JSON.stringify([m.accountId, m.network])
-      reserved.set(acct, (reserved.get(acct) ?? 0n) + m.reservedWei)
-      const day = JSON.stringify([m.accountId, m.network, m.day])
-      days.set(day, (days.get(day) ?? 0n) + m.dayWei)
-    }
-    for (const acct of [...reserved.keys()].sort()) {
-      const [accountId, network] = JSON.parse(acct) as [string, string]
-      const delta = (reserved.get(acct) ?? 0n).toString()
-      await sql`
-        insert into gas_account_reserved (account_id, network, reserved_wei)
-        values (${accountId}, ${network}, greatest(${delta}::numeric, 0))
-        on conflict (account_id, network) do update
-          set reserved_wei = greatest(gas_account_reserved.reserved_wei + ${delta}::numeric, 0)`.execute(trx)
-      for (const key of [...days.keys()].sort()) {
-        const [a, n, day] = JSON.parse(key) as [string, string, string]
-        if (a !== accountId || n !== network) continue
-        const d = (days.get(key) ?? 0n).toString()
-        await sql`
-          insert into gas_account_days (account_id, network, day, spend_wei)
-          values (${a}, ${n}, ${day}, greatest(${d}::numeric, 0))
-          on conflict (account_id, network, day) do update
-            set spend_wei = greatest(gas_account_days.spend_wei + ${d}::numeric, 0)`.execute(trx)
-      }
-    }
+  firstOpenExpiry(db: Trx | Db, accountId: string, network: string) {
+    return firstOpenExpiry(db, accountId, network)
   }
 
   /** Writes the reservations and adds them to the policy's and senders' totals. */
@@ -247,9 +152,12 @@ export class SponsorStore {
         day_ops = case when gas_policy_senders.day = excluded.day
           then gas_policy_senders.day_ops + excluded.day_ops else excluded.day_ops end,
         day = excluded.day`.execute(trx)
-    await this.moveAccountTotals(trx, [
-      { accountId: policy.account_id, network: policy.chain, day, reservedWei: wei, dayWei: wei },
-    ])
+    // Both rows exist and are locked by this transaction (accountUsage): one statement moves both.
+    await sql`
+      with r as (update gas_account_reserved set reserved_wei = reserved_wei + ${wei.toString()}::numeric
+        where account_id = ${policy.account_id} and network = ${policy.chain})
+      update gas_account_days set spend_wei = spend_wei + ${wei.toString()}::numeric
+      where account_id = ${policy.account_id} and network = ${policy.chain} and day = ${day}`.execute(trx)
   }
 
   /**
@@ -320,7 +228,7 @@ export class SponsorStore {
         dayWei: e.actualGasCost - max,
       })
       // Account rows after every policy row: the order the deciding transaction locks them in.
-      await this.moveAccountTotals(trx, moves)
+      await moveAccountTotals(trx, moves)
       return 'settled'
     })
   }
@@ -341,7 +249,7 @@ export class SponsorStore {
         .forUpdate()
         .skipLocked()
         .execute()
-      await this.moveAccountTotals(trx, await this.releaseRows(trx, rows))
+      await moveAccountTotals(trx, await this.releaseRows(trx, rows))
       return rows.length
     })
   }
