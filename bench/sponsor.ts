@@ -6,8 +6,9 @@
  *             (viem), one after the other — what no sponsorship can beat in this process
  *   sponsor   SponsorService.sponsor() with BENCH_CONCURRENCY (default 64) callers at once on one
  *             policy that sets every rule: parse the op, decode its calls, price and deposit
- *             (cached), the deciding transaction (row lock, counters, reservation row; batched
- *             per policy), then the same signature
+ *             (cached), the deciding transaction (row lock, counters, the operator's ceilings
+ *             under the account's day-row lock, reservation row; batched per policy), then the
+ *             same signature
  * Storage: PostgreSQL when DATABASE_URL is set (a fresh schema, dropped at the end), else PGlite
  * (the figure to quote is PostgreSQL's). The devnet is anvil with dev mode's ERC-4337
  * contracts; the deposit is read from it (cached for 2 s). Prints ops/s, p50, p99, the ratio
@@ -26,6 +27,7 @@ import { startAnvil } from '../src/devnet/anvil.ts'
 import { signPaymasterHash, v07PaymasterHash } from '../src/gas/paymaster-signer.ts'
 import { PolicyService } from '../src/gas/policy-service.ts'
 import { PolicyStore } from '../src/gas/policy-store.ts'
+import { planCeilings } from '../src/gas/sponsor-ceilings.ts'
 import { SponsorService } from '../src/gas/sponsor-service.ts'
 import { StaticPriceSource } from '../src/prices/sources.ts'
 import { openStorage, type Storage } from '../src/storage/database.ts'
@@ -116,6 +118,19 @@ async function main() {
       { length: SENDERS },
       () => privateKeyToAccount(generatePrivateKey()).address.toLowerCase() as Address,
     )
+    // The operator's ceilings are checked on every decision (sponsor-ceilings.ts): set high
+    // enough never to bind, so the row shows their cost, not their refusals.
+    await storage.db
+      .insertInto('accounts')
+      .values({
+        id: ACCOUNT,
+        email: 'bench@halyard.local',
+        plan: 'growth',
+        limit_rps: null,
+        limit_rpd: null,
+        limit_cups: null,
+      })
+      .execute()
     const policy = await new PolicyService(new PolicyStore(storage.db), () => true).create(ACCOUNT, {
       name: 'every rule',
       chain: NETWORK,
@@ -145,6 +160,9 @@ async function main() {
           rpc,
           paymasters: [{ version: 'v07', entryPoint: aa.entryPoints.v07, paymaster: aa.paymaster }],
           prices: new StaticPriceSource({ native: '2000' }),
+          ceilings: planCeilings({
+            growth: { perOperation: '1', perDay: '1000000', reservedAtOnce: '1000000' },
+          }),
         },
       ],
     })

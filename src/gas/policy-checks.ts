@@ -36,7 +36,15 @@ export interface Counters {
   windowEndMs: number
 }
 
-export type RuleName = keyof CompiledRules['rules'] | 'status' | 'chain' | 'paymaster_deposit'
+export type RuleName =
+  | keyof CompiledRules['rules']
+  | 'status'
+  | 'chain'
+  | 'paymaster_deposit'
+  /** The operator's ceilings (sponsor-ceilings.ts), above every policy. */
+  | 'ceiling_per_operation'
+  | 'ceiling_per_day'
+  | 'ceiling_reserved_at_once'
 
 export interface Refusal {
   rule: RuleName

@@ -41,6 +41,8 @@ export interface GasPolicySendersTable {
 export interface GasSponsorshipsTable {
   id: string
   policy_id: string
+  /** Migration 0134: the policy's account (null on rows written before it). */
+  account_id: ColumnType<string | null, string | null | undefined, string | null>
   network: string
   entry_point: string
   paymaster: string
@@ -71,11 +73,38 @@ export interface GasSponsorCursorsTable {
   updated_at: Generated<Date>
 }
 
+/** Migration 0134: what an account sponsored per network and UTC day (sponsor-ceilings.ts). */
+export interface GasAccountDaysTable {
+  account_id: string
+  network: string
+  day: string
+  spend_wei: Numeric
+}
+
+/** Migration 0134: an account's open reservations per network (sponsor-ceilings.ts). */
+export interface GasAccountReservedTable {
+  account_id: string
+  network: string
+  reserved_wei: Numeric
+}
+
+/** Migration 0134: per-account ceilings in wei; null = the plan's (set by the operator in SQL). */
+export interface GasAccountCeilingsTable {
+  account_id: string
+  network: string
+  per_operation_wei: string | null
+  per_day_wei: string | null
+  reserved_wei: string | null
+}
+
 export interface SponsorshipTables {
   gas_policies: GasPoliciesTable
   gas_policy_senders: GasPolicySendersTable
   gas_sponsorships: GasSponsorshipsTable
   gas_sponsor_cursors: GasSponsorCursorsTable
+  gas_account_days: GasAccountDaysTable
+  gas_account_reserved: GasAccountReservedTable
+  gas_account_ceilings: GasAccountCeilingsTable
 }
 
 export type PolicyRow = Selectable<GasPoliciesTable>

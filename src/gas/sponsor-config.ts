@@ -7,6 +7,7 @@ import { paymasterSignerKeyFile } from '../devnet/account-abstraction.ts'
 import { parseDecimal } from '../prices/decimal.ts'
 import type { PriceSource } from '../prices/sources.ts'
 import { type Address, isAddress, toLowerAddress } from '../types.ts'
+import { ceilingsConfigSchema, planCeilings } from './sponsor-ceilings.ts'
 import type { SponsorNetworkSpec, SponsorPaymaster } from './sponsor-service.ts'
 import type { SettlementNetwork } from './sponsor-settlement.ts'
 
@@ -18,6 +19,9 @@ import type { SettlementNetwork } from './sponsor-settlement.ts'
  * sponsorship:
  *   paymasterV06: 0x…              # VerifyingPaymaster v0.6 (same signer), for v0.6 ops
  *   depositFloor: "0.5"            # native units; /ready and metrics report a deposit below it
+ *   ceilings:                      # the operator's ceilings per plan (sponsor-ceilings.ts)
+ *     free: { perOperation: "0.01", perDay: "0.1", reservedAtOnce: "0.05" }
+ *     enterprise: { perDay: "50" }  # null = unlimited; keys not given keep the defaults
  * ```
  * The signer key comes from the file named by HALYARD_PAYMASTER_KEY_FILE, or the variable
  * HALYARD_PAYMASTER_KEY (0x + 64 hex digits); dev mode reads the key it generated in the data
@@ -35,6 +39,7 @@ export const sponsorshipConfigSchema = z
       .string()
       .refine((v) => parseDecimal(v) !== null, 'must be a decimal string in native units, such as "0.5"')
       .default('0.1'),
+    ceilings: ceilingsConfigSchema.optional(),
   })
   .strict()
 
@@ -101,6 +106,8 @@ export function sponsorNetwork(
       paymasters,
       prices,
       depositFloorWei: nativeToWei(cfg?.depositFloor ?? '0.1'),
+      ceilings: planCeilings(cfg?.ceilings),
+      nativeSymbol: net.config.nativeCurrency?.symbol ?? 'native',
     },
     settlement: {
       slug: net.slug,

@@ -31,6 +31,7 @@ import type { Storage } from '../storage/database.ts'
 import type { Address } from '../types.ts'
 import { PolicyService } from './policy-service.ts'
 import { PolicyStore } from './policy-store.ts'
+import { NO_CEILINGS } from './sponsor-ceilings.ts'
 import { type SponsorNetworkSpec, type SponsorResult, SponsorService } from './sponsor-service.ts'
 import { type SettlementNetwork, SponsorSettlement } from './sponsor-settlement.ts'
 
@@ -103,6 +104,9 @@ export async function startSponsorFixture(backend: StorageBackend): Promise<Spon
       { version: 'v06', entryPoint: fx.aa.entryPoints.v06, paymaster: paymasterV06 },
     ],
     prices: new StaticPriceSource({ native: ETH_USD }),
+    // The policies' own rules are under test here; the operator's ceilings (and their
+    // defaults) are sponsor-ceilings.test.ts's, which sets them.
+    ceilings: NO_CEILINGS,
     ...overrides,
   })
   const services: SponsorSettlement[] = []

@@ -14,6 +14,13 @@ import {
 import { addDecimal } from './policy-decimal.ts'
 import { type CompiledRules, compileRules, type PolicyRules } from './policy-rules.ts'
 import type { PolicyRow } from './policy-store.ts'
+import {
+  type AccountUsage,
+  type Ceilings,
+  checkCeilings,
+  effectiveCeilings,
+  type PlanCeilings,
+} from './sponsor-ceilings.ts'
 import type { NewReservation, SenderTotals, SponsorStore, Trx } from './sponsor-store.ts'
 
 /**
@@ -40,11 +47,18 @@ export type ReserveOutcome =
 
 export const newSponsorshipId = () => `sp_${randomBytes(12).toString('hex')}`
 
+/** The operator's ceilings on a network (sponsor-ceilings.ts) and its currency's symbol. */
+export interface NetworkCeilings {
+  plans: PlanCeilings
+  symbol: string
+}
+
 export function reserveBatch(
   store: SponsorStore,
   policyId: string,
   reqs: readonly ReserveRequest[],
   nowMs: number,
+  ceilingsFor: (network: string) => NetworkCeilings,
 ): Promise<ReserveOutcome[]> {
   return store.transaction(async (trx) => {
     const policy = await store.lockPolicy(trx, policyId)
@@ -52,22 +66,32 @@ export function reserveBatch(
     const rules = compileRules(policy.rules as PolicyRules)
     const day = utcDay(nowMs)
     const state = await loadState(store, trx, policy, rules, reqs, nowMs)
+    // After the policy's lock, the account's (policy row, then day row: settlement's order too).
+    const usage = await store.accountUsage(trx, policy.account_id, policy.chain, day, true)
+    const ceiling = ceilingsFor(policy.chain)
+    const limits = effectiveCeilings(ceiling.plans, usage)
     const accepted: NewReservation[] = []
     const out: ReserveOutcome[] = []
     for (const r of reqs) {
       const facts: OpFacts = { ...r.facts, nowMs }
-      const refusal = precondition(policy, r) ?? decide(rules, facts, state.counters(r.facts.sender))
+      const refusal =
+        precondition(policy, r) ??
+        decide(rules, facts, state.counters(r.facts.sender)) ??
+        (await ceilingRefusal(store, trx, limits, usage, facts, ceiling.symbol))
       if (refusal) {
         out.push({ ok: false, error: refusal })
         continue
       }
       state.count(facts, day)
+      usage.dayWei += facts.maxCostWei
+      usage.reservedWei += facts.maxCostWei
       const id = newSponsorshipId()
       const validUntil = expiry(rules, nowMs)
       const validAfter = validityTag()
       accepted.push({
         id,
         policy_id: policy.id,
+        account_id: policy.account_id,
         network: r.facts.network,
         entry_point: r.entryPoint,
         paymaster: r.paymaster,
@@ -83,7 +107,7 @@ export function reserveBatch(
       })
       out.push({ ok: true, id, validUntil, validAfter, policy })
     }
-    await store.reserve(trx, policy.id, day, accepted, state.rateWindow)
+    await store.reserve(trx, policy, day, accepted, state.rateWindow)
     return out
   })
 }
@@ -108,6 +132,31 @@ export function precondition(
 export function decide(rules: CompiledRules, facts: OpFacts, counters: Counters): HalyardError | null {
   const refusal = checkOperation(rules, facts) ?? checkCounters(rules, facts, counters)
   return refusal ? new SponsorshipRefused(refusal) : null
+}
+
+/**
+ * The operator's ceilings for one more operation of the account; a reserved-at-once refusal
+ * says when the account's first open reservation expires (settlement may free it sooner).
+ */
+export async function ceilingRefusal(
+  store: SponsorStore,
+  db: Trx | null,
+  limits: Ceilings,
+  usage: AccountUsage,
+  facts: OpFacts,
+  symbol: string,
+): Promise<HalyardError | null> {
+  const r = checkCeilings(limits, usage, facts.maxCostWei, {
+    network: facts.network,
+    symbol,
+    nowMs: facts.nowMs,
+  })
+  if (!r) return null
+  if (r.rule === 'ceiling_reserved_at_once') {
+    const until = await store.firstOpenExpiry(db ?? store.db, usage.accountId, facts.network)
+    if (until !== null) r.retryAfterSeconds = Math.max(1, until - Math.floor(facts.nowMs / 1000))
+  }
+  return new SponsorshipRefused(r)
 }
 
 /**

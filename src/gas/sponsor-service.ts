@@ -19,12 +19,13 @@ import {
   v07PaymasterHash,
 } from './paymaster-signer.ts'
 import { decodeAccountCalls } from './policy-calls.ts'
-import { type OpFacts, SponsorshipRefused } from './policy-checks.ts'
+import { type OpFacts, SponsorshipRefused, utcDay } from './policy-checks.ts'
 import { weiToUsd } from './policy-decimal.ts'
 import { compileRules, type PolicyRules } from './policy-rules.ts'
 import { POLICY_ID, POLICY_ID_RULE } from './policy-service.ts'
 import { PolicyStore } from './policy-store.ts'
 import { KeyedBatcher } from './sponsor-batcher.ts'
+import { DEFAULT_CEILINGS, effectiveCeilings, type PlanCeilings } from './sponsor-ceilings.ts'
 import {
   maxCost,
   PAYMASTER_POST_OP_GAS,
@@ -33,8 +34,10 @@ import {
   paymasterGas,
 } from './sponsor-op.ts'
 import {
+  ceilingRefusal,
   decide,
   loadState,
+  type NetworkCeilings,
   precondition,
   type ReserveOutcome,
   type ReserveRequest,
@@ -67,6 +70,10 @@ export interface SponsorNetworkSpec {
   prices: PriceSource
   /** The deposit below which /ready and metrics report the paymaster low (wei). */
   depositFloorWei?: bigint
+  /** The operator's ceilings per plan (sponsor-ceilings.ts); DEFAULT_CEILINGS when unset. */
+  ceilings?: PlanCeilings
+  /** The native currency's symbol, for refusals (`ETH`). */
+  nativeSymbol?: string
 }
 
 export interface SponsorServiceOptions {
@@ -147,9 +154,15 @@ export class SponsorService {
     }
     this.deposits = new PaymasterDeposits(allRefs, opts.depositTtlMs)
     this.batcher = new KeyedBatcher(
-      (policyId, reqs) => reserveBatch(this.store, policyId, reqs, this.now()),
+      (policyId, reqs) => reserveBatch(this.store, policyId, reqs, this.now(), (n) => this.ceilings(n)),
       opts.maxBatch,
     )
+  }
+
+  /** The operator's ceilings on `network`: a network not served gets the defaults. */
+  private ceilings(network: string): NetworkCeilings {
+    const spec = this.nets.get(network)?.spec
+    return { plans: spec?.ceilings ?? DEFAULT_CEILINGS, symbol: spec?.nativeSymbol ?? 'native' }
   }
 
   /** Whether sponsorship is configured on `chain` (a REST slug). */
@@ -301,8 +314,26 @@ export class SponsorService {
     const rules = compileRules(policy.rules as PolicyRules)
     const nowMs = this.now()
     const state = await loadState(this.store, null, policy, rules, [{ facts: p.facts }], nowMs)
-    const refusal = decide(rules, { ...p.facts, nowMs }, state.counters(p.op.sender))
+    const facts = { ...p.facts, nowMs }
+    const refusal = decide(rules, facts, state.counters(p.op.sender))
     if (refusal) throw refusal
+    const usage = await this.store.accountUsage(
+      this.store.db,
+      viewer.accountId,
+      policy.chain,
+      utcDay(nowMs),
+      false,
+    )
+    const ceiling = this.ceilings(policy.chain)
+    const over = await ceilingRefusal(
+      this.store,
+      null,
+      effectiveCeilings(ceiling.plans, usage),
+      usage,
+      facts,
+      ceiling.symbol,
+    )
+    if (over) throw over
     return policy
   }
 

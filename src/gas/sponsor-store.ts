@@ -3,6 +3,12 @@ import type { Database } from '../storage/schema.ts'
 import type { Address, Hash } from '../types.ts'
 import { addDecimal, weiToUsd } from './policy-decimal.ts'
 import type { PolicyRow, SponsorshipRow } from './policy-store.ts'
+import {
+  type AccountMove,
+  accountUsage,
+  firstOpenExpiry,
+  moveAccountTotals,
+} from './sponsor-account-totals.ts'
 
 /**
  * SQL of the spend accounting: the reservation a signature makes (inside the deciding
@@ -17,6 +23,7 @@ export type Trx = Transaction<Database>
 export interface NewReservation {
   id: string
   policy_id: string
+  account_id: string
   network: string
   entry_point: Address
   paymaster: Address
@@ -83,15 +90,25 @@ export class SponsorStore {
     )
   }
 
+  /** The account's ceilings and usage on `network` (sponsor-account-totals.ts). */
+  accountUsage(db: Trx | Db, accountId: string, network: string, day: string, lock: boolean) {
+    return accountUsage(db, accountId, network, day, lock)
+  }
+
+  firstOpenExpiry(db: Trx | Db, accountId: string, network: string) {
+    return firstOpenExpiry(db, accountId, network)
+  }
+
   /** Writes the reservations and adds them to the policy's and senders' totals. */
   async reserve(
     trx: Trx,
-    policyId: string,
+    policy: Pick<PolicyRow, 'id' | 'account_id' | 'chain'>,
     day: string,
     rows: readonly NewReservation[],
     rateWindow: number | null,
   ): Promise<void> {
     if (rows.length === 0) return
+    const policyId = policy.id
     await trx
       .insertInto('gas_sponsorships')
       .values(
@@ -135,6 +152,12 @@ export class SponsorStore {
         day_ops = case when gas_policy_senders.day = excluded.day
           then gas_policy_senders.day_ops + excluded.day_ops else excluded.day_ops end,
         day = excluded.day`.execute(trx)
+    // Both rows exist and are locked by this transaction (accountUsage): one statement moves both.
+    await sql`
+      with r as (update gas_account_reserved set reserved_wei = reserved_wei + ${wei.toString()}::numeric
+        where account_id = ${policy.account_id} and network = ${policy.chain})
+      update gas_account_days set spend_wei = spend_wei + ${wei.toString()}::numeric
+      where account_id = ${policy.account_id} and network = ${policy.chain} and day = ${day}`.execute(trx)
   }
 
   /**
@@ -195,7 +218,17 @@ export class SponsorStore {
           day_ops = day_ops + case when day = ${chosen.day} then ${wasReserved ? 0 : 1} else 0 end
         where policy_id = ${chosen.policy_id} and sender = ${chosen.sender}`.execute(trx)
       const others = rows.filter((r) => r.id !== chosen.id && r.state === 'reserved')
-      await this.releaseRows(trx, others)
+      const moves = await this.releaseRows(trx, others)
+      const max = wasReserved ? BigInt(chosen.max_cost_wei) : 0n
+      moves.push({
+        accountId: chosen.account_id,
+        network: chosen.network,
+        day: chosen.day,
+        reservedWei: -max,
+        dayWei: e.actualGasCost - max,
+      })
+      // Account rows after every policy row: the order the deciding transaction locks them in.
+      await moveAccountTotals(trx, moves)
       return 'settled'
     })
   }
@@ -216,13 +249,21 @@ export class SponsorStore {
         .forUpdate()
         .skipLocked()
         .execute()
-      await this.releaseRows(trx, rows)
+      await moveAccountTotals(trx, await this.releaseRows(trx, rows))
       return rows.length
     })
   }
 
-  private async releaseRows(trx: Trx, rows: readonly SponsorshipRow[]): Promise<void> {
-    if (rows.length === 0) return
+  /** Releases `rows`; returns what their accounts' totals give back (moveAccountTotals). */
+  private async releaseRows(trx: Trx, rows: readonly SponsorshipRow[]): Promise<AccountMove[]> {
+    const moves = rows.map((r) => ({
+      accountId: r.account_id,
+      network: r.network,
+      day: r.day,
+      reservedWei: -BigInt(r.max_cost_wei),
+      dayWei: -BigInt(r.max_cost_wei),
+    }))
+    if (rows.length === 0) return moves
     await trx
       .updateTable('gas_sponsorships')
       .set({ state: 'released', updated_at: new Date() })
@@ -255,6 +296,7 @@ export class SponsorStore {
             day_ops = day_ops - case when day = ${r.day} then 1 else 0 end
           where policy_id = ${policyId} and sender = ${r.sender}`.execute(trx)
     }
+    return moves
   }
 
   sponsorship(id: string): Promise<SponsorshipRow | undefined> {

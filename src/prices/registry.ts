@@ -28,13 +28,15 @@ export interface DataSourceOptions {
 /**
  * Builds each network's sources from its `data:` config. Dev mode without a configured source
  * uses a static file in the data dir (`prices.json`, `tokenlist.json`; `halyard dev --demo`
- * writes both); production without one has no prices (`null`) and no logos.
+ * writes both) over DEV_PRICES; production without one has no prices (`null`) and no logos.
  */
 export async function buildDataSources(net: Network, opts: DataSourceOptions): Promise<NetworkDataSources> {
   const config = net.config.data ?? DEFAULT_DATA_API
   const p =
     config.prices ??
-    (opts.devMode ? { source: 'static' as const, file: devPricesFile(opts.dataDir) } : undefined)
+    (opts.devMode
+      ? { source: 'static' as const, prices: DEV_PRICES, file: devPricesFile(opts.dataDir) }
+      : undefined)
   let inner: PriceSource
   switch (p?.source) {
     case 'static':
@@ -61,6 +63,12 @@ export async function buildDataSources(net: Network, opts: DataSourceOptions): P
   })
   return { config, prices, tokenLists }
 }
+
+/**
+ * Dev mode's prices when `prices.json` does not name them (`halyard dev` without `--demo` writes
+ * no file): native gas at 3000 USD, so USD policy rules such as `max_gas_usd` work on the devnet.
+ */
+export const DEV_PRICES: Readonly<Record<string, string>> = { native: '3000' }
 
 export const devPricesFile = (dataDir: string) => path.join(dataDir, 'prices.json')
 export const devTokenListFile = (dataDir: string) => path.join(dataDir, 'tokenlist.json')

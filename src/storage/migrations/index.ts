@@ -19,6 +19,7 @@ import { m0110_webhook_attempts_instance } from './0110_webhook_attempts_instanc
 import { m0111_webhooks_event_types } from './0111_webhooks_event_types.ts'
 import { m0120_token_holders_by_first_block } from './0120_token_holders_by_first_block.ts'
 import { m0130_api_keys_allowlists } from './0130_api_keys_allowlists.ts'
+import { m0134_sponsorship_ceilings } from './0134_sponsorship_ceilings.ts'
 
 /**
  * Every migration, by name. Names sort in application order. Forward-only: a shipped
@@ -45,4 +46,5 @@ export const migrations: Record<string, Migration> = {
   '0111_webhooks_event_types': m0111_webhooks_event_types,
   '0120_token_holders_by_first_block': m0120_token_holders_by_first_block,
   '0130_api_keys_allowlists': m0130_api_keys_allowlists,
+  '0134_sponsorship_ceilings': m0134_sponsorship_ceilings,
 }
