@@ -18,7 +18,9 @@ import { Metrics } from '../metrics.ts'
 import { describeMethod } from '../rpc/methods/registry.ts'
 import { openStorage, type Storage } from '../storage/database.ts'
 import { migrate } from '../storage/migrate.ts'
+import { DEFAULT_DB_TIMEOUT_MS } from '../storage/pg-pool.ts'
 import { buildApp } from './app.ts'
+import { watchDatabase } from './database-watch.ts'
 import { registerFeatures } from './features.ts'
 import { type ReadinessCheck, registerOpsRoutes } from './ops-routes.ts'
 
@@ -80,7 +82,11 @@ export async function startHalyard(opts: StartOptions): Promise<Halyard> {
       opts.poolFactory ?? managedPoolFactory({ metrics, logger, describe: describeMethod }),
     )
     const charger = new Charger(limiter, metrics)
-    const auth = new AuthService(new AuthStore(storage.db))
+    const unwatchDatabase = watchDatabase(storage, logger, metrics)
+    const auth = new AuthService(new AuthStore(storage.db), {
+      staleMs: env.HALYARD_KEY_STALE_MS,
+      waitMs: env.HALYARD_DB_TIMEOUT_MS ?? DEFAULT_DB_TIMEOUT_MS,
+    })
     const ctx: AppContext = {
       env,
       devMode: opts.devMode ?? false,
@@ -160,6 +166,7 @@ export async function startHalyard(opts: StartOptions): Promise<Halyard> {
         await networks?.close()
         await limiter?.close()
         redis?.disconnect()
+        unwatchDatabase()
         if (ownsStorage) await storage.close()
       },
     }
