@@ -10,6 +10,8 @@ export const ERROR_STATUS = {
   not_found: 404,
   rate_limited: 429,
   internal_error: 500,
+  // A dependency (the database) cannot answer now; carries Retry-After (docs/dependency-failures.md).
+  service_unavailable: 503,
 } as const
 
 export type ErrorCode = keyof typeof ERROR_STATUS

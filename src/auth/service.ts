@@ -3,6 +3,7 @@ import { LRUCache } from 'lru-cache'
 import { HalyardError, invalidRequest, notFound, unauthorized } from '../errors.ts'
 import { isUnlimited } from '../limits/limiter.ts'
 import { effectiveLimits, isPlanName, PLAN_NAMES, type PlanLimits, type PlanName } from '../limits/plans.ts'
+import { DEFAULT_DB_TIMEOUT_MS, isUnavailable } from '../storage/pg-pool.ts'
 import {
   ALLOWLIST_FIELDS,
   ALLOWLIST_NAMES,
@@ -120,7 +121,30 @@ export interface AuthServiceOptions {
    * rpc/methods/known.ts). Default: any well-formed name.
    */
   knownMethod?: KnownMethod
+  /**
+   * How long a key verified before is still served while the database cannot be asked
+   * (HALYARD_KEY_STALE_MS; 0 turns it off). Default five minutes.
+   */
+  staleMs?: number
+  /**
+   * Longest a request waits for its key's lookup (HALYARD_DB_TIMEOUT_MS): past it the request
+   * is answered (stale, or 503) and the lookup finishes for the next one. Default five seconds.
+   */
+  waitMs?: number
 }
+
+/** Default stale window (docs/dependency-failures.md). */
+export const DEFAULT_KEY_STALE_MS = 300_000
+
+/** What a caller hears when its key cannot be checked: retry in a second (RFC 9110 §10.2.3). */
+const unverifiable = (): HalyardError =>
+  new HalyardError(
+    'service_unavailable',
+    'temporarily unable to verify the API key: the database is unavailable; retry shortly',
+    {
+      'retry-after': '1',
+    },
+  )
 
 export class AuthService {
   private readonly known = new LRUCache<string, CacheEntry>({ max: KNOWN_MAX })
@@ -131,6 +155,10 @@ export class AuthService {
   private readonly operatorEmails: ReadonlySet<string>
   private readonly adminToken: Buffer | undefined
   private readonly knownMethod: KnownMethod
+  private readonly staleMs: number
+  private readonly waitMs: number
+  /** Set while the store's lookups fail (since when); cleared by the first that succeeds. */
+  private storeDownSince: number | undefined
   private readonly queued: QueuedLookup[] = []
   private running = 0
   private lookups = 0
@@ -151,6 +179,8 @@ export class AuthService {
     this.operatorEmails = new Set((opts.operatorEmails ?? []).map((e) => e.trim().toLowerCase()))
     this.adminToken = opts.adminToken ? Buffer.from(opts.adminToken) : undefined
     this.knownMethod = opts.knownMethod ?? (() => true)
+    this.staleMs = opts.staleMs ?? DEFAULT_KEY_STALE_MS
+    this.waitMs = opts.waitMs ?? DEFAULT_DB_TIMEOUT_MS
   }
 
   /**
@@ -311,7 +341,7 @@ export class AuthService {
     }
     if (!isWellFormedKey(presented)) throw unauthorized('invalid API key')
     const hit = this.fresh(presented)
-    const caller = hit ? hit.caller : await this.refresh(presented)
+    const caller = hit ? hit.caller : await this.refreshOrStale(presented)
     if (!caller) throw unauthorized('invalid or revoked API key')
     this.used.add(caller.keyId)
     return caller
@@ -379,6 +409,43 @@ export class AuthService {
     // Hot keys are re-read before they expire, so no request waits on the database for them.
     if (age >= REFRESH_AFTER_MS) this.refresh(presented).catch(() => {})
     return hit
+  }
+
+  /**
+   * A fresh read of the key; while the store cannot answer, a key verified within the stale
+   * window is served as it was (without waiting for the read once the store is known down).
+   * Only keys that resolved to a caller are served stale: a refused or never-seen key gets 503,
+   * never a guess. A revocation reaches this instance at the first read that succeeds.
+   */
+  private async refreshOrStale(presented: string): Promise<Caller | null> {
+    const stale = this.known.get(presented)
+    const usable = stale?.caller && this.now() - stale.at < this.staleMs ? stale.caller : undefined
+    if (usable && this.storeDownSince !== undefined) {
+      this.refresh(presented).catch(() => {})
+      return usable
+    }
+    try {
+      return await this.withinWait(this.refresh(presented))
+    } catch (err) {
+      if (usable) return usable
+      throw err
+    }
+  }
+
+  /**
+   * The lookup, or 503 once the request has waited `waitMs`: a connection wait and a query wait
+   * are each bounded by the database deadline, but a request must not add them up, nor queue
+   * behind other keys' lookups for longer. The lookup goes on, and its answer is cached.
+   */
+  private withinWait(lookup: Promise<Caller | null>): Promise<Caller | null> {
+    let timer: NodeJS.Timeout | undefined
+    const deadline = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        this.storeDownSince ??= this.now()
+        reject(unverifiable())
+      }, this.waitMs)
+    })
+    return Promise.race([lookup, deadline]).finally(() => clearTimeout(timer))
   }
 
   /** Forgets every resolved key on this instance (revocation, plan change). */
@@ -451,14 +518,20 @@ export class AuthService {
     this.queries++
     try {
       const rows = await this.store.keysWithAccountByHashes(batch.map((q) => q.hash))
+      this.storeDownSince = undefined
       const byHash = new Map(rows.map((r) => [r.key_hash, r]))
       for (const q of batch) q.resolve(callerOf(byHash.get(q.hash), this.operatorEmails))
-    } catch {
+    } catch (err) {
       // Every waiter hears, whatever failed (a rejected query or a row that would not map):
-      // the ones already resolved ignore this, the rest must not wait forever.
+      // the ones already resolved ignore this, the rest must not wait forever. No database to
+      // ask is a 503 with Retry-After; anything else is ours (500).
+      const down = isUnavailable(err)
+      if (down) this.storeDownSince ??= this.now()
       for (const q of batch) {
         q.reject(
-          new HalyardError('internal_error', 'temporarily unable to verify the API key; retry shortly'),
+          down
+            ? unverifiable()
+            : new HalyardError('internal_error', 'temporarily unable to verify the API key; retry shortly'),
         )
       }
     }

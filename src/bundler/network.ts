@@ -221,14 +221,18 @@ export class NetworkBundler {
   }
 }
 
-const lockKey = (network: string) => `halyard-bundler:${network}`
+export const builderLockKey = (network: string) => `halyard-bundler:${network}`
 
 export async function tryBuilderLock(conn: DB, network: string): Promise<boolean> {
   const got = await sql<{ ok: boolean }>`
-    select pg_try_advisory_lock(hashtext(current_schema() || ':' || ${lockKey(network)})) as ok`.execute(conn)
+    select pg_try_advisory_lock(hashtext(current_schema() || ':' || ${builderLockKey(network)})) as ok`.execute(
+    conn,
+  )
   return got.rows[0]?.ok === true
 }
 
 export async function releaseBuilderLock(conn: DB, network: string): Promise<void> {
-  await sql`select pg_advisory_unlock(hashtext(current_schema() || ':' || ${lockKey(network)}))`.execute(conn)
+  await sql`select pg_advisory_unlock(hashtext(current_schema() || ':' || ${builderLockKey(network)}))`.execute(
+    conn,
+  )
 }

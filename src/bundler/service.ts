@@ -3,6 +3,7 @@ import { toHex } from 'viem'
 import type { Network } from '../chains/registry.ts'
 import type { Logger } from '../logger.ts'
 import type { DB, Storage } from '../storage/database.ts'
+import { withSessionLock } from '../storage/session-lock.ts'
 import type { Address, Hash, Hex } from '../types.ts'
 import type { TickResult } from './builder.ts'
 import { mergeOverrides, type StateOverride } from './chain.ts'
@@ -10,7 +11,7 @@ import { BundlerDebug } from './debug.ts'
 import { estimateUserOperationGas } from './estimate.ts'
 import { liveCounts } from './mempool-store.ts'
 import { BundlerMetrics } from './metrics.ts'
-import { type BundlerNetworkSpec, NetworkBundler, releaseBuilderLock, tryBuilderLock } from './network.ts'
+import { type BundlerNetworkSpec, builderLockKey, NetworkBundler } from './network.ts'
 import { byHashResult, findUserOpLog, opFromHandleOps, receiptFromTx } from './receipts.ts'
 import {
   BundlerError,
@@ -252,25 +253,26 @@ export class BundlerService {
 
   private async loop(n: NetworkBundler): Promise<void> {
     const log = this.opts.logger.child({ component: 'bundler', network: n.spec.slug })
-    const db = this.opts.storage.db
     while (!this.stopping) {
       try {
         await n.locateSimulations().catch(() => {})
-        if (this.opts.storage.kind === 'postgres') {
-          await db.connection().execute(async (conn) => {
-            if (!(await tryBuilderLock(conn, n.spec.slug))) return
-            log.info('bundler builder lock acquired')
-            n.lockConn = conn
-            try {
-              await this.rounds(n, conn)
-            } finally {
-              n.lockConn = null
-              await releaseBuilderLock(conn, n.spec.slug).catch(() => {})
-            }
-          })
-        } else {
-          await this.rounds(n, db)
-        }
+        const postgres = this.opts.storage.kind === 'postgres'
+        await withSessionLock(this.opts.storage, builderLockKey(n.spec.slug), async (conn, lost) => {
+          if (!postgres) return this.rounds(n, conn, lost)
+          log.info('bundler builder lock acquired')
+          // A round asleep hears of the loss at once, not at the end of its nap.
+          lost.addEventListener('abort', () => n.wake?.(), { once: true })
+          n.lockConn = conn
+          try {
+            await this.rounds(n, conn, lost)
+          } finally {
+            n.lockConn = null
+          }
+          // The session went and the lock with it: what this round did is in the database
+          // (accepted ops, sent bundles), so whoever takes the lock next carries on from there.
+          if (lost.aborted && !this.stopping)
+            log.warn('bundler builder lost its database session; contending for the lock again')
+        })
       } catch (err) {
         if (!this.stopping) log.warn({ err: (err as Error).message }, 'bundler builder failed; retrying')
       }
@@ -279,9 +281,9 @@ export class BundlerService {
   }
 
   /** Builder rounds while this instance holds the lock; manual mode follows bundles but builds none. */
-  private async rounds(n: NetworkBundler, db: DB): Promise<void> {
+  private async rounds(n: NetworkBundler, db: DB, lost: AbortSignal): Promise<void> {
     let failures = 0
-    while (!this.stopping) {
+    while (!this.stopping && !lost.aborted) {
       try {
         n.nudged = false
         // A node refusing the lookup or deployment leaves simulations on the full override.
@@ -295,6 +297,7 @@ export class BundlerService {
         else if (r !== 'idle') await this.sleep(n, n.spec.pollMs ?? 250)
         else if (!n.nudged) await this.sleep(n, n.spec.idleMs ?? 1000, { idle: true })
       } catch (err) {
+        if (lost.aborted) return
         if (++failures >= 5) throw err
         this.opts.logger.debug({ network: n.spec.slug, err: (err as Error).message }, 'bundler round failed')
         await this.sleep(n, Math.min(10_000, (n.spec.pollMs ?? 250) * 2 ** failures))

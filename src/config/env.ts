@@ -1,6 +1,7 @@
 import path from 'node:path'
 import { z } from 'zod'
 import { parseCidr } from '../net/address-policy.ts'
+import { databaseEnvShape } from '../storage/pg-pool.ts'
 import { pgliteEnvShape } from '../storage/pglite-settings.ts'
 import { ConfigError, describeZodError, parseDuration } from './validation.ts'
 
@@ -115,6 +116,10 @@ const envSchema = z.object({
     .optional(),
   // This process's name in webhook delivery attempts (default hostname:pid).
   HALYARD_INSTANCE_ID: z.string().min(1).max(200).optional(),
+  // Database deadlines (src/storage/pg-pool.ts; docs/dependency-failures.md).
+  ...databaseEnvShape,
+  // How long a key verified before is served while the database cannot be asked (0: never).
+  HALYARD_KEY_STALE_MS: z.coerce.number().int().min(0).max(86_400_000).default(300_000),
   // Embedded PGlite's memory settings and template cache dir (src/storage/pglite-settings.ts).
   ...pgliteEnvShape,
 })

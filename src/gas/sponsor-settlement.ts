@@ -1,11 +1,11 @@
-import { sql } from 'kysely'
 import { decodeEventLog, encodeEventTopics, pad } from 'viem'
 import { entryPoint07Abi } from 'viem/account-abstraction'
 import type { RawLog, RpcCaller } from '../bundler/chain.ts'
 import { opFromHandleOps } from '../bundler/receipts.ts'
 import type { EntryPointVersion } from '../bundler/types.ts'
 import type { Logger } from '../logger.ts'
-import type { DB, Storage } from '../storage/database.ts'
+import type { Storage } from '../storage/database.ts'
+import { withSessionLock } from '../storage/session-lock.ts'
 import type { Address, Hash, Hex } from '../types.ts'
 import type { SettleResult, SponsoredOpEvent, SponsorStore } from './sponsor-store.ts'
 
@@ -163,18 +163,19 @@ export class SponsorSettlement {
     const { storage } = this.opts
     while (!this.stopping) {
       try {
-        if (storage.kind === 'postgres') {
-          await storage.db.connection().execute(async (conn) => {
-            if (!(await tryLock(conn, net.slug))) return
-            try {
-              await this.rounds(net)
-            } finally {
-              await unlock(conn, net.slug).catch(() => {})
-            }
-          })
-        } else {
-          await this.rounds(net)
-        }
+        // The lock's session only holds the lock (rounds use the pool); when it goes, the lock
+        // went with it, and the rounds stop before another instance's begin.
+        await withSessionLock(storage, lockKey(net.slug), async (_conn, lost) => {
+          const onLost = () => this.wake?.()
+          lost.addEventListener('abort', onLost, { once: true })
+          try {
+            await this.rounds(net, lost)
+          } finally {
+            lost.removeEventListener('abort', onLost)
+          }
+          if (lost.aborted && !this.stopping)
+            log.warn('sponsorship settlement lost its database session; contending for the lock again')
+        })
       } catch (err) {
         if (!this.stopping)
           log.warn({ err: (err as Error).message }, 'sponsorship settlement failed; retrying')
@@ -184,8 +185,8 @@ export class SponsorSettlement {
   }
 
   /** Polls while this instance holds the lock; a full range means more is waiting. */
-  private async rounds(net: SettlementNetwork): Promise<void> {
-    while (!this.stopping) {
+  private async rounds(net: SettlementNetwork, lost: AbortSignal): Promise<void> {
+    while (!this.stopping && !lost.aborted) {
       const r = await this.pollOnce(net.slug)
       const caughtUp = !r || r.to - r.from + 1n < BigInt(net.maxRange ?? 2000)
       if (caughtUp) await this.sleep(this.opts.pollMs ?? 2_000)
@@ -237,16 +238,6 @@ function validAfterOf(net: SettlementNetwork, e: SponsoredOpEvent, input: Hex | 
 }
 
 const lockKey = (network: string) => `halyard-sponsor-settlement:${network}`
-
-async function tryLock(conn: DB, network: string): Promise<boolean> {
-  const got = await sql<{ ok: boolean }>`
-    select pg_try_advisory_lock(hashtext(current_schema() || ':' || ${lockKey(network)})) as ok`.execute(conn)
-  return got.rows[0]?.ok === true
-}
-
-async function unlock(conn: DB, network: string): Promise<void> {
-  await sql`select pg_advisory_unlock(hashtext(current_schema() || ':' || ${lockKey(network)}))`.execute(conn)
-}
 
 const maxBig = (a: bigint, b: bigint) => (a > b ? a : b)
 const minBig = (a: bigint, b: bigint) => (a < b ? a : b)

@@ -6,6 +6,7 @@ import type { FastifyError, FastifyInstance } from 'fastify'
 import { UpstreamUnavailableError } from '../chains/upstream-unavailable.ts'
 import { errorBody, HalyardError } from '../errors.ts'
 import { redactUrl } from '../logger.ts'
+import { DatabaseUnavailableError } from '../storage/pg-pool.ts'
 import type { Charger } from './charge.ts'
 
 /** Longest path parameter the router accepts (a key id, an address, a token id…). */
@@ -20,7 +21,10 @@ export function installErrorHandling(app: FastifyInstance, charger: Charger, bod
   app.setErrorHandler(async (error: FastifyError | HalyardError | Error, request, reply) => {
     // A route may have a smaller limit than the app's (the dashboard's forms): name the one that applied.
     const mapped = toHalyardError(error, request.routeOptions.bodyLimit ?? bodyLimit)
-    if (mapped.status >= 500) request.log.error({ err: error }, 'request failed')
+    // A dependency being down is logged once when its state changes (and counted in /metrics),
+    // not once per request it fails.
+    if (mapped.status >= 500 && mapped.code !== 'service_unavailable')
+      request.log.error({ err: error }, 'request failed')
     // A request that never arrived whole and whose connection is gone (its body cut at the
     // deadline, or the client left mid-body) was never served: not counted against the account.
     if (!request.raw.complete && request.raw.socket.destroyed)
@@ -41,6 +45,10 @@ export function toHalyardError(error: unknown, bodyLimit: number): HalyardError 
   // Still a 500 (spec section 7), but one that says which network's upstream failed and how.
   if (error instanceof UpstreamUnavailableError)
     return new HalyardError('internal_error', error.publicMessage)
+  if (error instanceof DatabaseUnavailableError)
+    return new HalyardError('service_unavailable', 'the database is unavailable; retry shortly', {
+      'retry-after': '1',
+    })
   const e = error as FastifyError
   switch (e.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':

@@ -1,10 +1,11 @@
 import { EventEmitter } from 'node:events'
-import { type Kysely, sql } from 'kysely'
+import type { Kysely } from 'kysely'
 import type { Network, NetworkRegistry } from '../chains/registry.ts'
 import type { Logger } from '../logger.ts'
 import type { Metrics } from '../metrics.ts'
 import type { Storage } from '../storage/database.ts'
 import type { Database } from '../storage/schema.ts'
+import { sleepUnless, withSessionLock } from '../storage/session-lock.ts'
 import { NetworkFollower } from './follower.ts'
 import type { HeadSignal, HeadSignalReason } from './head-signal.ts'
 import { IndexerHealth } from './health.ts'
@@ -190,31 +191,19 @@ export class IndexerService {
       liveMs:
         this.opts.pollMs ?? Math.max(basePollMs, Math.min(MAX_LIVE_POLL_MS, network.config.blockTimeMs)),
     }
-    const db = this.opts.storage.db
     while (!this.stopping) {
       try {
-        if (this.opts.storage.kind === 'postgres') {
-          await db.connection().execute(async (conn) => {
-            const key = `halyard-indexer:${network.slug}`
-            const got = await sql<{ ok: boolean }>`
-              select pg_try_advisory_lock(hashtext(current_schema() || ':' || ${key})) as ok`.execute(conn)
-            if (!got.rows[0]?.ok) {
-              // Another instance follows this network: its failures are not ours to report.
-              this.health.forget(network.slug)
-              return
-            }
-            log.info('indexer lock acquired')
-            try {
-              await this.follow(network, follower, conn, poll, log)
-            } finally {
-              await sql`select pg_advisory_unlock(hashtext(current_schema() || ':' || ${key}))`
-                .execute(conn)
-                .catch(() => {})
-            }
-          })
-        } else {
-          await this.follow(network, follower, db, poll, log)
-        }
+        const postgres = this.opts.storage.kind === 'postgres'
+        const lockKey = `halyard-indexer:${network.slug}`
+        const got = await withSessionLock(this.opts.storage, lockKey, async (conn, lost) => {
+          if (postgres) log.info('indexer lock acquired')
+          await this.follow(network, follower, conn, poll, log, lost)
+          // The session went and the lock with it: another instance may follow now.
+          if (lost.aborted && !this.stopping)
+            log.warn('indexer lost its database session; contending for the lock again')
+        })
+        // Another instance follows this network: its failures are not ours to report.
+        if (got === 'busy') this.health.forget(network.slug)
       } catch (err) {
         log.warn({ err: (err as Error).message }, 'indexer stopped on repeated errors; restarting')
       }
@@ -236,15 +225,18 @@ export class IndexerService {
     db: Kysely<Database>,
     poll: PollIntervals,
     log: Logger,
+    lost: AbortSignal,
   ) {
-    const waker = new Waker(this.abort.signal)
+    // Stopping, or the session holding the lock gone: either ends the follow.
+    const ended = AbortSignal.any([this.abort.signal, lost])
+    const waker = new Waker(ended)
     const watch = this.opts.heads?.watch(network, (reason) => waker.wake(reason))
     let failures = 0
     // After a push, poll at the base rate until a block comes: the node that answers our HTTP
     // reads may not have the pushed block yet (another upstream, or a lagging one).
     let eager = false
     try {
-      while (!this.stopping) {
+      while (!ended.aborted) {
         try {
           const worked = await follower.step(db)
           failures = 0
@@ -259,7 +251,7 @@ export class IndexerService {
           if (reason !== 'poll') eager = true
           this.opts.onWake?.(network.slug, reason)
         } catch (err) {
-          if (this.stopping) return
+          if (ended.aborted) return
           failures++
           this.health.stepFailed(network.slug, follower.nextBlock, err)
           // A step stuck on a block still read the head first: the lag keeps growing in /metrics.
@@ -268,7 +260,7 @@ export class IndexerService {
           // Debug until it persists: an upstream blip is routine, the give-up below is a warning.
           log.debug({ err: (err as Error).message, failures }, 'indexer step failed')
           if (failures >= 5) throw err
-          await this.sleep(Math.min(10_000, poll.baseMs * 2 ** failures))
+          await sleepUnless(ended, Math.min(10_000, poll.baseMs * 2 ** failures))
         }
       }
     } finally {

@@ -111,6 +111,7 @@ const ERROR_TEXT: Record<ErrorCode, string> = {
   not_found: 'The network or resource does not exist',
   rate_limited: 'A rate limit was exceeded; retry after Retry-After seconds',
   internal_error: 'Server error; retry with exponential backoff',
+  service_unavailable: 'A dependency (the database) cannot answer now; retry after Retry-After seconds',
 }
 
 function errorResponses(): Record<string, unknown> {
@@ -125,6 +126,11 @@ function errorResponses(): Record<string, unknown> {
       'Retry-After': { description: 'Seconds to wait', schema: { type: 'integer', minimum: 1 } },
       ...rateLimitHeaders,
     },
+    content,
+  }
+  out.service_unavailable = {
+    description: ERROR_TEXT.service_unavailable,
+    headers: { 'Retry-After': { description: 'Seconds to wait', schema: { type: 'integer', minimum: 1 } } },
     content,
   }
   return out
@@ -144,6 +150,7 @@ function errorsFor(meta: RouteMeta, hasPathParams: boolean): Record<string, unkn
   if (hasPathParams || meta.network) out['404'] = ref('not_found')
   if (keyed) out['429'] = ref('rate_limited')
   out['500'] = ref('internal_error')
+  out['503'] = ref('service_unavailable')
   return out
 }
 

@@ -1,9 +1,9 @@
 import type { FastifyInstance } from 'fastify'
-import { sql } from 'kysely'
 import type { NetworkRegistry } from '../chains/registry.ts'
 import { definePublicRoute } from '../http/route.ts'
 import type { Metrics } from '../metrics.ts'
 import type { DB } from '../storage/database.ts'
+import { probeWrite } from '../storage/write-probe.ts'
 import { clusterWorker } from './cluster.ts'
 import { workerMetrics } from './cluster-metrics.ts'
 
@@ -47,7 +47,7 @@ export function registerOpsRoutes(app: FastifyInstance, deps: Deps) {
         }
       }
       await Promise.all([
-        run('database', () => sql`select 1`.execute(deps.db)),
+        run('database', () => probeWrite(deps.db)),
         ...(deps.checks ?? []).map((c) =>
           run(c.name, () => (c.info ? c.info() : c.check()), c.info !== undefined),
         ),

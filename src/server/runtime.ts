@@ -20,7 +20,9 @@ import { isKnownMethod } from '../rpc/methods/known.ts'
 import { describeMethod } from '../rpc/methods/registry.ts'
 import { openStorage, type Storage } from '../storage/database.ts'
 import { migrate } from '../storage/migrate.ts'
+import { DEFAULT_DB_TIMEOUT_MS } from '../storage/pg-pool.ts'
 import { buildApp } from './app.ts'
+import { watchDatabase } from './database-watch.ts'
 import { registerFeatures } from './features.ts'
 import { type ReadinessCheck, registerOpsRoutes } from './ops-routes.ts'
 
@@ -89,10 +91,13 @@ export async function startHalyard(opts: StartOptions): Promise<Halyard> {
       opts.poolFactory ?? managedPoolFactory({ metrics, logger, describe: describeMethod }),
     )
     const charger = new Charger(limiter, metrics)
+    const unwatchDatabase = watchDatabase(storage, logger, metrics)
     const auth = new AuthService(new AuthStore(storage.db), {
       operatorEmails: [...(opts.operatorEmails ?? []), ...(env.HALYARD_OPERATOR_EMAILS ?? [])],
       adminToken: opts.adminToken,
       knownMethod: isKnownMethod,
+      staleMs: env.HALYARD_KEY_STALE_MS,
+      waitMs: env.HALYARD_DB_TIMEOUT_MS ?? DEFAULT_DB_TIMEOUT_MS,
     })
     const fwd = forwarded(env.HALYARD_TRUSTED_PROXIES)
     // Set from the listener below when HALYARD_PUBLIC_URL is unset (dev mode, tests on port 0).
@@ -190,6 +195,7 @@ export async function startHalyard(opts: StartOptions): Promise<Halyard> {
         await networks?.close()
         await limiter?.close()
         redis?.disconnect()
+        unwatchDatabase()
         if (ownsStorage) await storage.close()
       },
     }

@@ -1,7 +1,8 @@
-import { mkdirSync } from 'node:fs'
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { Kysely, PostgresDialect, sql } from 'kysely'
 import pg from 'pg'
+import { type DatabaseHealth, databaseTimeoutMs, hardenedPool } from './pg-pool.ts'
 import { type DataDirOrigin, preparePGliteDataDir, tightenDataDir } from './pglite-datadir.ts'
 import { PGliteDialect } from './pglite-driver.ts'
 import { type PGliteSettings, pgliteSettings, pgliteStartParams } from './pglite-settings.ts'
@@ -16,6 +17,13 @@ export interface Storage {
   readonly sharedAccess: boolean
   /** PGlite with a data dir: whether it existed, was copied from the template or needed initdb. */
   readonly dataDirOrigin?: DataDirOrigin
+  /** PostgreSQL only: up or down, from what queries saw (docs/dependency-failures.md). */
+  readonly health?: DatabaseHealth
+  /**
+   * Aborted when the server session `pid` (`pg_backend_pid()`) is lost, and with it every session
+   * lock it held (PostgreSQL only; src/storage/session-lock.ts).
+   */
+  sessionLost?(pid: number): AbortSignal
   close(): Promise<void>
 }
 
@@ -27,6 +35,8 @@ export interface StorageOptions {
   /** PostgreSQL schema to use (created when missing); tests isolate themselves with it. */
   schema?: string | undefined
   poolSize?: number
+  /** Deadline of a connection and of each query (PostgreSQL); default HALYARD_DB_TIMEOUT_MS or 5 s. */
+  timeoutMs?: number
   /** PGlite settings; default pgliteSettings() (PGLITE_DEFAULTS overridden by HALYARD_PGLITE_*). */
   pglite?: PGliteSettings
 }
@@ -36,14 +46,26 @@ pg.types.setTypeParser(20, (v) => v)
 pg.types.setTypeParser(1700, (v) => v)
 
 export async function openStorage(opts: StorageOptions): Promise<Storage> {
-  if (opts.databaseUrl) return openPostgres(opts.databaseUrl, opts.schema, opts.poolSize ?? 10)
+  if (opts.databaseUrl)
+    return openPostgres(
+      opts.databaseUrl,
+      opts.schema,
+      opts.poolSize ?? 10,
+      opts.timeoutMs ?? databaseTimeoutMs(),
+    )
   return openPGlite(opts.dataDir, opts.pglite ?? pgliteSettings())
 }
 
-async function openPostgres(url: string, schema: string | undefined, poolSize: number): Promise<Storage> {
+async function openPostgres(
+  url: string,
+  schema: string | undefined,
+  poolSize: number,
+  timeoutMs: number,
+): Promise<Storage> {
   if (schema !== undefined && !/^[a-z_][a-z0-9_]*$/.test(schema)) throw new Error(`bad schema name ${schema}`)
   if (schema) {
-    const admin = new pg.Client({ connectionString: url })
+    const admin = new pg.Client({ connectionString: url, connectionTimeoutMillis: timeoutMs })
+    admin.on('error', () => {})
     await admin.connect()
     try {
       await admin.query(`create schema if not exists ${schema}`)
@@ -51,16 +73,22 @@ async function openPostgres(url: string, schema: string | undefined, poolSize: n
       await admin.end()
     }
   }
-  const pool = new pg.Pool({
+  const hardened = hardenedPool({
     connectionString: url,
     max: poolSize,
+    timeoutMs,
     ...(schema ? { options: `-c search_path=${schema}` } : {}),
   })
-  // An idle client losing its server must not crash the process; the next query reconnects.
-  pool.on('error', () => {})
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) })
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: hardened.pool }) })
   await sql`select 1`.execute(db)
-  return { db, kind: 'postgres', sharedAccess: true, close: () => db.destroy() }
+  return {
+    db,
+    kind: 'postgres',
+    sharedAccess: true,
+    health: hardened.health,
+    sessionLost: (pid) => hardened.sessionLost(pid),
+    close: () => db.destroy(),
+  }
 }
 
 async function openPGlite(dataDir: string | undefined, settings: PGliteSettings): Promise<Storage> {
@@ -79,7 +107,11 @@ async function openPGlite(dataDir: string | undefined, settings: PGliteSettings)
     parsers: { 20: (v: string) => v, 1700: (v: string) => v },
     startParams: pgliteStartParams(settings, PGlite.defaultStartParams),
   })
-  await pglite.waitReady
+  try {
+    await pglite.waitReady
+  } catch (err) {
+    throw dir ? new Error(dataDirProblem(dir, err), { cause: err }) : err
+  }
   const db = new Kysely<Database>({ dialect: new PGliteDialect(pglite) })
   return {
     db,
@@ -92,4 +124,28 @@ async function openPGlite(dataDir: string | undefined, settings: PGliteSettings)
       if (dataDir) tightenDataDir(dataDir)
     },
   }
+}
+
+/**
+ * PGlite only says "failed to initialize properly": name the data dir, and what is wrong with it
+ * when a test write shows it (read-only, no permission, no space).
+ */
+function dataDirProblem(dir: string, err: unknown): string {
+  const probe = path.join(dir, `.halyard-write-probe-${process.pid}`)
+  let cause = (err as Error).message
+  try {
+    writeFileSync(probe, 'x')
+    rmSync(probe, { force: true })
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code
+    const why: Record<string, string> = {
+      EROFS: 'the file system is read-only',
+      EACCES: 'this user may not write there',
+      EPERM: 'this user may not write there',
+      ENOSPC: 'the disk is full',
+      EDQUOT: 'the disk quota is exhausted',
+    }
+    cause = `${why[code ?? ''] ?? (e as Error).message} (${code ?? 'write failed'}); PGlite said: ${cause}`
+  }
+  return `PGlite could not open its data dir ${dir}: ${cause}`
 }

@@ -1,6 +1,7 @@
 import { type Kysely, sql } from 'kysely'
 import type { DB } from './database.ts'
 import { migrations } from './migrations/index.ts'
+import { withoutDeadline } from './pg-pool.ts'
 
 /**
  * Applies every pending migration, in name order, each in its own transaction with its
@@ -13,6 +14,12 @@ import { migrations } from './migrations/index.ts'
  * before stay readable.
  */
 export async function migrate(db: DB): Promise<string[]> {
+  // A migration may rebuild a large table, and the lock may wait for another instance's: no
+  // query deadline here (docs/dependency-failures.md).
+  return withoutDeadline(() => migrateNow(db))
+}
+
+async function migrateNow(db: DB): Promise<string[]> {
   return db.connection().execute(async (conn) => {
     // One migrator per schema at a time, across processes (two instances starting together).
     await sql`select pg_advisory_lock(hashtext(current_schema() || '.halyard_migrate'))`.execute(conn)

@@ -54,9 +54,15 @@ export async function preparePGliteDataDir(
   // Copy beside the target and rename, so a crash mid-copy never leaves a half data dir.
   const tmp = `${dir}.tmp-${process.pid}`
   rmSync(tmp, { recursive: true, force: true })
-  cpSync(template, tmp, { recursive: true })
-  rmSync(dir, { recursive: true, force: true })
-  renameSync(tmp, dir)
+  try {
+    cpSync(template, tmp, { recursive: true })
+    rmSync(dir, { recursive: true, force: true })
+    renameSync(tmp, dir)
+  } catch (err) {
+    // A disk that fills mid-copy must not keep a half copy (a new one per attempt, per pid).
+    rmSync(tmp, { recursive: true, force: true })
+    throw new Error(`cannot prepare the PGlite data dir ${dir}: ${(err as Error).message}`, { cause: err })
+  }
   return origin
 }
 

@@ -57,26 +57,33 @@ export async function addUsage(
   for (let i = 0; i < sorted.length; i += ROWS_PER_STATEMENT) {
     const chunk = sorted.slice(i, i + ROWS_PER_STATEMENT)
     try {
-      await db
-        .insertInto('usage_daily')
-        .values(
-          chunk.map((d) => ({
-            account_id: d.accountId,
-            day: d.day,
-            method: d.method,
-            requests: d.requests,
-            compute_units: d.computeUnits,
-            limited: d.limited,
-          })),
-        )
-        .onConflict((oc) =>
-          oc.columns(['account_id', 'day', 'method']).doUpdateSet({
-            requests: sql`usage_daily.requests + excluded.requests`,
-            compute_units: sql`usage_daily.compute_units + excluded.compute_units`,
-            limited: sql`usage_daily.limited + excluded.limited`,
-          }),
-        )
-        .execute()
+      // Its own transaction rather than a lone statement: a statement whose answer is lost (the
+      // database deadline cut the connection while the server was frozen) may still run when the
+      // server wakes, and the chunk, kept for the next flush, would count twice. Inside a
+      // transaction it runs, then finds no COMMIT on a closed connection and rolls back; only a
+      // deadline during the COMMIT itself stays ambiguous.
+      await db.transaction().execute((trx) =>
+        trx
+          .insertInto('usage_daily')
+          .values(
+            chunk.map((d) => ({
+              account_id: d.accountId,
+              day: d.day,
+              method: d.method,
+              requests: d.requests,
+              compute_units: d.computeUnits,
+              limited: d.limited,
+            })),
+          )
+          .onConflict((oc) =>
+            oc.columns(['account_id', 'day', 'method']).doUpdateSet({
+              requests: sql`usage_daily.requests + excluded.requests`,
+              compute_units: sql`usage_daily.compute_units + excluded.compute_units`,
+              limited: sql`usage_daily.limited + excluded.limited`,
+            }),
+          )
+          .execute(),
+      )
     } catch (err) {
       failed.push(...chunk)
       error = err

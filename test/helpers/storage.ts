@@ -51,7 +51,10 @@ async function openMigrated(opts: Parameters<typeof openStorage>[0]): Promise<St
 /** A PostgreSQL schema of its own, dropped again on close. */
 async function openPostgresSchema(url: string): Promise<TestStorage> {
   const schema = `t_${randomBytes(6).toString('hex')}`
-  const storage = await openMigrated({ databaseUrl: url, schema, poolSize: 5 })
+  // A generous database deadline: a CI machine under load is slower than any production
+  // database, and a test waiting on a lock it set up on purpose must not fail for it. The
+  // deadline itself is tested with its own short value (src/auth/key-stale.test.ts, test/faults).
+  const storage = await openMigrated({ databaseUrl: url, schema, poolSize: 5, timeoutMs: 30_000 })
   return {
     ...storage,
     schema,
