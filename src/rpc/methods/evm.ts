@@ -66,6 +66,9 @@ export const evmRows: readonly MethodSpec[] = [
   m('eth_getTransactionByBlockHashAndIndex', 2, { cache: locatedAt('blockNumber') }),
   m('eth_getTransactionByBlockNumberAndIndex', 2, { cache: pinnedAt(0) }),
   m('eth_getTransactionReceipt', 2, { cache: locatedAt('blockNumber') }),
+  // Erigon/reth/Otterscan: the transaction a sender sent with a nonce. A read, listed because
+  // its name holds "send" (NEVER_READ below).
+  m('eth_getTransactionBySenderAndNonce', 2),
   // The range guard: checked against the network's limit, split when the upstream refuses.
   m('eth_getLogs', 10, { cache: logsPlan, run: (x, params) => x.logs.run(params) }),
   m('eth_newFilter', 2, FILTER),
