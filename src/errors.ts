@@ -10,6 +10,9 @@ export const ERROR_STATUS = {
   not_found: 404,
   rate_limited: 429,
   internal_error: 500,
+  // A dependency is out and the request cannot be served safely without it (Retry-After set;
+  // docs/dependency-failures-redis.md).
+  service_unavailable: 503,
 } as const
 
 export type ErrorCode = keyof typeof ERROR_STATUS

@@ -19,12 +19,13 @@ export const MAX_PARAM_LENGTH = 200
 export function installErrorHandling(app: FastifyInstance, charger: Charger, bodyLimit: number) {
   app.setErrorHandler(async (error: FastifyError | HalyardError | Error, request, reply) => {
     const mapped = toHalyardError(error, bodyLimit)
-    if (mapped.status >= 500) request.log.error({ err: error }, 'request failed')
+    if (logsAsFailure(mapped)) request.log.error({ err: error }, 'request failed')
     // A request that never arrived whole and whose connection is gone (its body cut at the
     // deadline, or the client left mid-body) was never served: not counted against the account.
     if (!request.raw.complete && request.raw.socket.destroyed)
       return reply.status(mapped.status).send(errorBody(mapped))
-    if (mapped.code !== 'rate_limited') await charger.headersForError(request, reply)
+    if (mapped.code !== 'rate_limited' && mapped.code !== 'service_unavailable')
+      await charger.headersForError(request, reply)
     return reply.status(mapped.status).headers(mapped.headers).send(errorBody(mapped))
   })
 
@@ -144,4 +145,13 @@ export function endWithError(socket: Duplex, e: HalyardError, headers: Record<st
   socket.end(`HTTP/1.1 ${e.status} ${STATUS_CODES[e.status]}\r\n${head}\r\n\r\n${body}`, () =>
     socket.destroy(),
   )
+}
+
+/**
+ * Whether an error answer is logged per request: server errors are, except a dependency's
+ * outage (503), which its watcher logs once when it begins and ends and metrics count
+ * (docs/dependency-failures-redis.md).
+ */
+export function logsAsFailure(e: HalyardError): boolean {
+  return e.status >= 500 && e.code !== 'service_unavailable'
 }

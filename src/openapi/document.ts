@@ -111,6 +111,8 @@ const ERROR_TEXT: Record<ErrorCode, string> = {
   not_found: 'The network or resource does not exist',
   rate_limited: 'A rate limit was exceeded; retry after Retry-After seconds',
   internal_error: 'Server error; retry with exponential backoff',
+  service_unavailable:
+    'A dependency is out (e.g. rate limits failing closed); retry after Retry-After seconds',
 }
 
 function errorResponses(): Record<string, unknown> {
@@ -144,6 +146,7 @@ function errorsFor(meta: RouteMeta, hasPathParams: boolean): Record<string, unkn
   if (hasPathParams || meta.network) out['404'] = ref('not_found')
   if (keyed) out['429'] = ref('rate_limited')
   out['500'] = ref('internal_error')
+  if (keyed) out['503'] = ref('service_unavailable')
   return out
 }
 
