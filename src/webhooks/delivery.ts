@@ -65,6 +65,8 @@ export const IDLE_POLL_MAX_MS = 1_000
 
 /** The longest lease: how long a dead instance's events wait before another instance takes them. */
 export const LEASE_MAX_MS = 6_000
+/** Leases are renewed this many times per lease: a renewal delayed by a busy process or database is not the end of it. */
+const RENEW_SHARE = 4
 
 export type PauseHandler = (webhookId: string, lastError: string) => Promise<void>
 
@@ -101,7 +103,7 @@ export class DeliveryWorker {
   private readonly retries = new RetryAlarm(() => this.wake())
   /**
    * Events this worker holds under its lease (claimed, waiting, in flight, or sent and not yet
-   * recorded) and the lanes they belong to: renewed together every third of a lease.
+   * recorded) and the lanes they belong to: renewed together every quarter of a lease (RENEW_SHARE).
    */
   private readonly held = new Set<string>()
   private readonly lanes = new Set<Lane>()
@@ -130,7 +132,7 @@ export class DeliveryWorker {
   start(): void {
     if (this.loop) return
     this.loop = this.run()
-    this.renewTimer = setInterval(() => void this.renewLeases(), Math.floor(this.leaseMs() / 3))
+    this.renewTimer = setInterval(() => void this.renewLeases(), Math.floor(this.leaseMs() / RENEW_SHARE))
     this.renewTimer.unref()
   }
 
@@ -167,7 +169,8 @@ export class DeliveryWorker {
 
   /**
    * How long after its lease began (or was last renewed) a lane may still start a send: half
-   * the lease, so a live worker's renewal (every third) always comes first.
+   * the lease. Renewals every quarter keep a live worker's send leased, even if a busy process
+   * or database delays one.
    */
   private freshForMs(): number {
     return this.leaseMs() / 2
@@ -256,7 +259,7 @@ export class DeliveryWorker {
 
   /**
    * A lane's events are leased together, for at most LEASE_MAX_MS, and the worker renews its
-   * leases every third of that while it lives (a send may take the whole receiver timeout,
+   * leases every quarter of that while it lives (a send may take the whole receiver timeout,
    * longer than the lease). A crashed worker's events come back after at most this long. With
    * a short receiver timeout the lease is shorter still: a send started within half of it ends
    * before it runs out, renewed or not.
