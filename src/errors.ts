@@ -10,7 +10,8 @@ export const ERROR_STATUS = {
   not_found: 404,
   rate_limited: 429,
   internal_error: 500,
-  // A dependency (the database) cannot answer now; carries Retry-After (docs/dependency-failures.md).
+  // A dependency (the database, or Redis with rate limits failing closed) cannot answer now;
+  // carries Retry-After (docs/dependency-failures.md).
   service_unavailable: 503,
 } as const
 

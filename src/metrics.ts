@@ -43,6 +43,21 @@ export class Metrics {
     registers: [this.registry],
   })
 
+  // Rate limits while Redis is out (src/limits/redis-outage.ts): the outage is logged once, counted here.
+  readonly limiterRedisUp = new Gauge({
+    name: 'halyard_limiter_redis_up',
+    help: '1 while rate limits are decided in Redis, 0 while they fall back (local allowance or 503)',
+    aggregator: 'min',
+    registers: [this.registry],
+  })
+
+  readonly limiterFallback = new Counter({
+    name: 'halyard_limiter_fallback_total',
+    help: 'Rate-limit decisions taken without Redis, by outcome (allowed, refused, unavailable = 503)',
+    labelNames: ['outcome'] as const,
+    registers: [this.registry],
+  })
+
   readonly rpcCalls: Counter<'network' | 'method' | 'outcome'> = new Counter({
     name: 'halyard_rpc_calls_total',
     help: 'JSON-RPC calls by network, method and outcome',

@@ -20,6 +20,19 @@ const envSchema = z.object({
     .string()
     .regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL')
     .optional(),
+  // How long a rate-limit decision waits for Redis before it is taken without it, and what that
+  // is (docs/dependency-failures-redis.md): a local allowance per process, or 503 + Retry-After.
+  HALYARD_REDIS_TIMEOUT: z
+    .string()
+    .regex(/^[1-9]\d*(ms|s)$/, 'must be a duration such as 500ms or 1s')
+    .transform(parseDuration)
+    .default(500),
+  HALYARD_REDIS_FALLBACK: z
+    .enum(['local', 'closed'], { message: 'must be local or closed' })
+    .default('local'),
+  // Instances sharing the Redis: each process's local allowance is the plan's limits divided by
+  // this × HALYARD_WORKERS.
+  HALYARD_REDIS_FALLBACK_INSTANCES: z.coerce.number().int().min(1).max(10_000).default(1),
   HALYARD_SECRET_KEY: z
     .string()
     .regex(/^(0x)?[0-9a-fA-F]{64}$/, 'must be 32 bytes as 64 hex digits')

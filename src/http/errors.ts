@@ -21,15 +21,13 @@ export function installErrorHandling(app: FastifyInstance, charger: Charger, bod
   app.setErrorHandler(async (error: FastifyError | HalyardError | Error, request, reply) => {
     // A route may have a smaller limit than the app's (the dashboard's forms): name the one that applied.
     const mapped = toHalyardError(error, request.routeOptions.bodyLimit ?? bodyLimit)
-    // A dependency being down is logged once when its state changes (and counted in /metrics),
-    // not once per request it fails.
-    if (mapped.status >= 500 && mapped.code !== 'service_unavailable')
-      request.log.error({ err: error }, 'request failed')
+    if (logsAsFailure(mapped)) request.log.error({ err: error }, 'request failed')
     // A request that never arrived whole and whose connection is gone (its body cut at the
     // deadline, or the client left mid-body) was never served: not counted against the account.
     if (!request.raw.complete && request.raw.socket.destroyed)
       return reply.status(mapped.status).send(errorBody(mapped))
-    if (mapped.code !== 'rate_limited') await charger.headersForError(request, reply)
+    if (mapped.code !== 'rate_limited' && mapped.code !== 'service_unavailable')
+      await charger.headersForError(request, reply)
     return reply.status(mapped.status).headers(mapped.headers).send(errorBody(mapped))
   })
 
@@ -153,4 +151,13 @@ export function endWithError(socket: Duplex, e: HalyardError, headers: Record<st
   socket.end(`HTTP/1.1 ${e.status} ${STATUS_CODES[e.status]}\r\n${head}\r\n\r\n${body}`, () =>
     socket.destroy(),
   )
+}
+
+/**
+ * Whether an error answer is logged per request: server errors are, except a dependency's
+ * outage (503), which its watcher logs once when it begins and ends and metrics count
+ * (docs/dependency-failures-redis.md).
+ */
+export function logsAsFailure(e: HalyardError): boolean {
+  return e.status >= 500 && e.code !== 'service_unavailable'
 }

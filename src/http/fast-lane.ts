@@ -6,7 +6,7 @@ import type { NetworkRegistry } from '../chains/registry.ts'
 import { errorBody } from '../errors.ts'
 import type { Logger } from '../logger.ts'
 import type { Metrics } from '../metrics.ts'
-import { rememberRequestId, toHalyardError } from './errors.ts'
+import { logsAsFailure, rememberRequestId, toHalyardError } from './errors.ts'
 import type { ClientAddress } from './peer.ts'
 
 /**
@@ -133,7 +133,7 @@ export function writeLaneError(
   requestId: string,
 ): number {
   const mapped = toHalyardError(err, host.bodyLimit)
-  if (mapped.status >= 500) host.logger.error({ err, reqId: requestId }, 'request failed')
+  if (logsAsFailure(mapped)) host.logger.error({ err, reqId: requestId }, 'request failed')
   Object.assign(headers, mapped.headers)
   headers['content-type'] = 'application/json; charset=utf-8'
   writeAnswer(res, mapped.status, headers, JSON.stringify(errorBody(mapped)))

@@ -190,17 +190,31 @@ describeEach(impls, 'rate limiter contract: $name', (impl) => {
   }
 })
 
-it('refuses with an error, not a hang, when Redis accepts the connection and never answers', async () => {
+it('answers without Redis, not a hang, when Redis accepts the connection and never answers', async () => {
   const sockets: Socket[] = []
   const silent = createServer((socket) => sockets.push(socket))
   await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve))
   const { port } = silent.address() as { port: number }
-  const l = new RedisRateLimiter(`redis://127.0.0.1:${port}`, 'halyard:test:silent', 100)
+  const url = `redis://127.0.0.1:${port}`
+  // Fails closed: the spec's error as a 503 with Retry-After.
+  const closed = new RedisRateLimiter(url, 'halyard:test:silent', { timeoutMs: 100, fallback: 'closed' })
+  // Fails open (the default): the local allowance decides, within the plan's limits.
+  const local = new RedisRateLimiter(url, 'halyard:test:silent', { timeoutMs: 100 })
   try {
-    await expect(l.consume('acct', PLANS.free, one, T0)).rejects.toThrow(/timed out/i)
+    await expect(closed.consume('acct', PLANS.free, one, T0)).rejects.toMatchObject({
+      code: 'service_unavailable',
+      status: 503,
+      headers: { 'retry-after': '1' },
+    })
+    const results = await Promise.all(
+      Array.from({ length: 11 }, () => local.consume('acct', PLANS.free, one, T0)),
+    )
+    expect(results.filter((r) => r.allowed)).toHaveLength(10)
+    expect(results[10]).toMatchObject({ allowed: false, exceeded: 'requests per second' })
     expect(sockets.length).toBeGreaterThan(0)
   } finally {
-    await l.close()
+    await closed.close()
+    await local.close()
     for (const socket of sockets) socket.destroy()
     await new Promise((resolve) => silent.close(resolve))
   }

@@ -2,88 +2,19 @@ import { Redis } from 'ioredis'
 import { type Lease, leaseWanted, spend, unspent } from './lease.ts'
 import { DAY_MS, decide, type LimitCost, type LimitDecision, type RateLimiter } from './limiter.ts'
 import type { PlanLimits } from './plans.ts'
-
-/**
- * Check-and-increment in one atomic script, so every instance sharing the Redis enforces one
- * combined limit. Limits of -1 mean unlimited. The script takes the calls of one event-loop
- * turn together, grouped per account and window: per group two KEYS (its second and day
- * counters) and in ARGV its limits, what it gives back of an earlier lease (requests, compute
- * units), the lease it asks for (requests, compute units: 0 0 for none, -1 for a dimension
- * the plan does not limit) and its calls' costs, run-length encoded (most calls of a turn cost
- * the same: 1 request and the method's CU), as a count of runs and per run (calls, requests,
- * compute units). It decides the calls one after another, each seeing the counters the
- * previous ones left (the same result as one script run per call), then reserves the lease
- * from what remains (lease.ts), reading and writing each group's counters once.
- * Returns, per group, the counters seen before its first call (after the give-back), whether a
- * lease was granted and its size; the caller replays the same decisions with `decide`, the
- * function the memory limiter uses, so both refuse for the same reason and the script's
- * increments are exactly the calls `decide` allows.
- */
-const SCRIPT = `
-local out = {}
-local a = 1
-for g = 0, #KEYS / 2 - 1 do
-  local sk, dk = KEYS[2 * g + 1], KEYS[2 * g + 2]
-  local rps, rpd, cups = tonumber(ARGV[a]), tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
-  local backR, backC = tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4])
-  local wantR, wantC = tonumber(ARGV[a + 5]), tonumber(ARGV[a + 6])
-  local runs = tonumber(ARGV[a + 7])
-  a = a + 8
-  local sec = redis.call('HMGET', sk, 'r', 'c')
-  local r = (tonumber(sec[1]) or 0) - backR
-  local c = (tonumber(sec[2]) or 0) - backC
-  local d = (tonumber(redis.call('GET', dk)) or 0) - backR
-  local addR, addC = 0, 0
-  for _ = 1, runs do
-    local n, req, cu = tonumber(ARGV[a]), tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
-    a = a + 3
-    for _ = 1, n do
-      local ok = 1
-      if cups >= 0 and cu > cups then ok = 0 end
-      if rps >= 0 and r + addR + req > rps then ok = 0 end
-      if rpd >= 0 and d + addR + req > rpd then ok = 0 end
-      if cups >= 0 and c + addC + cu > cups then ok = 0 end
-      if ok == 1 then
-        addR = addR + req
-        addC = addC + cu
-      end
-    end
-  end
-  local leased, gR, gC = 0, 0, 0
-  if wantR ~= 0 and wantC ~= 0 then
-    leased = 1
-    if wantR > 0 then
-      gR = wantR
-      if rps >= 0 then gR = math.min(gR, rps - r - addR) end
-      if rpd >= 0 then gR = math.min(gR, rpd - d - addR) end
-      if gR < 1 then leased = 0 end
-    end
-    if wantC > 0 then
-      gC = wantC
-      if cups >= 0 then gC = math.min(gC, cups - c - addC) end
-      if gC < 1 then leased = 0 end
-    end
-    if leased == 0 then gR, gC = 0, 0 end
-  end
-  out[6 * g + 1], out[6 * g + 2], out[6 * g + 3] = r, c, d
-  out[6 * g + 4], out[6 * g + 5], out[6 * g + 6] = leased, gR, gC
-  local dR, dC = addR + gR - backR, addC + gC - backC
-  if dR ~= 0 or dC ~= 0 then
-    redis.call('HINCRBY', sk, 'r', dR)
-    redis.call('HINCRBY', sk, 'c', dC)
-    redis.call('PEXPIRE', sk, 2000)
-  end
-  if dR ~= 0 then
-    redis.call('INCRBY', dk, dR)
-    redis.call('PEXPIRE', dk, 90000000)
-  end
-end
-return out
-`
+import { type OutageOptions, type RedisFallback, RedisOutage } from './redis-outage.ts'
+import { LIMITS_SCRIPT, RECONCILE_SCRIPT } from './redis-scripts.ts'
 
 type LimitRedis = Redis & {
   /** ioredis flattens array arguments one level: numKeys, ...keys, ...args. */
   halyardLimits(numKeys: number, keys: string[], args: number[]): Promise<number[]>
+  halyardReconcile(numKeys: number, keys: string[], args: number[]): Promise<number[]>
+}
+
+export interface RedisLimiterOptions extends Partial<Omit<OutageOptions, 'fallback'>> {
+  /** How long a request waits for Redis before it is decided without it (default 500 ms). */
+  timeoutMs?: number
+  fallback?: RedisFallback
 }
 
 interface Pending {
@@ -109,10 +40,20 @@ interface Group {
 /** Calls per script run: bounds the script's time inside Redis (it blocks other clients). */
 const MAX_BATCH = 256
 /**
- * How long a script run may wait for Redis (connected or not) before its calls are refused
- * with an error: a Redis that accepts connections and never answers must not hang requests.
+ * How long a script run may wait for Redis (connected or not) before its calls are decided
+ * without it (redis-outage.ts): a Redis that accepts connections and never answers must not
+ * hang requests.
  */
-const COMMAND_TIMEOUT_MS = 2_000
+export const DEFAULT_REDIS_TIMEOUT_MS = 500
+/**
+ * The script's deadline is this share of the wait: a run Redis executes just in time still
+ * has the rest of the wait for its answer to come back before the caller gives up on it.
+ */
+const DEADLINE_SHARE = 0.8
+/** How often a process whose Redis is down tries it again. */
+const PROBE_MS = 250
+/** Replies faster than this are used to estimate the offset of Redis's clock from ours. */
+const CLOCK_SAMPLE_MAX_RTT_MS = 20
 
 const sameLimits = (a: PlanLimits, b: PlanLimits) =>
   a === b ||
@@ -131,24 +72,130 @@ export class RedisRateLimiter implements RateLimiter {
   /** Each account's lease (lease.ts): calls it covers are decided here, with no round trip. */
   private readonly leases = new Map<string, Lease>()
   private sweepTimer: NodeJS.Timeout | undefined
+  private readonly outage: RedisOutage
+  private readonly timeoutMs: number
+  /** Redis's clock minus ours (ms), from fast replies: script deadlines are on Redis's clock. */
+  private clockOffset = 0
+  /** Until Redis is first ready, runs wait for it (bounded by the timeout) rather than fall back. */
+  private firstReady: Promise<void> | undefined
+  private probeTimer: NodeJS.Timeout | undefined
+  private reconciling = false
+  private closed = false
 
   constructor(
     url: string,
     private readonly prefix = 'halyard:rl',
-    commandTimeoutMs = COMMAND_TIMEOUT_MS,
+    opts: RedisLimiterOptions = {},
   ) {
+    this.timeoutMs = opts.timeoutMs ?? DEFAULT_REDIS_TIMEOUT_MS
+    this.outage = new RedisOutage({
+      ...opts,
+      fallback: opts.fallback ?? 'local',
+      processes: opts.processes ?? 1,
+    })
     // No auto-pipelining: the limiter already sends one command per turn, and ioredis would
-    // wrap each in a Pipeline of its own.
+    // wrap each in a Pipeline of its own. No offline queue, no retries, no resending after a
+    // reconnect: a call the limiter gave up on was decided without Redis and must never reach
+    // it later (the scripts' deadlines guard the commands already written to a frozen socket).
     const redis = new Redis(url, {
-      maxRetriesPerRequest: 2,
+      maxRetriesPerRequest: 0,
+      enableOfflineQueue: false,
+      autoResendUnfulfilledCommands: false,
       enableAutoPipelining: false,
       lazyConnect: false,
-      commandTimeout: commandTimeoutMs,
+      commandTimeout: this.timeoutMs,
+      connectTimeout: Math.max(this.timeoutMs, 1_000),
     })
-    redis.defineCommand('halyardLimits', { lua: SCRIPT })
-    // Connection errors surface on the command that needs Redis; don't crash on the event.
+    redis.defineCommand('halyardLimits', { lua: LIMITS_SCRIPT })
+    redis.defineCommand('halyardReconcile', { lua: RECONCILE_SCRIPT })
+    // Connection errors surface as the outage (logged once, redis-outage.ts), not per event.
     redis.on('error', () => {})
     this.redis = redis as LimitRedis
+    this.firstReady = new Promise<void>((resolve) => {
+      const t = setTimeout(resolve, this.timeoutMs)
+      t.unref()
+      redis.once('ready', () => {
+        clearTimeout(t)
+        resolve()
+        // Sets the marker that tells a later reconcile whether Redis kept its data.
+        void this.reconcile()
+      })
+    }).then(() => {
+      this.firstReady = undefined
+    })
+  }
+
+  /** Resolves once Redis answered the first time, or its wait ran out (the limiter then falls back). */
+  async ready(): Promise<void> {
+    await this.firstReady
+  }
+
+  /** Redis's deadline for a script sent now. */
+  private deadline(sentAt: number): number {
+    return Math.floor(sentAt + this.clockOffset + this.timeoutMs * DEADLINE_SHARE)
+  }
+
+  private sampleClock(sentAt: number, redisNow: number) {
+    const at = Date.now()
+    if (at - sentAt <= CLOCK_SAMPLE_MAX_RTT_MS) this.clockOffset = redisNow - (sentAt + at) / 2
+  }
+
+  /** Decides without Redis (local allowance, or the 503 thrown when failing closed). */
+  private decideLocally(
+    accountId: string,
+    limits: PlanLimits,
+    cost: LimitCost,
+    nowMs: number,
+  ): LimitDecision {
+    return this.outage.decide(accountId, limits, cost, nowMs, Math.floor(nowMs / DAY_MS))
+  }
+
+  /** Redis failed a run: the outage begins (logged once), leases end, and Redis is tried again soon. */
+  private wentDown(err: unknown) {
+    this.outage.markDown(err)
+    for (const lease of [...this.leases.values()]) this.takeBack(lease, undefined)
+    this.probeSoon()
+  }
+
+  private probeSoon() {
+    if (this.probeTimer || this.closed) return
+    this.probeTimer = setTimeout(() => {
+      this.probeTimer = undefined
+      void this.reconcile()
+    }, PROBE_MS)
+    this.probeTimer.unref()
+  }
+
+  /**
+   * Tells Redis what was decided without it (redis-outage.ts); its answer ends the outage.
+   * What fails to reach Redis is kept for the next try.
+   */
+  private async reconcile(): Promise<void> {
+    if (this.reconciling || this.closed) return
+    this.reconciling = true
+    const deltas = this.outage.takePending()
+    const keys = [`${this.prefix}:kept`]
+    const sentAt = Date.now()
+    const args = [this.deadline(sentAt)]
+    for (const d of deltas) {
+      keys.push(`${this.prefix}:${d.accountId}:d:${d.day}`)
+      args.push(d.admitted, d.back)
+    }
+    let ok = false
+    try {
+      const out = await this.redis.halyardReconcile(keys.length, keys, args)
+      this.sampleClock(sentAt, out[1] ?? 0)
+      ok = out[0] === 1
+    } catch {}
+    this.reconciling = false
+    if (!ok) {
+      this.outage.restore(deltas)
+      this.probeSoon()
+      return
+    }
+    this.outage.markUp()
+    // Decided locally while this ran: told in the next run.
+    if (this.outage.hasPending()) void this.reconcile()
   }
 
   /**
@@ -162,6 +209,7 @@ export class RedisRateLimiter implements RateLimiter {
     cost: LimitCost,
     nowMs = Date.now(),
   ): LimitDecision | undefined {
+    if (this.outage.isDown) return this.decideLocally(accountId, limits, cost, nowMs)
     const lease = this.leases.get(accountId)
     if (
       lease === undefined ||
@@ -179,7 +227,12 @@ export class RedisRateLimiter implements RateLimiter {
     cost: LimitCost,
     nowMs = Date.now(),
   ): Promise<LimitDecision> {
-    const quick = this.tryConsumeSync(accountId, limits, cost, nowMs)
+    let quick: LimitDecision | undefined
+    try {
+      quick = this.tryConsumeSync(accountId, limits, cost, nowMs)
+    } catch (err) {
+      return Promise.reject(err)
+    }
     if (quick) return Promise.resolve(quick)
     const second = Math.floor(nowMs / 1000)
     // A lease of an earlier second goes back first: this call's day count must not include it.
@@ -221,6 +274,7 @@ export class RedisRateLimiter implements RateLimiter {
     this.leases.delete(lease.accountId)
     const back = unspent(lease)
     if (!back) return
+    if (this.outage.isDown) return this.outage.giveBackLater(back.accountId, back.day, back.requests)
     if (group && group.second === back.second && group.day === back.day) {
       group.back.requests += back.requests
       group.back.computeUnits += back.computeUnits
@@ -274,8 +328,10 @@ export class RedisRateLimiter implements RateLimiter {
   }
 
   private async run(batch: readonly Group[]) {
+    if (this.firstReady) await this.firstReady
     const keys: string[] = []
-    const args: number[] = []
+    const sentAt = Date.now()
+    const args: number[] = [this.deadline(sentAt)]
     for (const g of batch) {
       const { limits } = g
       keys.push(`${this.prefix}:${g.accountId}:s:${g.second}`, `${this.prefix}:${g.accountId}:d:${g.day}`)
@@ -306,12 +362,26 @@ export class RedisRateLimiter implements RateLimiter {
     let out: number[]
     try {
       out = await this.redis.halyardLimits(keys.length, keys, args)
+      this.sampleClock(sentAt, out[1] ?? 0)
+      if (out[0] !== 1) throw new Error('redis answered after the deadline')
     } catch (err) {
-      for (const g of batch) for (const p of g.calls) p.reject(err)
+      // Not counted in Redis (the script's deadline makes sure of it): decided here instead.
+      this.wentDown(err)
+      for (const g of batch) {
+        this.outage.giveBackLater(g.accountId, g.day, g.back.requests)
+        for (const p of g.calls) {
+          try {
+            p.resolve(this.decideLocally(g.accountId, g.limits, p.cost, p.nowMs))
+          } catch (refused) {
+            p.reject(refused)
+          }
+        }
+      }
       return
     }
-    batch.forEach((g, i) => {
-      const used = { second: out[6 * i] ?? 0, cu: out[6 * i + 1] ?? 0, day: out[6 * i + 2] ?? 0 }
+    batch.forEach((g, j) => {
+      const o = 2 + 6 * j // groups follow the status and Redis's time
+      const used = { second: out[o] ?? 0, cu: out[o + 1] ?? 0, day: out[o + 2] ?? 0 }
       for (const p of g.calls) {
         const d = decide(g.limits, p.cost, used, p.nowMs)
         if (d.allowed) {
@@ -321,7 +391,8 @@ export class RedisRateLimiter implements RateLimiter {
         }
         p.resolve(d)
       }
-      if (out[6 * i + 3] === 1 && g.want) this.grant(g, used, out[6 * i + 4] ?? 0, out[6 * i + 5] ?? 0)
+      this.outage.sawDay(g.accountId, g.day, used.day)
+      if (out[o + 3] === 1 && g.want) this.grant(g, used, out[o + 4] ?? 0, out[o + 5] ?? 0)
     })
   }
 
@@ -376,8 +447,13 @@ export class RedisRateLimiter implements RateLimiter {
   async close() {
     clearTimeout(this.sweepTimer)
     this.sweepTimer = undefined
+    clearTimeout(this.probeTimer)
+    this.probeTimer = undefined
     for (const lease of [...this.leases.values()]) this.takeBack(lease, undefined)
     if (this.groups.length > 0) await this.flush().catch(() => {})
+    // What was decided without Redis reaches it if it answers now; else it is lost (logged).
+    if (this.outage.hasPending() && !this.reconciling) await this.reconcile()
+    this.closed = true
     this.redis.disconnect()
   }
 }

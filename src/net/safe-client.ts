@@ -1,4 +1,4 @@
-import { isIP } from 'node:net'
+import { isIP, Socket } from 'node:net'
 import { rootCertificates } from 'node:tls'
 import { buildConnector, type Dispatcher, Pool } from 'undici'
 
@@ -53,8 +53,18 @@ export function bareHost(url: URL): string {
   return url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname
 }
 
+/**
+ * How long a pool's connection attempt may last: until the latest deadline of the requests sent
+ * through the pool so far (a connection nobody can use any more is destroyed, not left in
+ * SYN-SENT for the connector's own timeout).
+ */
+interface ConnectWindow {
+  until: number
+}
+
 export class SafeHttpClient {
   private readonly pools = new Map<string, Pool>()
+  private readonly windows = new WeakMap<Pool, ConnectWindow>()
   /** Small ids for CA bundles, so a pool key does not carry the PEM text; never reused. */
   private readonly caIds = new Map<unknown, number>()
   private nextCaId = 1
@@ -70,6 +80,9 @@ export class SafeHttpClient {
   /** Sends to `url` over a connection to `address` (already checked by the caller). */
   send(url: URL, address: string, opts: SendOptions): Promise<SendResult> {
     const pool = this.pool(url, address, opts.ca)
+    const window = this.windows.get(pool)
+    const until = performance.now() + opts.timeoutMs
+    if (window && window.until < until) window.until = until
     return new Promise<SendResult>((resolve) => {
       let settled = false
       let controller: Dispatcher.DispatchController | undefined
@@ -194,9 +207,11 @@ export class SafeHttpClient {
     }
     const connector = buildConnector({
       ...(ca === undefined ? {} : { ca: [...rootCertificates, ...(Array.isArray(ca) ? ca : [ca])] }),
-      // Longer than any caller's deadline: the request's own timer is what reports a timeout.
+      // A backstop only: the request's own timer reports a timeout, and `connect` below ends an
+      // attempt once no request sent through this pool can still use it.
       timeout: 300_000,
     })
+    const window: ConnectWindow = { until: 0 }
     const hostname = bareHost(url)
     const servername = isIP(hostname) ? undefined : hostname
     const pool = new Pool(url.origin, {
@@ -208,8 +223,10 @@ export class SafeHttpClient {
       // FIN, and undici drops that connection before reusing it.
       keepAliveTimeout: 30_000,
       // Dial the checked address; SNI and the certificate check keep the URL's hostname.
-      connect: (options, callback) => connector({ ...options, hostname: address, servername }, callback),
+      connect: (options, callback) =>
+        connectWithin(window, connector, { ...options, hostname: address, servername }, callback),
     })
+    this.windows.set(pool, window)
     this.pools.set(key, pool)
     if (this.pools.size > (this.opts.maxPools ?? 1000)) {
       const [oldKey, oldest] = this.pools.entries().next().value as [string, Pool]
@@ -218,4 +235,41 @@ export class SafeHttpClient {
     }
     return pool
   }
+}
+
+type Connector = ReturnType<typeof buildConnector>
+
+/**
+ * Connects (TCP and TLS) while `window` is open: a black-holed address never answers the SYN,
+ * and the attempt is destroyed at the last deadline of the requests waiting for it, so its
+ * socket does not outlive them. A later request sent meanwhile extends the window.
+ */
+function connectWithin(
+  window: ConnectWindow,
+  connector: Connector,
+  options: buildConnector.Options,
+  callback: buildConnector.Callback,
+): void {
+  let done = false
+  let timer: NodeJS.Timeout | undefined
+  // undici's connector returns the socket it is connecting (its types say void).
+  const socket: unknown = connector(options, (err, s) => {
+    done = true
+    clearTimeout(timer)
+    // The callback's overloads want a socket or an error, never both.
+    if (err) callback(err, null)
+    else callback(null, s as NonNullable<typeof s>)
+  })
+  if (!(socket instanceof Socket)) return
+  const check = () => {
+    if (done) return
+    const rest = window.until - performance.now()
+    if (rest > 0) {
+      timer = setTimeout(check, Math.ceil(rest))
+      timer.unref()
+      return
+    }
+    socket.destroy(new Error('connect timeout: no connection within the request deadline'))
+  }
+  check()
 }

@@ -111,7 +111,8 @@ const ERROR_TEXT: Record<ErrorCode, string> = {
   not_found: 'The network or resource does not exist',
   rate_limited: 'A rate limit was exceeded; retry after Retry-After seconds',
   internal_error: 'Server error; retry with exponential backoff',
-  service_unavailable: 'A dependency (the database) cannot answer now; retry after Retry-After seconds',
+  service_unavailable:
+    'A dependency cannot answer now (the database, or Redis with rate limits failing closed); retry after Retry-After seconds',
 }
 
 function errorResponses(): Record<string, unknown> {

@@ -84,8 +84,10 @@ export async function startHalyard(opts: StartOptions): Promise<Halyard> {
       redis = new Redis(env.REDIS_URL, { maxRetriesPerRequest: 2, lazyConnect: false })
       redis.on('error', (err) => logger.warn({ err: err.message }, 'redis connection error'))
     }
-    limiter = env.REDIS_URL ? new RedisRateLimiter(env.REDIS_URL) : new MemoryRateLimiter()
     const metrics = new Metrics()
+    limiter = env.REDIS_URL
+      ? await redisLimiter(env, env.REDIS_URL, logger, metrics)
+      : new MemoryRateLimiter()
     networks = new NetworkRegistry(
       opts.networks,
       opts.poolFactory ?? managedPoolFactory({ metrics, logger, describe: describeMethod }),
@@ -211,4 +213,24 @@ export async function startHalyard(opts: StartOptions): Promise<Halyard> {
 
 export function randomToken(): string {
   return randomBytes(24).toString('base64url')
+}
+
+/** The Redis limiter with its outage policy (docs/dependency-failures-redis.md), once Redis answered or its wait ran out. */
+async function redisLimiter(
+  env: Env,
+  url: string,
+  logger: Logger,
+  metrics: Metrics,
+): Promise<RedisRateLimiter> {
+  const l = new RedisRateLimiter(url, undefined, {
+    timeoutMs: env.HALYARD_REDIS_TIMEOUT,
+    fallback: env.HALYARD_REDIS_FALLBACK,
+    processes: env.HALYARD_REDIS_FALLBACK_INSTANCES * env.HALYARD_WORKERS,
+    logger,
+    onState: (up) => metrics.limiterRedisUp.set(up ? 1 : 0),
+    onFallback: (outcome) => metrics.limiterFallback.inc({ outcome }),
+  })
+  metrics.limiterRedisUp.set(1)
+  await l.ready()
+  return l
 }

@@ -16,7 +16,8 @@ import { WakeSignal } from './wake-signal.ts'
  * PostgreSQL with FOR UPDATE SKIP LOCKED (store.claim) — only each webhook's oldest undelivered
  * event, so per webhook events go out in block order, one at a time — and leased, so a crash
  * mid-send makes the event claimable again after the lease (at-least-once; the event id never
- * changes). Concurrency is bounded globally and per receiver host, and a host at its cap is
+ * changes). Leases are short and renewed while the worker lives: a dead instance's events come
+ * back within seconds (docs/dependency-failures-redis.md). Concurrency is bounded globally and per receiver host, and a host at its cap is
  * left out of the next claim, so a slow receiver never holds up other webhooks.
  * Outcomes are recorded in batches (one transaction per flush), which is what makes thousands
  * of deliveries per second possible; an event's slot is freed only once its outcome is durable.
@@ -62,6 +63,11 @@ export const DEFAULT_SCHEDULE_MS = [10_000, 60_000, 600_000, 3_600_000, 21_600_0
  */
 export const IDLE_POLL_MAX_MS = 1_000
 
+/** The longest lease: how long a dead instance's events wait before another instance takes them. */
+export const LEASE_MAX_MS = 6_000
+/** Leases are renewed this many times per lease: a renewal delayed by a busy process or database is not the end of it. */
+const RENEW_SHARE = 4
+
 export type PauseHandler = (webhookId: string, lastError: string) => Promise<void>
 
 /** When a lease began, and how many reorgs this worker had seen by then. */
@@ -95,6 +101,14 @@ export class DeliveryWorker {
   /** Empty claims in a row (reset by any wake): sets how far the idle poll has backed off. */
   private idleClaims = 0
   private readonly retries = new RetryAlarm(() => this.wake())
+  /**
+   * Events this worker holds under its lease (claimed, waiting, in flight, or sent and not yet
+   * recorded) and the lanes they belong to: renewed together every quarter of a lease (RENEW_SHARE).
+   */
+  private readonly held = new Set<string>()
+  private readonly lanes = new Set<Lane>()
+  private renewTimer: NodeJS.Timeout | undefined
+  private renewing = false
 
   constructor(
     private readonly db: DB,
@@ -118,6 +132,48 @@ export class DeliveryWorker {
   start(): void {
     if (this.loop) return
     this.loop = this.run()
+    this.renewTimer = setInterval(() => void this.renewLeases(), Math.floor(this.leaseMs() / RENEW_SHARE))
+    this.renewTimer.unref()
+  }
+
+  /**
+   * Extends the leases this worker holds. On success every live lane counts as leased from when
+   * the renewal began; a renewal that fails leaves the leases to run out (another instance may
+   * then send an event again: at-least-once).
+   */
+  private async renewLeases(): Promise<void> {
+    if (this.renewing || this.held.size === 0) return
+    this.renewing = true
+    const at = Date.now()
+    const lanes = [...this.lanes]
+    try {
+      await store.renew(this.db, [...this.held], this.leaseMs())
+      for (const lane of lanes) if (lane.claimedAt < at) lane.claimedAt = at
+    } catch (err) {
+      this.logger.warn({ err: (err as Error).message }, 'renewing webhook leases failed')
+    } finally {
+      this.renewing = false
+    }
+  }
+
+  /** Events leave this worker's hands: given back, or their outcome recorded. */
+  private letGo(seqs: readonly string[]): void {
+    for (const seq of seqs) this.held.delete(seq)
+  }
+
+  /** Gives events back to the queue (unattempted) and stops renewing them. */
+  private giveBack(seqs: string[]): Promise<void> {
+    this.letGo(seqs)
+    return store.release(this.db, seqs)
+  }
+
+  /**
+   * How long after its lease began (or was last renewed) a lane may still start a send: half
+   * the lease. Renewals every quarter keep a live worker's send leased, even if a busy process
+   * or database delays one.
+   */
+  private freshForMs(): number {
+    return this.leaseMs() / 2
   }
 
   /**
@@ -142,17 +198,15 @@ export class DeliveryWorker {
   async stop(): Promise<void> {
     this.stopping = true
     this.retries.stop()
+    clearInterval(this.renewTimer)
     this.wake()
     await this.loop
     const waiting = this.ready
     this.ready = []
-    for (const lane of waiting)
-      this.track(
-        store.release(
-          this.db,
-          lane.events.map((e) => e.seq),
-        ),
-      )
+    for (const lane of waiting) {
+      this.lanes.delete(lane)
+      this.track(this.giveBack(lane.events.map((e) => e.seq)))
+    }
     await Promise.allSettled([...this.active])
     await this.outcomes.drain()
     await this.sender.close()
@@ -187,7 +241,14 @@ export class DeliveryWorker {
           claimed = lanes.size
           this.idleClaims = claimed > 0 ? 0 : this.idleClaims + 1
           const claimedAt = Date.now()
-          for (const lane of lanes.values()) this.queue(lane, claimedAt, this.rollbacks)
+          for (const lane of lanes.values()) {
+            // A lease of ours that ran out while this process was stalled (renewals queued behind
+            // a busy database) comes back to us: its head is still being sent or recorded here,
+            // so sending it again would be a duplicate this process can avoid. The lane's other
+            // events are left to their new lease (claimed again once it runs out, in order).
+            if (this.held.has((lane[0] as ClaimedEvent).seq)) continue
+            this.queue(lane, claimedAt, this.rollbacks)
+          }
           this.dispatch()
         } catch (err) {
           if (this.stopping) break
@@ -204,12 +265,14 @@ export class DeliveryWorker {
   }
 
   /**
-   * A lane's events are leased together. A lane only starts another send while that send is
-   * sure to end (timeout) well inside the lease, so a live worker never loses its lease and a
-   * crashed worker's events come back after at most this long.
+   * A lane's events are leased together, for at most LEASE_MAX_MS, and the worker renews its
+   * leases every quarter of that while it lives (a send may take the whole receiver timeout,
+   * longer than the lease). A crashed worker's events come back after at most this long. With
+   * a short receiver timeout the lease is shorter still: a send started within half of it ends
+   * before it runs out, renewed or not.
    */
   leaseMs(): number {
-    return this.opts.timeoutMs * 2 + 2_000
+    return Math.min(this.opts.timeoutMs * 2 + 2_000, LEASE_MAX_MS)
   }
 
   /** Webhooks of hosts that already have twice their cap of lanes claimed (in flight or waiting). */
@@ -259,7 +322,7 @@ export class DeliveryWorker {
     // Leased at insert, so a long transaction (a catch-up batch) may have used much of the
     // lease: past the point where dispatch would give a lane back, leave these to expire
     // instead, since another instance may already have claimed them.
-    if (Date.now() - stamp.at > this.opts.timeoutMs) return
+    if (Date.now() - stamp.at > this.freshForMs()) return
     for (const lane of lanesOf(events).values()) this.queue(lane, stamp.at, stamp.rollbacks)
     this.dispatch()
   }
@@ -273,7 +336,10 @@ export class DeliveryWorker {
     if (this.webhookHost.size > 100_000) this.webhookHost.clear()
     this.webhookHost.set(first.webhook_id, host)
     this.claimedPerHost.set(host, (this.claimedPerHost.get(host) ?? 0) + 1)
-    this.ready.push({ events, host, claimedAt, rollbacks })
+    const lane = { events, host, claimedAt, rollbacks }
+    this.ready.push(lane)
+    this.lanes.add(lane)
+    for (const e of events) this.held.add(e.seq)
   }
 
   /**
@@ -290,14 +356,10 @@ export class DeliveryWorker {
     // finished delivery would otherwise walk the whole queue.
     for (; i < this.ready.length && this.inflight < this.opts.concurrency && !this.stopping; i++) {
       const lane = this.ready[i] as Lane
-      if (now - lane.claimedAt > this.opts.timeoutMs || lane.rollbacks !== this.rollbacks) {
+      if (now - lane.claimedAt > this.freshForMs() || lane.rollbacks !== this.rollbacks) {
         this.unclaim(lane.host)
-        this.track(
-          store.release(
-            this.db,
-            lane.events.map((e) => e.seq),
-          ),
-        )
+        this.lanes.delete(lane)
+        this.track(this.giveBack(lane.events.map((e) => e.seq)))
         continue
       }
       if ((this.perHost.get(lane.host) ?? 0) >= this.opts.perHostCap) keep.push(lane)
@@ -338,13 +400,16 @@ export class DeliveryWorker {
       this.wake()
     }
     const p = this.runLane(lane)
-      .catch((err) =>
+      .catch((err) => {
+        // Its events are left to their lease, which is no longer renewed: they come back.
+        this.letGo(lane.events.map((e) => e.seq))
         this.logger.error(
           { err: (err as Error).message, webhook: first.webhook_id },
           'webhook delivery bookkeeping failed',
-        ),
-      )
+        )
+      })
       .finally(() => {
+        this.lanes.delete(lane)
         release()
         this.active.delete(p)
       })
@@ -356,29 +421,35 @@ export class DeliveryWorker {
    * stays `sending` under its lease, so it is still the webhook's head and nothing after it can
    * be claimed — order and at-most-one-in-flight hold without waiting on the database.
    */
-  private async runLane({ events: lane, claimedAt, rollbacks }: Lane): Promise<void> {
+  private async runLane(live: Lane): Promise<void> {
+    const { events: lane, rollbacks } = live
     for (let i = 0; i < lane.length; i++) {
       const rest = () => lane.slice(i).map((e) => e.seq)
-      const stale = i > 0 && (Date.now() - claimedAt > this.opts.timeoutMs || this.rollbacks !== rollbacks)
+      // claimedAt moves on with each renewal (renewLeases).
+      const stale = i > 0 && (Date.now() - live.claimedAt > this.freshForMs() || this.rollbacks !== rollbacks)
       if (this.stopping || stale) {
         // Stopping, past half the lease, or a reorg: the rest goes back to the queue.
-        await store.release(this.db, rest())
+        await this.giveBack(rest())
         return
       }
       const outcome = await this.sender.deliver(lane[i] as ClaimedEvent)
       if (outcome.operatorFault) {
         this.logger.error({ webhook: outcome.ev.webhook_id, event: outcome.ev.id }, outcome.error ?? '')
       }
+      const seq = outcome.ev.seq
       if (outcome.next !== 'delivered') {
         // Later events wait behind this one (block order): record it, give them back unattempted.
-        await new Promise<void>((done) => this.outcomes.record(outcome, done))
-        await store.release(
-          this.db,
-          lane.slice(i + 1).map((e) => e.seq),
+        await new Promise<void>((done) =>
+          this.outcomes.record(outcome, () => {
+            this.held.delete(seq)
+            done()
+          }),
         )
+        await this.giveBack(lane.slice(i + 1).map((e) => e.seq))
         return
       }
-      this.outcomes.record(outcome, () => {})
+      // Held (and renewed) until recorded: until then it still heads its webhook's queue.
+      this.outcomes.record(outcome, () => this.held.delete(seq))
     }
   }
 

@@ -172,6 +172,18 @@ export async function claim(
   return result.rows.sort((a, b) => (BigInt(a.seq) < BigInt(b.seq) ? -1 : 1))
 }
 
+/**
+ * Extends the lease of events this worker still holds (claimed, waiting, in flight, or sent
+ * and not yet recorded): a live worker keeps its events, a dead one stops renewing and its
+ * events come back within one short lease (docs/dependency-failures-redis.md).
+ */
+export async function renew(db: Db, seqs: readonly string[], leaseMs: number): Promise<void> {
+  if (seqs.length === 0) return
+  await sql`
+    update webhook_events set lease_until = now() + ${`${leaseMs} milliseconds`}::interval
+    where seq = any(${[...seqs]}::bigint[]) and status = 'sending'`.execute(db)
+}
+
 /** Gives back claimed events that were not attempted (the lane stopped at a failure). */
 export async function release(db: Db, seqs: readonly string[]): Promise<void> {
   if (seqs.length === 0) return

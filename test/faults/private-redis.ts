@@ -1,76 +1,109 @@
-/**
- * A Redis of the test's own (its own port, no persistence), for faults on Redis: kill it,
- * freeze it, start it again on the same port. Never the machine's shared Redis.
- */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
-import net from 'node:net'
-import { until } from '../helpers/until.ts'
-import { freePort } from './harness.ts'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { createServer } from 'node:net'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+import { Redis } from 'ioredis'
 
-/** Why a private Redis cannot run here; undefined when it can. */
+/**
+ * A Redis of the test's own (never the machine's shared one): a child `redis-server` on a free
+ * port with no persistence, which a fault test may kill, restart, freeze and thaw. Killing it
+ * loses its data, as a real Redis without persistence would.
+ */
+export interface PrivateRedis {
+  readonly port: number
+  readonly url: string
+  /** SIGKILL: the process and its data are gone. */
+  kill(): Promise<void>
+  /** A fresh server on the same port (empty). */
+  restart(): Promise<void>
+  /** SIGSTOP / SIGCONT: connections stay open, nothing is answered meanwhile. */
+  freeze(): void
+  thaw(): void
+  /** A client for the test's own reads (one per call; disconnected by `stop`). */
+  client(): Redis
+  stop(): Promise<void>
+}
+
+/** Why fault tests needing a private Redis cannot run here; undefined when they can. */
 export function privateRedisSkipReason(): string | undefined {
   try {
     execFileSync('redis-server', ['--version'], { stdio: 'ignore' })
     return undefined
   } catch {
-    return 'skipped: no redis-server binary on PATH'
+    return 'skipped: redis-server not installed'
   }
 }
 
-export interface PrivateRedis {
-  readonly url: string
-  readonly port: number
-  pid(): number
-  /** SIGKILL; `start()` brings it back empty on the same port. */
-  kill(): Promise<void>
-  start(): Promise<void>
-  freeze(): void
-  thaw(): void
-  stop(): Promise<void>
+async function freePort(): Promise<number> {
+  const srv = createServer()
+  await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve))
+  const { port } = srv.address() as { port: number }
+  await new Promise((resolve) => srv.close(resolve))
+  return port
+}
+
+async function answers(port: number, ms: number): Promise<void> {
+  const end = Date.now() + ms
+  for (;;) {
+    const probe = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0 })
+    probe.on('error', () => {})
+    try {
+      await probe.connect()
+      if ((await probe.ping()) === 'PONG') return
+    } catch {
+      if (Date.now() > end) throw new Error(`private redis on port ${port} did not answer within ${ms} ms`)
+      await new Promise((r) => setTimeout(r, 30))
+    } finally {
+      probe.disconnect()
+    }
+  }
 }
 
 export async function startPrivateRedis(): Promise<PrivateRedis> {
   const port = await freePort()
+  const dir = mkdtempSync(path.join(tmpdir(), 'halyard-redis-'))
+  const clients: Redis[] = []
   let child: ChildProcess | undefined
-  const start = async () => {
+
+  const launch = async () => {
     const c = spawn(
       'redis-server',
-      ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
-      {
-        stdio: 'ignore',
-      },
+      ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir],
+      { stdio: 'ignore' },
     )
     child = c
-    await until('private Redis to listen', () => {
-      if (c.exitCode !== null) throw new Error(`redis-server exited with ${c.exitCode}`)
-      return new Promise<boolean>((resolve) => {
-        const s = net.connect(port, '127.0.0.1', () => {
-          s.end()
-          resolve(true)
-        })
-        s.on('error', () => resolve(false))
-      })
-    })
+    await answers(port, 10_000)
   }
-  const kill = async () => {
+  const killChild = async () => {
     const c = child
+    child = undefined
     if (!c || c.exitCode !== null || c.signalCode !== null) return
     const exited = new Promise((resolve) => c.once('exit', resolve))
+    // A frozen process takes SIGKILL too; SIGCONT first only so it exits at once everywhere.
+    c.kill('SIGCONT')
     c.kill('SIGKILL')
     await exited
   }
-  await start()
+  await launch()
+
   return {
-    url: `redis://127.0.0.1:${port}`,
     port,
-    pid: () => child?.pid ?? 0,
-    kill,
-    start,
-    freeze: () => child?.kill('SIGSTOP'),
-    thaw: () => child?.kill('SIGCONT'),
+    url: `redis://127.0.0.1:${port}`,
+    kill: killChild,
+    restart: launch,
+    freeze: () => void child?.kill('SIGSTOP'),
+    thaw: () => void child?.kill('SIGCONT'),
+    client() {
+      const r = new Redis({ port, host: '127.0.0.1', maxRetriesPerRequest: 1 })
+      r.on('error', () => {})
+      clients.push(r)
+      return r
+    },
     async stop() {
-      child?.kill('SIGCONT')
-      await kill()
+      for (const c of clients.splice(0)) c.disconnect()
+      await killChild()
+      rmSync(dir, { recursive: true, force: true })
     },
   }
 }

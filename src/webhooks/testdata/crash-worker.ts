@@ -25,7 +25,7 @@ const env = loadEnv({
   HALYARD_LOG_LEVEL: 'silent',
   HALYARD_DATA_DIR: mkdtempSync(path.join(tmpdir(), 'halyard-whcrash-')),
   // Generous: the machine running the suite may be busy, and a retry must not exhaust here.
-  HALYARD_WEBHOOK_TIMEOUT: '3s',
+  HALYARD_WEBHOOK_TIMEOUT: process.env.WORKER_WEBHOOK_TIMEOUT ?? '3s',
   HALYARD_WEBHOOK_RETRY_SCHEDULE: '500ms,1s,2s,2s,2s',
 })
 const halyard = await startHalyard({

@@ -16,6 +16,8 @@ export interface Received {
   raw: string
   status: number | null
   at: number
+  /** The sender's connection closed before the answer (it died or gave up mid-send). */
+  aborted?: boolean
 }
 
 export class Receiver {
@@ -48,7 +50,11 @@ export class Receiver {
           at: Date.now(),
         }
         this.received.push(rec)
+        res.on('close', () => {
+          if (rec.status === null) rec.aborted = true
+        })
         const answer = (status: number, headers: Record<string, string> = {}) => {
+          if (rec.aborted) return
           rec.status = status
           res.writeHead(status, { 'content-type': 'text/plain', ...headers }).end(status < 300 ? 'ok' : 'no')
         }
