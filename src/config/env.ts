@@ -21,7 +21,7 @@ const envSchema = z.object({
     .regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL')
     .optional(),
   // How long a rate-limit decision waits for Redis before it is taken without it, and what that
-  // is (docs/dependency-failures-redis.md): a local allowance per process, or 503 + Retry-After.
+  // is (docs/dependency-failures.md): a local allowance per process, or 503 + Retry-After.
   HALYARD_REDIS_TIMEOUT: z
     .string()
     .regex(/^[1-9]\d*(ms|s)$/, 'must be a duration such as 500ms or 1s')

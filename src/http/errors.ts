@@ -156,7 +156,7 @@ export function endWithError(socket: Duplex, e: HalyardError, headers: Record<st
 /**
  * Whether an error answer is logged per request: server errors are, except a dependency's
  * outage (503), which its watcher logs once when it begins and ends and metrics count
- * (docs/dependency-failures-redis.md).
+ * (docs/dependency-failures.md).
  */
 export function logsAsFailure(e: HalyardError): boolean {
   return e.status >= 500 && e.code !== 'service_unavailable'

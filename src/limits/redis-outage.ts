@@ -6,7 +6,7 @@ import type { PlanLimits } from './plans.ts'
 
 /**
  * What the Redis limiter does while Redis does not answer within its deadline
- * (docs/dependency-failures-redis.md):
+ * (docs/dependency-failures.md):
  * - `local` (default): each process decides limits itself, in process, within its share of the
  *   plan's limits (the limits divided by `processes`, the expected number of limiter processes:
  *   instances × workers). What it admits is remembered and added to Redis's day counters when

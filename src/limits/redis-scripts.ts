@@ -12,7 +12,7 @@
  * ARGV[1] is a deadline on Redis's clock (ms): a run that reaches Redis after it changes
  * nothing and returns {-1, now}. The caller stops waiting at that deadline and decides the
  * calls without Redis, so a run stuck in a frozen Redis's socket buffer, or resent after a
- * reconnect, must not count them a second time (docs/dependency-failures-redis.md).
+ * reconnect, must not count them a second time (docs/dependency-failures.md).
  * Returns 1 and Redis's time, then per group the counters seen before its first call (after the give-back), whether a
  * lease was granted and its size; the caller replays the same decisions with `decide`, the
  * function the memory limiter uses, so both refuse for the same reason and the script's

@@ -215,7 +215,7 @@ export function randomToken(): string {
   return randomBytes(24).toString('base64url')
 }
 
-/** The Redis limiter with its outage policy (docs/dependency-failures-redis.md), once Redis answered or its wait ran out. */
+/** The Redis limiter with its outage policy (docs/dependency-failures.md), once Redis answered or its wait ran out. */
 async function redisLimiter(
   env: Env,
   url: string,

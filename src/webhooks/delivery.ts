@@ -17,7 +17,7 @@ import { WakeSignal } from './wake-signal.ts'
  * event, so per webhook events go out in block order, one at a time — and leased, so a crash
  * mid-send makes the event claimable again after the lease (at-least-once; the event id never
  * changes). Leases are short and renewed while the worker lives: a dead instance's events come
- * back within seconds (docs/dependency-failures-redis.md). Concurrency is bounded globally and per receiver host, and a host at its cap is
+ * back within seconds (docs/dependency-failures.md). Concurrency is bounded globally and per receiver host, and a host at its cap is
  * left out of the next claim, so a slow receiver never holds up other webhooks.
  * Outcomes are recorded in batches (one transaction per flush), which is what makes thousands
  * of deliveries per second possible; an event's slot is freed only once its outcome is durable.

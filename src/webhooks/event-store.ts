@@ -175,7 +175,7 @@ export async function claim(
 /**
  * Extends the lease of events this worker still holds (claimed, waiting, in flight, or sent
  * and not yet recorded): a live worker keeps its events, a dead one stops renewing and its
- * events come back within one short lease (docs/dependency-failures-redis.md).
+ * events come back within one short lease (docs/dependency-failures.md).
  */
 export async function renew(db: Db, seqs: readonly string[], leaseMs: number): Promise<void> {
   if (seqs.length === 0) return

@@ -13,7 +13,7 @@ import { type PrivateRedis, privateRedisSkipReason, startPrivateRedis } from './
 /**
  * Redis killed and restored, and Redis frozen (SIGSTOP/SIGCONT), under a steady keyed load at
  * 40 % of the growth plan's 100 requests per second, against a Redis of the test's own
- * (docs/dependency-failures-redis.md). What clients may see: never a 500, no 429 the load does
+ * (docs/dependency-failures.md). What clients may see: never a 500, no 429 the load does
  * not earn, a limited key failing closed gets 503 + Retry-After; and the day counters (Redis's
  * and the usage rows) equal the requests admitted.
  */

@@ -11,7 +11,7 @@ import { until } from '../helpers/until.ts'
 import { printFaultTable } from './keyed-load.ts'
 
 /**
- * An instance SIGKILLed mid-delivery (docs/dependency-failures-redis.md): two Halyard processes
+ * An instance SIGKILLed mid-delivery (docs/dependency-failures.md): two Halyard processes
  * on one PostgreSQL schema with the default 15 s receiver timeout, a receiver that takes 0.8 s
  * per event, 4 webhooks with 12 events each. `alpha` indexes and matches, so it leases the first
  * lanes to itself; it is killed while it has sends in flight. Its in-flight events must reach
