@@ -13,8 +13,9 @@ export function findWrk(): string | undefined {
       execFileSync(p, ['-v'], { stdio: 'ignore' })
       return p
     } catch (err) {
-      // `wrk -v` prints its version and exits 1: being able to run it is what counts.
-      if ((err as { status?: number }).status !== undefined) return p
+      // `wrk -v` prints its version and exits 1: being able to run it is what counts. A binary
+      // that is not there fails with status null (ENOENT), not a number.
+      if (typeof (err as { status?: number | null }).status === 'number') return p
     }
   }
   return undefined
