@@ -292,6 +292,7 @@ async function runSoak(anvilUrl: string) {
       HALYARD_PORT: '0',
       HALYARD_LOG_LEVEL: 'warn',
       HALYARD_SECRET_KEY: randomBytes(32).toString('hex'),
+      HALYARD_PUBLIC_URL: 'https://halyard.example.com',
       HALYARD_DATA_DIR: path.join(dir, 'data'),
       DATABASE_URL: '',
       REDIS_URL: '',

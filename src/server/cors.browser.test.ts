@@ -36,12 +36,16 @@ window.halyard = {
       const first = await Promise.race([client.getBlockNumber(), timeout(15000)])
       const next = await Promise.race([
         new Promise((resolve, reject) => {
+          // A block mined before the subscription is registered is never pushed: ask for one
+          // each second until one arrives (a loaded machine may take that long to subscribe).
+          const ask = () => fetch(mine, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: 'mine' }).catch(() => {})
+          const asking = setInterval(ask, 1000)
           const stop = client.watchBlockNumber({
             poll: false,
-            onBlockNumber: (n) => { if (n > first) { stop(); resolve(n) } },
-            onError: reject,
+            onBlockNumber: (n) => { if (n > first) { clearInterval(asking); stop(); resolve(n) } },
+            onError: (e) => { clearInterval(asking); reject(e) },
           })
-          fetch(mine, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: 'mine' }).catch(() => {})
+          ask()
         }),
         timeout(20000),
       ])

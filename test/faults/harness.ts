@@ -59,6 +59,7 @@ export async function startHalyardProcess(opts: {
   const server = spawnHalyard(['serve', '--config', config], {
     HALYARD_DATA_DIR: dir,
     HALYARD_SECRET_KEY: randomBytes(32).toString('hex'),
+    HALYARD_PUBLIC_URL: 'https://halyard.example.com',
     ...opts.env,
   })
   const [, baseUrl] = await server.waitFor(/serving 1 network\(s\) at (\S+)/)
