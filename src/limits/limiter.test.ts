@@ -6,6 +6,7 @@ import type { LimitDecision, RateLimiter } from './limiter.ts'
 import { MemoryRateLimiter } from './memory-limiter.ts'
 import { PLANS } from './plans.ts'
 import { RedisRateLimiter } from './redis-limiter.ts'
+import { LIMITS_SCRIPT } from './redis-scripts.ts'
 
 interface Impl extends ServiceCase {
   make(): RateLimiter
@@ -217,5 +218,81 @@ it('answers without Redis, not a hang, when Redis accepts the connection and nev
     await local.close()
     for (const socket of sockets) socket.destroy()
     await new Promise((resolve) => silent.close(resolve))
+  }
+})
+
+/**
+ * A minimal RESP server: HELLO is refused (the client falls back to RESP2), INFO reports a
+ * loaded server, scripts are answered by `script` (with a delay of its choosing).
+ */
+const INFO = '# Server\r\nloading:0\r\n'
+const fakeRedis = async (script: (lua: string) => { delayMs: number; reply: string }) => {
+  const sockets: Socket[] = []
+  const server = createServer((socket) => {
+    sockets.push(socket)
+    let buf = ''
+    socket.on('data', (chunk) => {
+      buf += chunk.toString('latin1')
+      for (;;) {
+        // One command: *N\r\n then N bulk strings ($len\r\n...\r\n).
+        const lines: string[] = []
+        const head = buf.indexOf('\r\n')
+        if (!buf.startsWith('*') || head < 0) return
+        const n = Number(buf.slice(1, head))
+        let at = head + 2
+        for (let i = 0; i < n; i++) {
+          const eol = buf.indexOf('\r\n', at)
+          if (eol < 0) return
+          const len = Number(buf.slice(at + 1, eol))
+          if (buf.length < eol + 2 + len + 2) return
+          lines.push(buf.slice(eol + 2, eol + 2 + len))
+          at = eol + 2 + len + 2
+        }
+        buf = buf.slice(at)
+        const name = (lines[0] ?? '').toLowerCase()
+        if (name === 'hello') socket.write("-ERR unknown command 'HELLO'\r\n")
+        else if (name === 'info') socket.write(`$${INFO.length}\r\n${INFO}\r\n`)
+        else if (name === 'eval' || name === 'evalsha') {
+          const { delayMs, reply } = script(lines[1] ?? '')
+          setTimeout(() => socket.writable && socket.write(reply), delayMs)
+        } else socket.write('+OK\r\n')
+      }
+    })
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const { port } = server.address() as { port: number }
+  return {
+    url: `redis://127.0.0.1:${port}`,
+    async close() {
+      for (const socket of sockets) socket.destroy()
+      await new Promise((resolve) => server.close(resolve))
+    },
+  }
+}
+
+it('decides without Redis at the timeout when a script is answered NOSCRIPT and sent again', async () => {
+  const timeoutMs = 200
+  // Each script is answered just before the timeout: the first time NOSCRIPT (the client sends
+  // it again), then with a reply that admits the call. Together: almost twice the timeout.
+  let limitRuns = 0
+  const fake = await fakeRedis((lua) => {
+    const now = `:${Date.now()}\r\n`
+    // Other scripts (the recovery bookkeeping) are answered at once.
+    if (lua !== LIMITS_SCRIPT) return { delayMs: 0, reply: `*2\r\n:1\r\n${now}` }
+    const reply =
+      limitRuns++ === 0
+        ? '-NOSCRIPT No matching script.\r\n'
+        : `*8\r\n:1\r\n${now}:0\r\n:0\r\n:0\r\n:0\r\n:0\r\n:0\r\n`
+    return { delayMs: timeoutMs * 0.9, reply }
+  })
+  const closed = new RedisRateLimiter(fake.url, 'halyard:test:noscript', { timeoutMs, fallback: 'closed' })
+  try {
+    await closed.ready()
+    // The promised wait is the timeout: the 503 comes then, not Redis's late admission.
+    await expect(closed.consume('acct', PLANS.free, one, T0)).rejects.toMatchObject({ status: 503 })
+    expect(limitRuns).toBeGreaterThan(0)
+  } finally {
+    await closed.close()
+    await fake.close()
   }
 })

@@ -2,7 +2,7 @@ import { Redis } from 'ioredis'
 import { type Lease, leaseWanted, spend, unspent } from './lease.ts'
 import { DAY_MS, decide, type LimitCost, type LimitDecision, type RateLimiter } from './limiter.ts'
 import type { PlanLimits } from './plans.ts'
-import { type OutageOptions, type RedisFallback, RedisOutage } from './redis-outage.ts'
+import { type OutageOptions, type RedisFallback, RedisOutage, withinDeadline } from './redis-outage.ts'
 import { LIMITS_SCRIPT, RECONCILE_SCRIPT } from './redis-scripts.ts'
 
 type LimitRedis = Redis & {
@@ -183,7 +183,7 @@ export class RedisRateLimiter implements RateLimiter {
     }
     let ok = false
     try {
-      const out = await this.redis.halyardReconcile(keys.length, keys, args)
+      const out = await withinDeadline(this.redis.halyardReconcile(keys.length, keys, args), this.timeoutMs)
       this.sampleClock(sentAt, out[1] ?? 0)
       ok = out[0] === 1
     } catch {}
@@ -328,10 +328,11 @@ export class RedisRateLimiter implements RateLimiter {
   }
 
   private async run(batch: readonly Group[]) {
-    if (this.firstReady) await this.firstReady
+    // One deadline for the whole wait (first connect included): Redis counts the run only
+    // before it, and the calls are decided without Redis once it has passed.
+    const startedAt = Date.now()
     const keys: string[] = []
-    const sentAt = Date.now()
-    const args: number[] = [this.deadline(sentAt)]
+    const args: number[] = [this.deadline(startedAt)]
     for (const g of batch) {
       const { limits } = g
       keys.push(`${this.prefix}:${g.accountId}:s:${g.second}`, `${this.prefix}:${g.accountId}:d:${g.day}`)
@@ -360,8 +361,19 @@ export class RedisRateLimiter implements RateLimiter {
       args[runsAt] = runs
     }
     let out: number[]
+    let gaveUp = false
+    let sentAt = startedAt
+    const answer = async () => {
+      if (this.firstReady) await this.firstReady
+      // Given up while waiting for the first connect: nothing is sent (it would not count anyway).
+      if (gaveUp) throw new Error('redis was not ready within the timeout')
+      sentAt = Date.now()
+      return this.redis.halyardLimits(keys.length, keys, args)
+    }
     try {
-      out = await this.redis.halyardLimits(keys.length, keys, args)
+      out = await withinDeadline(answer(), this.timeoutMs - (Date.now() - startedAt)).finally(() => {
+        gaveUp = true
+      })
       this.sampleClock(sentAt, out[1] ?? 0)
       if (out[0] !== 1) throw new Error('redis answered after the deadline')
     } catch (err) {

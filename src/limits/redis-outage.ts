@@ -39,6 +39,28 @@ export interface DayDelta {
 const share = (limit: number | null, processes: number) =>
   limit === null ? null : Math.max(1, Math.floor(limit / processes))
 
+/**
+ * Settles as `p` does, or rejects once `ms` have passed. A wait on Redis must not depend on the
+ * client library's connection state: its command timeout is armed per command, so a script that
+ * is answered NOSCRIPT and sent again, or a command held while the connection is set up, could
+ * otherwise wait longer than the limiter's timeout.
+ */
+export function withinDeadline<T>(p: Promise<T>, ms: number): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`redis did not answer within ${ms} ms`)), Math.max(0, ms))
+    p.then(
+      (v) => {
+        clearTimeout(timer)
+        resolve(v)
+      },
+      (err: unknown) => {
+        clearTimeout(timer)
+        reject(err)
+      },
+    )
+  })
+}
+
 /** Seconds a fail-closed client is told to wait: about one reconnect attempt. */
 const RETRY_AFTER_SECONDS = 1
 
