@@ -193,7 +193,14 @@ describeEach(impls, 'rate limiter contract: $name', (impl) => {
 
 it('answers without Redis, not a hang, when Redis accepts the connection and never answers', async () => {
   const sockets: Socket[] = []
-  const silent = createServer((socket) => sockets.push(socket))
+  let ending = false
+  // Reads nothing it is sent, answers nothing. resume() lets it notice a client closing, and a
+  // reconnect arriving once the test ends is cut at once, so closing the server cannot wait on it.
+  const silent = createServer((socket) => {
+    socket.resume()
+    if (ending) socket.destroy()
+    else sockets.push(socket)
+  })
   await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve))
   const { port } = silent.address() as { port: number }
   const url = `redis://127.0.0.1:${port}`
@@ -216,6 +223,7 @@ it('answers without Redis, not a hang, when Redis accepts the connection and nev
   } finally {
     await closed.close()
     await local.close()
+    ending = true
     for (const socket of sockets) socket.destroy()
     await new Promise((resolve) => silent.close(resolve))
   }
