@@ -134,7 +134,9 @@ export class InternalTransferTracing {
       suppressed: 0,
     }
     this.untraced.set(slug, u)
-    u.count++
+    // A block indexed again (its first step was retried, or backfill met it after the head path
+    // gave up on it) is still one block indexed without its internal transfers.
+    if (u.count === 0 || block !== u.last) u.count++
     if (block > u.last || u.count === 1) u.last = block
     u.refusedInARow = out && !out.ok && out.refused ? u.refusedInARow + 1 : 0
     if (u.refusedInARow >= REFUSED_IN_A_ROW) {
