@@ -1,78 +1,22 @@
 import { timingSafeEqual } from 'node:crypto'
 import { LRUCache } from 'lru-cache'
 import { HalyardError, invalidRequest, notFound, unauthorized } from '../errors.ts'
-import { isUnlimited } from '../limits/limiter.ts'
-import { effectiveLimits, isPlanName, PLAN_NAMES, type PlanLimits, type PlanName } from '../limits/plans.ts'
-import { DEFAULT_DB_TIMEOUT_MS, isUnavailable } from '../storage/pg-pool.ts'
-import {
-  ALLOWLIST_FIELDS,
-  ALLOWLIST_NAMES,
-  type AllowlistName,
-  compileAllowlists,
-  type KeyAllowlists,
-  type KnownMethod,
-  parseAllowlist,
-} from './allowlists.ts'
-import {
-  displayPrefix,
-  generateApiKey,
-  hashApiKey,
-  isWellFormedKey,
-  type KeyEnv,
-  newId,
-} from './key-format.ts'
-import { isScope, SCOPES, type Scope } from './scopes.ts'
-import type { AccountRow, AllowlistPatch, AuthStore, KeyRow, KeyWithAccount } from './store.ts'
+import { isPlanName, PLAN_NAMES, type PlanName } from '../limits/plans.ts'
+import { DEFAULT_DB_TIMEOUT_MS } from '../storage/pg-pool.ts'
+import { ALLOWLIST_FIELDS, ALLOWLIST_NAMES, type KnownMethod, parseAllowlist } from './allowlists.ts'
+import { type Caller, isLoopback } from './caller.ts'
+import { displayPrefix, generateApiKey, hashApiKey, isWellFormedKey, newId } from './key-format.ts'
+import { KeyLookups, unverifiable } from './key-lookups.ts'
+import { type AllowlistInput, type CreatedKey, type KeyView, keyView } from './key-view.ts'
+import { LAST_USED_FLUSH_MS, LastUsedMarks } from './last-used.ts'
+import { isScope, SCOPES } from './scopes.ts'
+import type { AccountRow, AllowlistPatch, AuthStore } from './store.ts'
 
-/** Who is calling: everything the request path needs, resolved once per key and cached. */
-export interface Caller {
-  readonly keyId: string
-  readonly env: KeyEnv
-  readonly scopes: ReadonlySet<Scope>
-  readonly accountId: string
-  readonly email: string
-  readonly plan: string
-  readonly limits: PlanLimits
-  /** No limit to count against (enterprise): the charger decides without the limiter. */
-  readonly unlimited: boolean
-  /**
-   * The operator of this Halyard: a key of an operator account (`HALYARD_OPERATOR_EMAILS`; in
-   * dev mode the dev account), or a request from loopback with the admin token. Only the
-   * operator may call operator controls (methods of class `operator`, rpc/methods/spec.ts).
-   */
-  readonly operator?: true
-  /** The key's allowlists, compiled; undefined when it has none (http/access-decision.ts). */
-  readonly allow?: KeyAllowlists | undefined
-}
-
-/** The header that carries the admin token (the one in the data dir's admin file) to operator controls. */
-export const ADMIN_TOKEN_HEADER = 'x-halyard-admin-token'
-
-/** Lists to set on a key: each given list replaces the stored one; an empty one clears it. */
-export type AllowlistInput = Partial<Record<AllowlistName, readonly string[]>>
-
-export interface KeyView {
-  id: string
-  account_id: string
-  env: KeyEnv
-  name: string | null
-  prefix: string
-  scopes: string[]
-  created_at: string
-  revoked_at: string | null
-  /** When the key last authenticated, to within a flush interval; null if never since recorded. */
-  last_used_at: string | null
-  /** Allowlists (README, "From a browser"); empty = no restriction. */
-  allowed_origins: string[]
-  allowed_ips: string[]
-  allowed_contracts: string[]
-  allowed_methods: string[]
-}
-
-export interface CreatedKey extends KeyView {
-  /** The plaintext key: exists only in this response. */
-  key: string
-}
+// The caller's shape and the admin-token header live in caller.ts; the many modules that ask
+// the auth service for a caller import them from here.
+export { ADMIN_TOKEN_HEADER, type Caller } from './caller.ts'
+export type { AllowlistInput, CreatedKey, KeyView } from './key-view.ts'
+export { LAST_USED_FLUSH_MS } from './last-used.ts'
 
 /**
  * Resolved keys are cached for at most this long, so a revoked key stops working within a
@@ -90,23 +34,9 @@ const UNKNOWN_MAX = 10_000
 /** Entries this old are refreshed in the background while still being served. */
 const REFRESH_AFTER_MS = 750
 
-/** How often the keys used since the last flush get their last_used_at written (one UPDATE). */
-export const LAST_USED_FLUSH_MS = 5_000
-
-/** Cold lookups per store query, and queries in flight at once (see `lookup`). */
-const LOOKUP_BATCH = 256
-const LOOKUP_CONCURRENCY = 2
-
 interface CacheEntry {
   caller: Caller | null
   at: number
-}
-
-interface QueuedLookup {
-  /** The store's key: the SHA-256 of the presented key. */
-  hash: string
-  resolve: (caller: Caller | null) => void
-  reject: (err: unknown) => void
 }
 
 export interface AuthServiceOptions {
@@ -136,47 +66,28 @@ export interface AuthServiceOptions {
 /** Default stale window (docs/dependency-failures.md). */
 export const DEFAULT_KEY_STALE_MS = 300_000
 
-/** What a caller hears when its key cannot be checked: retry in a second (RFC 9110 §10.2.3). */
-const unverifiable = (): HalyardError =>
-  new HalyardError(
-    'service_unavailable',
-    'temporarily unable to verify the API key: the database is unavailable; retry shortly',
-    {
-      'retry-after': '1',
-    },
-  )
-
 export class AuthService {
   private readonly known = new LRUCache<string, CacheEntry>({ max: KNOWN_MAX })
   private readonly unknown = new LRUCache<string, CacheEntry>({ max: UNKNOWN_MAX })
   private readonly inflight = new Map<string, Promise<Caller | null>>()
   private generation = 0
   private readonly now: () => number
-  private readonly operatorEmails: ReadonlySet<string>
+  private readonly reads: KeyLookups
+  /** Keys that authenticated since the last flush of last_used_at. */
+  private readonly lastUsed: LastUsedMarks
   private readonly adminToken: Buffer | undefined
   private readonly knownMethod: KnownMethod
   private readonly staleMs: number
   private readonly waitMs: number
-  /** Set while the store's lookups fail (since when); cleared by the first that succeeds. */
-  private storeDownSince: number | undefined
-  private readonly queued: QueuedLookup[] = []
-  private running = 0
-  private lookups = 0
-  private queries = 0
-  /**
-   * Ids of keys that authenticated since the last flush. Recording a use is one Set.add on the
-   * request path; the database hears of it in one UPDATE per flush, never per request.
-   */
-  private used = new Set<string>()
-  private flushing: Promise<void> | undefined
-  private flushTimer: NodeJS.Timeout | undefined
 
   constructor(
     private readonly store: AuthStore,
     opts: AuthServiceOptions = {},
   ) {
     this.now = opts.now ?? Date.now
-    this.operatorEmails = new Set((opts.operatorEmails ?? []).map((e) => e.trim().toLowerCase()))
+    const operatorEmails = new Set((opts.operatorEmails ?? []).map((e) => e.trim().toLowerCase()))
+    this.reads = new KeyLookups(store, operatorEmails, this.now)
+    this.lastUsed = new LastUsedMarks(store)
     this.adminToken = opts.adminToken ? Buffer.from(opts.adminToken) : undefined
     this.knownMethod = opts.knownMethod ?? (() => true)
     this.staleMs = opts.staleMs ?? DEFAULT_KEY_STALE_MS
@@ -201,8 +112,8 @@ export class AuthService {
     return {
       known: this.known.size,
       unknown: this.unknown.size,
-      storeLookups: this.lookups,
-      storeQueries: this.queries,
+      storeLookups: this.reads.lookups,
+      storeQueries: this.reads.queries,
     }
   }
 
@@ -330,7 +241,7 @@ export class AuthService {
   cachedCaller(presented: string): Caller | undefined {
     const caller = this.fresh(presented)?.caller
     if (!caller) return undefined
-    this.used.add(caller.keyId)
+    this.lastUsed.mark(caller.keyId)
     return caller
   }
 
@@ -343,7 +254,7 @@ export class AuthService {
     const hit = this.fresh(presented)
     const caller = hit ? hit.caller : await this.refreshOrStale(presented)
     if (!caller) throw unauthorized('invalid or revoked API key')
-    this.used.add(caller.keyId)
+    this.lastUsed.mark(caller.keyId)
     return caller
   }
 
@@ -363,41 +274,19 @@ export class AuthService {
     }
   }
 
-  /**
-   * Writes last_used_at for every key used since the previous flush (one at a time; a call
-   * during one waits for it, then runs). A failed write keeps its ids for the next flush.
-   */
-  async flushLastUsed(): Promise<void> {
-    while (this.flushing) await this.flushing
-    const ids = [...this.used]
-    if (ids.length === 0) return
-    this.used = new Set()
-    this.flushing = this.store
-      .touchKeys(ids)
-      .catch((err: unknown) => {
-        for (const id of ids) this.used.add(id)
-        throw err
-      })
-      .finally(() => {
-        this.flushing = undefined
-      })
-    await this.flushing
+  /** Writes last_used_at for every key used since the previous flush (auth/last-used.ts). */
+  flushLastUsed(): Promise<void> {
+    return this.lastUsed.flush()
   }
 
   /** Flushes last-used marks every `intervalMs` until stopLastUsedFlush(). */
   startLastUsedFlush(intervalMs = LAST_USED_FLUSH_MS, onError: (err: unknown) => void = () => {}): void {
-    if (this.flushTimer) return
-    this.flushTimer = setInterval(() => {
-      this.flushLastUsed().catch(onError)
-    }, intervalMs)
-    this.flushTimer.unref()
+    this.lastUsed.start(intervalMs, onError)
   }
 
   /** Stops the timer and writes what is left (the server's close, before storage closes). */
-  async stopLastUsedFlush(): Promise<void> {
-    if (this.flushTimer) clearInterval(this.flushTimer)
-    this.flushTimer = undefined
-    await this.flushLastUsed()
+  stopLastUsedFlush(): Promise<void> {
+    return this.lastUsed.stop()
   }
 
   /** The cached resolution of a presented key while it is younger than CACHE_TTL_MS. */
@@ -420,7 +309,7 @@ export class AuthService {
   private async refreshOrStale(presented: string): Promise<Caller | null> {
     const stale = this.known.get(presented)
     const usable = stale?.caller && this.now() - stale.at < this.staleMs ? stale.caller : undefined
-    if (usable && this.storeDownSince !== undefined) {
+    if (usable && this.reads.downSince !== undefined) {
       this.refresh(presented).catch(() => {})
       return usable
     }
@@ -441,7 +330,7 @@ export class AuthService {
     let timer: NodeJS.Timeout | undefined
     const deadline = new Promise<never>((_, reject) => {
       timer = setTimeout(() => {
-        this.storeDownSince ??= this.now()
+        this.reads.downSince ??= this.now()
         reject(unverifiable())
       }, this.waitMs)
     })
@@ -466,7 +355,8 @@ export class AuthService {
     if (existing) return existing
     const started = this.now()
     const generation = this.generation
-    const pending: Promise<Caller | null> = this.lookup(hashApiKey(presented))
+    const pending: Promise<Caller | null> = this.reads
+      .lookup(hashApiKey(presented))
       .then((caller) => {
         // A revocation or plan change since the read began: the read may predate it.
         if (generation === this.generation) this.remember(presented, { caller, at: started })
@@ -488,100 +378,5 @@ export class AuthService {
       this.known.delete(presented)
       this.unknown.set(presented, entry)
     }
-  }
-
-  /**
-   * Queues a store read for `hash`. With nothing in flight it goes out at once, alone; while
-   * LOOKUP_CONCURRENCY reads are out, arrivals wait and leave together as one query, so a flood
-   * of unknown keys costs the database a query per batch rather than one per request.
-   */
-  private lookup(hash: string): Promise<Caller | null> {
-    this.lookups++
-    return new Promise((resolve, reject) => {
-      this.queued.push({ hash, resolve, reject })
-      this.drain()
-    })
-  }
-
-  private drain(): void {
-    while (this.running < LOOKUP_CONCURRENCY && this.queued.length > 0) {
-      const batch = this.queued.splice(0, LOOKUP_BATCH)
-      this.running++
-      this.lookupBatch(batch).finally(() => {
-        this.running--
-        this.drain()
-      })
-    }
-  }
-
-  private async lookupBatch(batch: readonly QueuedLookup[]): Promise<void> {
-    this.queries++
-    try {
-      const rows = await this.store.keysWithAccountByHashes(batch.map((q) => q.hash))
-      this.storeDownSince = undefined
-      const byHash = new Map(rows.map((r) => [r.key_hash, r]))
-      for (const q of batch) q.resolve(callerOf(byHash.get(q.hash), this.operatorEmails))
-    } catch (err) {
-      // Every waiter hears, whatever failed (a rejected query or a row that would not map):
-      // the ones already resolved ignore this, the rest must not wait forever. No database to
-      // ask is a 503 with Retry-After; anything else is ours (500).
-      const down = isUnavailable(err)
-      if (down) this.storeDownSince ??= this.now()
-      for (const q of batch) {
-        q.reject(
-          down
-            ? unverifiable()
-            : new HalyardError('internal_error', 'temporarily unable to verify the API key; retry shortly'),
-        )
-      }
-    }
-  }
-}
-
-export function isLoopback(ip: string | undefined): boolean {
-  return ip === '127.0.0.1' || ip === '::1' || ip === '::ffff:127.0.0.1'
-}
-
-function callerOf(row: KeyWithAccount | undefined, operatorEmails: ReadonlySet<string>): Caller | null {
-  if (!row || row.revoked_at !== null) return null
-  const limits = effectiveLimits(row.plan, {
-    rps: row.limit_rps,
-    rpd: row.limit_rpd === null ? null : Number(row.limit_rpd),
-    cups: row.limit_cups,
-  })
-  return {
-    keyId: row.key_id,
-    env: row.env,
-    scopes: new Set(row.scopes.filter(isScope)),
-    accountId: row.account_id,
-    email: row.email,
-    plan: row.plan,
-    limits,
-    unlimited: isUnlimited(limits),
-    ...(operatorEmails.has(row.email) ? { operator: true as const } : {}),
-    allow: compileAllowlists({
-      origins: row.allowed_origins,
-      ips: row.allowed_ips,
-      contracts: row.allowed_contracts,
-      methods: row.allowed_methods,
-    }),
-  }
-}
-
-function keyView(row: KeyRow): KeyView {
-  return {
-    id: row.id,
-    account_id: row.account_id,
-    env: row.env,
-    name: row.name,
-    prefix: row.display_prefix,
-    scopes: row.scopes,
-    created_at: row.created_at.toISOString(),
-    revoked_at: row.revoked_at ? row.revoked_at.toISOString() : null,
-    last_used_at: row.last_used_at ? row.last_used_at.toISOString() : null,
-    allowed_origins: row.allowed_origins,
-    allowed_ips: row.allowed_ips,
-    allowed_contracts: row.allowed_contracts,
-    allowed_methods: row.allowed_methods,
   }
 }
