@@ -42,7 +42,7 @@ export interface RequestFacts {
   readonly what: string
   /** The request's Origin header, as sent. */
   readonly origin: string | undefined
-  /** The client's address (http/peer.ts). */
+  /** The client's address (http/peer.ts); transports compute it only for a key with an allowed-IPs list. */
   readonly ip: string | undefined
 }
 

@@ -64,7 +64,8 @@ export function gate(request: FastifyRequest, meta: RouteMeta, deps: GateDeps): 
       scope: meta.access.scope,
       what: meta.what,
       origin: request.headers.origin,
-      ip: deps.clientAddress(request.raw),
+      // Only a key with an allowed-IPs list needs the client's address (the decision reads it then).
+      ip: caller.allow?.ips === undefined ? undefined : deps.clientAddress(request.raw),
     })
     if (refused) throw refusalError(refused)
     if (network) requireKind(network, meta)

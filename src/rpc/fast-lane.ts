@@ -69,7 +69,8 @@ export function jsonRpcFastLane(host: FastLaneHost, route: JsonRpcLaneRoute, dep
       scope: route.scope,
       what: route.what,
       origin,
-      ip: host.clientAddress(req),
+      // Only a key with an allowed-IPs list needs the client's address (the decision reads it then).
+      ip: caller.allow?.ips === undefined ? undefined : host.clientAddress(req),
     })
     if (refused !== undefined) return false
     const type = req.headers['content-type']
