@@ -36,6 +36,10 @@ export interface AuthTables {
   api_keys: ApiKeysTable
 }
 
+declare module '../storage/schema.ts' {
+  interface Database extends AuthTables {}
+}
+
 export type AccountRow = Selectable<AccountsTable>
 export type KeyRow = Selectable<ApiKeysTable>
 

@@ -39,6 +39,10 @@ export interface BundlerTables {
   bundler_reputation: BundlerReputationTable
 }
 
+declare module '../storage/schema.ts' {
+  interface Database extends BundlerTables {}
+}
+
 type Db = Kysely<Database>
 
 export interface StoredOp {

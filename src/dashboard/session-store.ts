@@ -28,6 +28,10 @@ export interface DashboardTables {
   dashboard_sessions: DashboardSessionsTable
 }
 
+declare module '../storage/schema.ts' {
+  interface Database extends DashboardTables {}
+}
+
 export type SessionRow = Selectable<DashboardSessionsTable>
 
 /** A live session and what the pages need of its account. */

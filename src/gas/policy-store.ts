@@ -107,6 +107,10 @@ export interface SponsorshipTables {
   gas_account_ceilings: GasAccountCeilingsTable
 }
 
+declare module '../storage/schema.ts' {
+  interface Database extends SponsorshipTables {}
+}
+
 export type PolicyRow = Selectable<GasPoliciesTable>
 export type SponsorshipRow = Selectable<GasSponsorshipsTable>
 

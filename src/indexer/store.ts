@@ -78,6 +78,10 @@ export interface IndexerTables {
   nft_balances: NftBalancesTable
 }
 
+declare module '../storage/schema.ts' {
+  interface Database extends IndexerTables {}
+}
+
 type Db = Kysely<Database>
 
 export interface Cursor {

@@ -38,6 +38,10 @@ export interface NftTables {
   nft_metadata: NftMetadataTable
 }
 
+declare module '../storage/schema.ts' {
+  interface Database extends NftTables {}
+}
+
 type Db = Kysely<Database>
 
 export interface StoredContract {

@@ -15,6 +15,10 @@ export interface TokenTables {
   token_metadata: TokenMetadataTable
 }
 
+declare module '../storage/schema.ts' {
+  interface Database extends TokenTables {}
+}
+
 export interface TokenMeta {
   contract: Address
   name: string | null

@@ -20,6 +20,10 @@ export interface UsageTables {
   usage_daily: UsageDailyTable
 }
 
+declare module '../storage/schema.ts' {
+  interface Database extends UsageTables {}
+}
+
 /** One (account, day, method) row's counts to add. */
 export interface UsageDelta {
   readonly accountId: string

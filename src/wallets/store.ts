@@ -35,6 +35,10 @@ export interface WalletTables {
   wallet_deployments: WalletDeploymentsTable
 }
 
+declare module '../storage/schema.ts' {
+  interface Database extends WalletTables {}
+}
+
 type Db = Kysely<Database>
 
 export interface WalletRow {

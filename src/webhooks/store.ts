@@ -4,12 +4,15 @@ import { inList } from '../storage/filters.ts'
 import type { Database } from '../storage/schema.ts'
 import type { MatchKey } from './config.ts'
 import { enqueueMail, type Mail } from './outbox.ts'
-import type { WebhooksTable } from './tables.ts'
+import type { WebhooksTable, WebhookTables } from './tables.ts'
 
 // One module for the callers (`import * as store`), two files by job: the event queue is there.
 export * from './event-store.ts'
 export * from './quota-store.ts'
-export type { WebhookTables } from './tables.ts'
+
+declare module '../storage/schema.ts' {
+  interface Database extends WebhookTables {}
+}
 
 type Db = Kysely<Database>
 export type WebhookRow = Selectable<WebhooksTable>
