@@ -8,7 +8,7 @@
  */
 import cluster, { type Worker } from 'node:cluster'
 import type { Socket } from 'node:net'
-import { networkSchema } from '../src/config/file.ts'
+import { networkSchema } from '../src/server/config-schema.ts'
 import type { Halyard } from '../src/server/runtime.ts'
 import { serveClusterWorker, startClusterPrimary } from './lib/halyard-cluster.ts'
 import type { FromServer, ToServer, WorkerStats } from './ws-floor.ts'

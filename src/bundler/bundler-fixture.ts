@@ -19,14 +19,11 @@ import { generatePrivateKey, type PrivateKeyAccount, privateKeyToAccount } from 
 import type { StorageBackend, TestStorage } from '../../test/helpers/storage.ts'
 import { artifact } from '../aa/contracts.ts'
 import { FailoverPool } from '../chains/upstream-pool.ts'
-import {
-  type DevAccountAbstraction,
-  ensureAccountAbstraction,
-  paymasterSignerKeyFile,
-} from '../devnet/account-abstraction.ts'
+import { type DevAccountAbstraction, ensureAccountAbstraction } from '../devnet/account-abstraction.ts'
 import { type AnvilProcess, startAnvil } from '../devnet/anvil.ts'
 import { DEV_ACCOUNT, Devnet } from '../devnet/demo.ts'
 import { rpc } from '../devnet/multicall3.ts'
+import { paymasterSignerKeyFile } from '../gas/paymaster-key.ts'
 import { createLogger } from '../logger.ts'
 import type { Address, Hash, Hex } from '../types.ts'
 import type { RpcCaller } from './chain.ts'

@@ -44,3 +44,10 @@ export const bundlerConfigSchema = z
   .strict()
 
 export type BundlerConfig = z.infer<typeof bundlerConfigSchema>
+
+declare module '../config/file.ts' {
+  interface NetworkSections {
+    /** ERC-4337 bundler: mode, executor keys, debug methods. */
+    bundler: z.ZodOptional<typeof bundlerConfigSchema>
+  }
+}

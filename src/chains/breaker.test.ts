@@ -1,7 +1,7 @@
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { networkSchema } from '../config/file.ts'
+import { networkSchema } from '../server/config-schema.ts'
 import { HttpUpstream } from './http-upstream.ts'
 import { ManagedPool } from './managed-pool.ts'
 import { MAX_COOLDOWN_MS, UpstreamState } from './upstream-state.ts'

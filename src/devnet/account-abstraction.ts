@@ -1,5 +1,4 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs'
-import path from 'node:path'
 import {
   concat,
   createPublicClient,
@@ -26,12 +25,10 @@ import {
   verifyingPaymasterAbi,
   ZERO_SALT,
 } from '../aa/contracts.ts'
+import { paymasterSignerKeyFile } from '../gas/paymaster-key.ts'
 import type { Address, Hash, Hex } from '../types.ts'
 import { DEV_ACCOUNT } from './demo.ts'
 import { rpc } from './multicall3.ts'
-
-/** The VerifyingPaymaster's signer (and owner) key, kept in the data dir, mode 0600. */
-export const paymasterSignerKeyFile = (dataDir: string) => path.join(dataDir, 'paymaster-signer.key')
 
 /** Stake and deposit the dev paymaster keeps at the EntryPoint (bundlers require a staked paymaster). */
 const PAYMASTER_STAKE = parseEther('1')

@@ -24,3 +24,10 @@ export const gasConfigSchema = z
   .strict()
 
 export type GasConfig = z.infer<typeof gasConfigSchema>
+
+declare module '../config/file.ts' {
+  interface NetworkSections {
+    /** Gas price estimates: per-network minimum tip. */
+    gas: z.ZodOptional<typeof gasConfigSchema>
+  }
+}

@@ -3,8 +3,8 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { describe, expect, it } from 'vitest'
-import { paymasterSignerKeyFile } from '../devnet/account-abstraction.ts'
-import { loadPaymasterSigner, nativeToWei, sponsorshipConfigSchema } from './sponsor-config.ts'
+import { loadPaymasterSigner, paymasterSignerKeyFile } from './paymaster-key.ts'
+import { nativeToWei, sponsorshipConfigSchema } from './sponsor-config.ts'
 
 describe('sponsorship config', () => {
   const key = generatePrivateKey()

@@ -79,5 +79,12 @@ export const dataApiSchema = z
 export type PriceSourceConfig = z.infer<typeof priceSourceSchema>
 export type DataApiConfig = z.infer<typeof dataApiSchema>
 
+declare module '../config/file.ts' {
+  interface NetworkSections {
+    /** Token/NFT data APIs: price source, token lists, IPFS/Arweave gateways. */
+    data: z.ZodOptional<typeof dataApiSchema>
+  }
+}
+
 /** Defaults when a network has no `data:` section. */
 export const DEFAULT_DATA_API: DataApiConfig = dataApiSchema.parse({})

@@ -1,5 +1,5 @@
+import type { GatewaySettings } from '../chains/gateway.ts'
 import type { Network } from '../chains/registry.ts'
-import type { GatewaySettings } from '../config/file.ts'
 import {
   RPC_INTERNAL_ERROR,
   RPC_INVALID_PARAMS,

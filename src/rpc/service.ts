@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis'
 import type { Caller } from '../auth/service.ts'
+import { type GatewaySettings, gatewaySettings } from '../chains/gateway.ts'
 import type { Network } from '../chains/registry.ts'
-import { type GatewaySettings, gatewaySettings } from '../config/file.ts'
 import { type JsonRpcRequest, RPC_INTERNAL_ERROR, RpcError, type RpcOutcome } from '../jsonrpc.ts'
 import type { Logger } from '../logger.ts'
 import type { Metrics } from '../metrics.ts'

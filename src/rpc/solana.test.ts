@@ -15,7 +15,7 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { postRpc, startTestHalyard, type TestHalyard } from '../../test/helpers/halyard.ts'
 import { storageBackends } from '../../test/helpers/storage.ts'
-import { networkSchema } from '../config/file.ts'
+import { networkSchema } from '../server/config-schema.ts'
 import type { Storage } from '../storage/database.ts'
 
 const base58 = getBase58Decoder()

@@ -1,4 +1,4 @@
-import { checkAccountAbstractionCode } from '../aa/config.ts'
+import { checkAccountAbstractionCode } from '../aa/contract-check.ts'
 import type { FeatureHost } from '../http/host.ts'
 import type { Address } from '../types.ts'
 import { WalletDeploymentTracker } from './deployments.ts'

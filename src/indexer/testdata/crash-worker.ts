@@ -5,8 +5,8 @@
  * be interrupted; it is a real consumer inside the indexer's transaction.
  */
 import { NetworkRegistry } from '../../chains/registry.ts'
-import { networkSchema } from '../../config/file.ts'
 import { createLogger } from '../../logger.ts'
+import { networkSchema } from '../../server/config-schema.ts'
 import { openStorage } from '../../storage/database.ts'
 import { migrate } from '../../storage/migrate.ts'
 import { IndexerService } from '../service.ts'

@@ -8,7 +8,7 @@ import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { loadEnv } from '../../config/env.ts'
-import { networkSchema } from '../../config/file.ts'
+import { networkSchema } from '../../server/config-schema.ts'
 import { startHalyard } from '../../server/runtime.ts'
 import { openStorage } from '../../storage/database.ts'
 
