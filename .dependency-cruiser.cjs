@@ -1,5 +1,5 @@
-// The layering rules of docs/architecture.md, checked by `npm run lint` (and so by .ci/run):
-// rules kept only in prose drift. Run `npx depcruise src test bench scripts` to see violations.
+// The layering rules of README.md ("Layout"), checked by `npm run lint` (and so by .ci/run):
+// rules kept only in prose drift. `npm run lint:deps` lists every violation, each with its rule.
 
 /** Ground floors: every feature may build on them, and they build on no feature. */
 const GROUND = '^src/(storage|config|chains|net|shared)/|^src/[^/]+\\.ts$'

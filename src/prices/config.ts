@@ -2,7 +2,7 @@ import { z } from 'zod'
 
 /**
  * Per-network settings of the data APIs (tokens, NFTs), under `data:` in a network's config.
- * Kept here, next to the code that reads them; src/config/file.ts only embeds the schema.
+ * Kept here, next to the code that reads them; src/server/config-schema.ts composes the schema in.
  */
 const decimalString = z.string().regex(/^\d+(\.\d+)?$/, 'must be a decimal string such as "1.25"')
 const address = z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'must be a 0x-prefixed 20-byte address')
