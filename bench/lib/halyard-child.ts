@@ -10,12 +10,12 @@ import { randomBytes } from 'node:crypto'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
-import type { AuthService } from '../../src/auth/service.ts'
 import { loadEnv } from '../../src/config/env.ts'
 import type { NetworkConfigInput } from '../../src/config/file.ts'
 import { networkSchema } from '../../src/server/config-schema.ts'
 import { startHalyard } from '../../src/server/runtime.ts'
-import { openStorage, type Storage } from '../../src/storage/database.ts'
+import { openStorage } from '../../src/storage/database.ts'
+import { createBenchKeys } from './bench-keys.ts'
 import { serveClusterPrimary, serveClusterWorker } from './halyard-cluster.ts'
 
 /** Set by `startHalyardChild` for a cluster child: how many workers. */
@@ -31,29 +31,6 @@ export interface HalyardChild {
   limitedKey: string
   /** With `profileDir`: where the child (and its workers) write .cpuprofile files on exit. */
   profileDir?: string
-}
-
-/**
- * The bench's two accounts: an enterprise key (no limiter call) and a key on a limited plan
- * whose limits a bench never reaches, so every call goes through the limiter.
- */
-export async function createBenchKeys(
-  auth: AuthService,
-  db: Storage['db'],
-): Promise<{ key: string; limitedKey: string }> {
-  await auth.createAccount('bench@halyard.local', 'enterprise')
-  const { key } = await auth.createKey({ accountEmail: 'bench@halyard.local', env: 'test' })
-  const limited = await auth.createAccount('bench-limited@halyard.local', 'growth')
-  await db
-    .updateTable('accounts')
-    .set({ limit_rps: 1_000_000_000, limit_rpd: '2000000000', limit_cups: 1_000_000_000 })
-    .where('id', '=', limited.id)
-    .execute()
-  const { key: limitedKey } = await auth.createKey({
-    accountEmail: 'bench-limited@halyard.local',
-    env: 'test',
-  })
-  return { key, limitedKey }
 }
 
 /** Child side: serves `path` under the base URL, reports {url, key} to the parent, stops on disconnect. */

@@ -17,7 +17,7 @@ import { clusterWorker, reportReady, superviseWorkers } from '../../src/server/c
 import { type Halyard, startHalyard } from '../../src/server/runtime.ts'
 import { openStorage } from '../../src/storage/database.ts'
 import { migrate } from '../../src/storage/migrate.ts'
-import { createBenchKeys } from './halyard-child.ts'
+import { createBenchKeys } from './bench-keys.ts'
 
 const SECRET_ENV = 'HALYARD_BENCH_SECRET'
 
