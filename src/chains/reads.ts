@@ -186,3 +186,11 @@ export function getTransactionCount(
 export function nodeError(err: unknown): { code: number; message: string; data?: unknown } | undefined {
   return err instanceof UpstreamUnavailableError && err.problem === 'error_answer' ? err.node : undefined
 }
+
+/** Whether a read failed because the node answered it (an error, or a shape it is not), not because none could be reached. */
+export function nodeAnswered(err: unknown): boolean {
+  return (
+    err instanceof UpstreamUnavailableError &&
+    (err.problem === 'error_answer' || err.problem === 'invalid_response')
+  )
+}

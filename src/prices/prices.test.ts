@@ -143,7 +143,7 @@ describe('Chainlink aggregator source on anvil', () => {
     await dev.send('DemoAggregator', feed, 'set', [301245000000n, now])
     const pool = new FailoverPool([{ url: anvil.url }], 5000)
     try {
-      const src = new ChainlinkPriceSource(pool, {
+      const src = new ChainlinkPriceSource({ pool, chain: 'ethereum', network: 'devnet' }, {
         source: 'chainlink',
         feeds: { native: feed },
         maxAgeSeconds: 3600,
