@@ -107,7 +107,11 @@ async function checkFactoryDerivation(
       if (refused) return `getAddress(owner, salt) reverted (${refused.message}): not a SimpleAccountFactory`
       throw err
     }
-    const onChain = decodeFunctionResult({ abi: simpleAccountFactoryAbi, functionName: 'getAddress', data: res })
+    const onChain = decodeFunctionResult({
+      abi: simpleAccountFactoryAbi,
+      functionName: 'getAddress',
+      data: res,
+    })
     if (onChain.toLowerCase() !== simpleAccountAddress(factory, probe, 7n))
       return `${factory} is not a SimpleAccountFactory v0.7.0 (its getAddress disagrees with the local derivation)`
     return null

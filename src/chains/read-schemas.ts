@@ -24,9 +24,7 @@ export const address = z
   .transform((v) => v.toLowerCase() as Address)
 
 /** Contract code; a node that has none may say `0x0` or null: both are `0x`. */
-export const code = z
-  .union([hex, z.null()])
-  .transform((v): Hex => (v === null || v === '0x0' ? '0x' : v))
+export const code = z.union([hex, z.null()]).transform((v): Hex => (v === null || v === '0x0' ? '0x' : v))
 
 export const transactionSchema = z.object({
   hash,

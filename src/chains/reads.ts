@@ -160,7 +160,11 @@ export function getLogs(node: ChainNode, filter: LogFilter, opts?: ReadOptions):
 }
 
 /** The transaction, or null when the node does not know it. */
-export function getTransaction(node: ChainNode, txHash: Hash, opts?: ReadOptions): Promise<Transaction | null> {
+export function getTransaction(
+  node: ChainNode,
+  txHash: Hash,
+  opts?: ReadOptions,
+): Promise<Transaction | null> {
   return request(node, 'eth_getTransactionByHash', [txHash], transactionSchema.nullable(), opts)
 }
 
@@ -187,10 +191,19 @@ export function nodeError(err: unknown): { code: number; message: string; data?:
   return err instanceof UpstreamUnavailableError && err.problem === 'error_answer' ? err.node : undefined
 }
 
-/** Whether a read failed because the node answered it (an error, or a shape it is not), not because none could be reached. */
-export function nodeAnswered(err: unknown): boolean {
+/** Whether a read failed because the node's answer was not in the method's shape. */
+export function malformedAnswer(err: unknown): boolean {
   return (
     err instanceof UpstreamUnavailableError &&
-    (err.problem === 'error_answer' || err.problem === 'invalid_response')
+    err.problem === 'invalid_response' &&
+    err.cause instanceof z.ZodError
   )
+}
+
+/**
+ * Whether a read failed because the node answered it (an error, or a shape the method does not
+ * return), not because no node could be reached.
+ */
+export function nodeAnswered(err: unknown): boolean {
+  return nodeError(err) !== undefined || malformedAnswer(err)
 }

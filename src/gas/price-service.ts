@@ -1,6 +1,6 @@
 import { z } from 'zod'
-import type { Network } from '../chains/registry.ts'
 import { getBlockNumber, request, toQuantity } from '../chains/reads.ts'
+import type { Network } from '../chains/registry.ts'
 import { invalidRequest } from '../errors.ts'
 import { formatUnits, parseDecimal } from '../prices/decimal.ts'
 import { DEFAULT_MIN_PRIORITY_FEE_GWEI } from './price-config.ts'

@@ -3,7 +3,7 @@ import { decodeFunctionResult, encodeFunctionData, parseAbi } from 'viem'
 import { z } from 'zod'
 import { type ChainNode, call } from '../chains/reads.ts'
 import { describeZodError } from '../config/validation.ts'
-import type { Address, Hex } from '../types.ts'
+import type { Address } from '../types.ts'
 import type { PriceSourceConfig } from './config.ts'
 import { formatUnits, numberToDecimal } from './decimal.ts'
 
@@ -183,7 +183,11 @@ export class ChainlinkPriceSource implements PriceSource {
 
   private async call(to: Address, fn: 'decimals' | 'latestRoundData'): Promise<unknown> {
     const data = encodeFunctionData({ abi: AGGREGATOR_ABI, functionName: fn })
-    return decodeFunctionResult({ abi: AGGREGATOR_ABI, functionName: fn, data: await call(this.node, { to, data }) })
+    return decodeFunctionResult({
+      abi: AGGREGATOR_ABI,
+      functionName: fn,
+      data: await call(this.node, { to, data }),
+    })
   }
 }
 

@@ -1,12 +1,12 @@
 import type { Kysely } from 'kysely'
-import type { Network } from '../chains/registry.ts'
 import { getBalance, getCode, hasCode } from '../chains/reads.ts'
+import type { Network } from '../chains/registry.ts'
 import { notFound } from '../errors.ts'
 import { formatUnits, multiplyDecimal } from '../prices/decimal.ts'
 import type { NetworkDataSources } from '../prices/registry.ts'
 import type { TokenKey } from '../prices/sources.ts'
 import type { Database } from '../storage/schema.ts'
-import { type Address, type Hex, type Page, slicePage } from '../types.ts'
+import { type Address, type Page, slicePage } from '../types.ts'
 import { call, decodeString, decodeUint, SELECTORS } from './erc20.ts'
 import { MultiReader } from './multicall.ts'
 import * as store from './store.ts'
@@ -182,8 +182,7 @@ export class TokenService {
   }
 
   async metadata(net: Network, contract: Address): Promise<TokenMetadata> {
-    if (!hasCode(await getCode(net, contract)))
-      throw notFound(`${contract} is not a contract on ${net.slug}`)
+    if (!hasCode(await getCode(net, contract))) throw notFound(`${contract} is not a contract on ${net.slug}`)
     const [metas, supplyRes] = await Promise.all([
       this.metas(net, [contract]),
       this.reader(net).read([call(contract, SELECTORS.totalSupply)]),

@@ -3,12 +3,12 @@ import { decodeFunctionResult, encodeEventTopics, encodeFunctionData, pad } from
 import { entryPoint07Abi } from 'viem/account-abstraction'
 import { simpleAccountAddress } from '../aa/account-address.ts'
 import { entryPointAbi, UPGRADED_TOPIC } from '../aa/contracts.ts'
-import type { Network } from '../chains/registry.ts'
 import { call, getBlock, getCode, getLogs, hasCode, nodeAnswered } from '../chains/reads.ts'
+import type { Network } from '../chains/registry.ts'
 import { invalidRequest, notFound } from '../errors.ts'
 import type { Logger } from '../logger.ts'
 import type { Database } from '../storage/schema.ts'
-import type { Address, Hash, Hex, Page } from '../types.ts'
+import type { Address, Hash, Page } from '../types.ts'
 import * as store from './store.ts'
 
 export type WalletStatus = 'counterfactual' | 'deployed'
@@ -232,4 +232,3 @@ export class WalletService {
     return { txHash: null, blockNumber: 0n, deployedAt: null }
   }
 }
-
