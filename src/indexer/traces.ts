@@ -1,4 +1,5 @@
 import { z } from 'zod'
+import { nodeError, request } from '../chains/reads.ts'
 import type { NetworkRegistry } from '../chains/registry.ts'
 import type { Logger } from '../logger.ts'
 import type { Address, Hash } from '../types.ts'
@@ -134,22 +135,29 @@ export class TraceReader {
     txHashes: readonly Hash[] = [],
   ): Promise<TraceOutcome> {
     const tag = block === 'latest' ? block : `0x${block.toString(16)}`
-    const pool = this.networks.getBySlug(network).pool
+    const net = this.networks.getBySlug(network)
     const order: Method[] = this.method.get(network) === 'debug' ? ['debug', 'trace'] : ['trace', 'debug']
     const reasons: string[] = []
     let refused = true
     for (const m of order) {
       const name: TraceMethod = m === 'debug' ? 'debug_traceBlockByNumber' : 'trace_block'
       try {
-        const out =
-          m === 'debug'
-            ? await pool.call(name, [tag, { tracer: 'callTracer' }])
-            : await pool.call(name, [tag])
-        if (out.error) {
-          reasons.push(`${name}: ${out.error.message}`.slice(0, 200))
+        let result: unknown
+        try {
+          // Each tracer's answer is checked below by its own schema (fromCallTracer, fromTraceBlock).
+          result = await request(
+            net,
+            name,
+            m === 'debug' ? [tag, { tracer: 'callTracer' }] : [tag],
+            z.unknown(),
+          )
+        } catch (err) {
+          const refusedBy = nodeError(err)
+          if (!refusedBy) throw err
+          reasons.push(`${name}: ${refusedBy.message}`.slice(0, 200))
           continue
         }
-        const parsed = m === 'debug' ? fromCallTracer(out.result, txHashes) : fromTraceBlock(out.result)
+        const parsed = m === 'debug' ? fromCallTracer(result, txHashes) : fromTraceBlock(result)
         if (parsed === undefined) {
           reasons.push(`${name}: answer in an unexpected shape`)
           continue
