@@ -31,9 +31,12 @@ export type { Block, Log, Receipt, Transaction }
  * node's answer through unchanged, whatever its shape.
  */
 
+/** What a read sends through: a network's pool, or a wrapper over it (the bundler's gate). */
+export type ChainCaller = Pick<UpstreamPool, 'call'>
+
 /** A network's nodes: `Network` (registry.ts) is one. */
 export interface ChainNode {
-  readonly pool: UpstreamPool
+  readonly pool: ChainCaller
   readonly chain: string
   readonly network: string
 }
