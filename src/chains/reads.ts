@@ -76,6 +76,19 @@ export async function request<S extends z.ZodTypeAny>(
   return parsed.data
 }
 
+/**
+ * A read whose answer the caller hands on as the node sent it (a subscription payload, receipts
+ * an Alchemy method returns) or checks itself (a tracer's frames): only failures are typed.
+ */
+export function readUnchecked(
+  node: ChainNode,
+  method: string,
+  params: readonly unknown[],
+  opts?: ReadOptions,
+): Promise<unknown> {
+  return request(node, method, params, z.unknown(), opts)
+}
+
 export function chainId(node: ChainNode, opts?: ReadOptions): Promise<bigint> {
   return request(node, 'eth_chainId', [], quantity, opts)
 }
@@ -209,4 +222,9 @@ export function malformedAnswer(err: unknown): boolean {
  */
 export function nodeAnswered(err: unknown): boolean {
   return nodeError(err) !== undefined || malformedAnswer(err)
+}
+
+/** What a failed read says: the node's own message when it answered an error, else the failure's. */
+export function failureMessage(err: unknown): string {
+  return (nodeError(err) ?? (err as Error)).message
 }
