@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import { getBlockNumber, request, toQuantity } from '../chains/reads.ts'
+import { getBlockNumber, readUnchecked, toQuantity } from '../chains/reads.ts'
 import type { Network } from '../chains/registry.ts'
 import { invalidRequest } from '../errors.ts'
 import { formatUnits, parseDecimal } from '../prices/decimal.ts'
@@ -143,12 +143,11 @@ export class GasPriceService {
       return c.value
     }
     // Its answer is checked by estimateFromHistory's own schema.
-    const history = await request(
-      net,
-      'eth_feeHistory',
-      [toQuantity(BigInt(BLOCKS)), toQuantity(head), [...PERCENTILES]],
-      z.unknown(),
-    )
+    const history = await readUnchecked(net, 'eth_feeHistory', [
+      toQuantity(BigInt(BLOCKS)),
+      toQuantity(head),
+      [...PERCENTILES],
+    ])
     const value = estimateFromHistory(history, {
       chain: net.slug,
       head,

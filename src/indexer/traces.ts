@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import { nodeError, request } from '../chains/reads.ts'
+import { nodeError, readUnchecked } from '../chains/reads.ts'
 import type { NetworkRegistry } from '../chains/registry.ts'
 import type { Logger } from '../logger.ts'
 import type { Address, Hash } from '../types.ts'
@@ -145,12 +145,7 @@ export class TraceReader {
         let result: unknown
         try {
           // Each tracer's answer is checked below by its own schema (fromCallTracer, fromTraceBlock).
-          result = await request(
-            net,
-            name,
-            m === 'debug' ? [tag, { tracer: 'callTracer' }] : [tag],
-            z.unknown(),
-          )
+          result = await readUnchecked(net, name, m === 'debug' ? [tag, { tracer: 'callTracer' }] : [tag])
         } catch (err) {
           const refusedBy = nodeError(err)
           if (!refusedBy) throw err

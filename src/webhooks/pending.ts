@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto'
 import { sql } from 'kysely'
-import { z } from 'zod'
+import type { z } from 'zod'
 import { quantity, transactionSchema } from '../chains/read-schemas.ts'
-import { getPendingTransactions, nodeAnswered, request } from '../chains/reads.ts'
+import { getPendingTransactions, nodeAnswered, readUnchecked } from '../chains/reads.ts'
 import type { Network, NetworkRegistry } from '../chains/registry.ts'
 import type { Logger } from '../logger.ts'
 import type { DB } from '../storage/database.ts'
@@ -156,7 +156,7 @@ export class PendingWatcher {
   private async onHash(slug: string, hash: string): Promise<void> {
     if (this.seen.has(`${slug}:${hash}`)) return
     try {
-      const tx = await request(this.networks.getBySlug(slug), 'eth_getTransactionByHash', [hash], z.unknown())
+      const tx = await readUnchecked(this.networks.getBySlug(slug), 'eth_getTransactionByHash', [hash])
       const parsed = txSchema.safeParse(tx)
       if (parsed.success) await this.match(slug, [parsed.data])
     } catch (err) {

@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import { request } from '../../chains/reads.ts'
+import { readUnchecked } from '../../chains/reads.ts'
 import type { Logger } from '../../logger.ts'
 import { m } from '../../rpc/methods/row.ts'
 import type { MethodSpec } from '../../rpc/methods/spec.ts'
@@ -41,7 +41,7 @@ export function receiptRows(logger: Logger): MethodSpec[] {
           const [q] = parseParams(receiptsParams, params)
           const block = q.blockHash ?? q.blockNumber
           // The node's receipts go back to the client as it sent them: no reshaping.
-          const receipts = await request(x.network, 'eth_getBlockReceipts', [block], z.unknown())
+          const receipts = await readUnchecked(x.network, 'eth_getBlockReceipts', [block])
           return { receipts: receipts ?? null }
         }),
     }),

@@ -1,6 +1,6 @@
 import { decodeAbiParameters } from 'viem'
 import { z } from 'zod'
-import { nodeError, request } from '../../chains/reads.ts'
+import { nodeError, readUnchecked } from '../../chains/reads.ts'
 import type { Network } from '../../chains/registry.ts'
 import { RPC_METHOD_NOT_FOUND, RpcError } from '../../jsonrpc.ts'
 import type { Logger } from '../../logger.ts'
@@ -173,12 +173,11 @@ export function simulateRows(deps: SimulateDeps): MethodSpec[] {
     let result: unknown
     try {
       // The call tracer's frames are read by `collect` below, field by field.
-      result = await request(
-        net,
-        'debug_traceCall',
-        [tx, at ?? 'latest', { tracer: 'callTracer', tracerConfig: { withLog: true } }],
-        z.unknown(),
-      )
+      result = await readUnchecked(net, 'debug_traceCall', [
+        tx,
+        at ?? 'latest',
+        { tracer: 'callTracer', tracerConfig: { withLog: true } },
+      ])
     } catch (err) {
       const refused = nodeError(err)
       if (refused && (refused.code === -32601 || /not (found|supported|available)/i.test(refused.message)))
