@@ -17,7 +17,7 @@ export const quantity = z
 export const hash = z
   .string()
   .regex(/^0x[0-9a-fA-F]{64}$/, 'must be a 32-byte hash')
-  .transform((v) => v as Hash)
+  .transform((v) => v.toLowerCase() as Hash)
 export const address = z
   .string()
   .regex(/^0x[0-9a-fA-F]{40}$/, 'must be an address')

@@ -1,4 +1,5 @@
 import { z } from 'zod'
+import { hash } from '../chains/read-schemas.ts'
 import { nodeError, readUnchecked } from '../chains/reads.ts'
 import type { NetworkRegistry } from '../chains/registry.ts'
 import type { Logger } from '../logger.ts'
@@ -70,12 +71,12 @@ const frame: z.ZodType<CallFrame> = z.lazy(() =>
     calls: z.array(frame).optional(),
   }),
 )
-const debugAnswer = z.array(z.object({ txHash: hex.optional(), result: frame.optional() }))
+const debugAnswer = z.array(z.object({ txHash: hash.optional(), result: frame.optional() }))
 const traceAnswer = z.array(
   z.object({
     type: z.string(),
-    blockHash: hex.optional(),
-    transactionHash: hex.nullable().optional(),
+    blockHash: hash.optional(),
+    transactionHash: hash.nullable().optional(),
     traceAddress: z.array(z.number().int().min(0)),
     error: z.string().optional(),
     action: z.object({
@@ -179,9 +180,9 @@ function fromCallTracer(raw: unknown, txHashes: readonly Hash[]): BlockTrace | u
   const hashes: (Hash | undefined)[] = []
   parsed.data.forEach((tx, i) => {
     // Older nodes omit txHash: the answer is in transaction order.
-    const given = tx.txHash?.toLowerCase() as Hash | undefined
+    const given = tx.txHash
     hashes.push(given)
-    const txHash = (given ?? txHashes[i]?.toLowerCase() ?? '') as Hash
+    const txHash = given ?? ((txHashes[i]?.toLowerCase() ?? '') as Hash)
     const walk = (f: CallFrame, path: number[]) => {
       // A reverted frame moved nothing, and neither did anything it called.
       if (f.error !== undefined) return
@@ -212,10 +213,10 @@ function fromTraceBlock(raw: unknown): BlockTrace | undefined {
   const reverted = new Set<string>()
   let blockHash: Hash | undefined
   for (const t of parsed.data) {
-    blockHash ??= t.blockHash?.toLowerCase() as Hash | undefined
+    blockHash ??= t.blockHash
     // Block and uncle rewards have no transaction.
     if (!t.transactionHash) continue
-    const txHash = t.transactionHash.toLowerCase() as Hash
+    const txHash = t.transactionHash
     if (hashes.at(-1) !== txHash) hashes.push(txHash)
     const at = (n: number) => `${txHash}:${t.traceAddress.slice(0, n).join('.')}`
     if (t.error !== undefined) {
