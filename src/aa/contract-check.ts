@@ -1,4 +1,5 @@
 import { decodeFunctionResult, encodeFunctionData } from 'viem'
+import { call, getCode, hasCode, nodeError } from '../chains/reads.ts'
 import type { Network } from '../chains/registry.ts'
 import type { Logger } from '../logger.ts'
 import type { Address, Hex } from '../types.ts'
@@ -33,19 +34,17 @@ export async function checkAccountAbstractionCode(
     const cfg = net.config.accountAbstraction
     if (!cfg || net.kind !== 'evm') continue
     for (const c of namedContracts(cfg)) {
-      let code: Hex | undefined
+      let code: Hex
       try {
-        const res = await net.pool.call('eth_getCode', [c.address, 'latest'])
-        if (res.error) throw new Error(res.error.message)
-        code = res.result as Hex | undefined
+        code = await getCode(net, c.address)
       } catch (err) {
         logger.warn(
-          { network: net.slug, field: c.path, err: (err as Error).message },
+          { network: net.slug, field: c.path, err: nodeError(err)?.message ?? (err as Error).message },
           'cannot check ERC-4337 contract code at start-up',
         )
         continue
       }
-      if (!code || code === '0x' || code === '0x0') {
+      if (!hasCode(code)) {
         missing.push(`networks[${net.chain}/${net.network}].${c.path}: no contract code at ${c.address}`)
       } else if (c.path === 'accountAbstraction.simpleAccountFactory.v07') {
         const problem = await checkFactoryDerivation(net, c.address, logger)
@@ -74,13 +73,18 @@ async function checkFactoryDerivation(
       functionName: 'getAddress',
       args: [probe, 7n],
     })
-    const res = await net.pool.call('eth_call', [{ to: factory, data }, 'latest'])
-    if (res.error)
-      return `getAddress(owner, salt) reverted (${res.error.message}): not a SimpleAccountFactory`
+    let res: Hex
+    try {
+      res = await call(net, { to: factory, data })
+    } catch (err) {
+      const refused = nodeError(err)
+      if (refused) return `getAddress(owner, salt) reverted (${refused.message}): not a SimpleAccountFactory`
+      throw err
+    }
     const onChain = decodeFunctionResult({
       abi: simpleAccountFactoryAbi,
       functionName: 'getAddress',
-      data: res.result as Hex,
+      data: res,
     })
     if (onChain.toLowerCase() !== simpleAccountAddress(factory, probe, 7n))
       return `${factory} is not a SimpleAccountFactory v0.7.0 (its getAddress disagrees with the local derivation)`

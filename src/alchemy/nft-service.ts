@@ -1,12 +1,13 @@
 import type { Kysely } from 'kysely'
 import type { z } from 'zod'
+import { getCode, hasCode, nodeAnswered } from '../chains/reads.ts'
 import type { Network } from '../chains/registry.ts'
 import { HalyardError, invalidRequest } from '../errors.ts'
 import { readCursor } from '../indexer/store.ts'
 import { Limiter } from '../nfts/fetcher.ts'
 import type { NftMetadata, NftService } from '../nfts/service.ts'
 import type { Database } from '../storage/schema.ts'
-import type { Address } from '../types.ts'
+import type { Address, Hex } from '../types.ts'
 import { holderKey, ownedKey, tokenKey } from './nft-page-key.ts'
 import type * as P from './nft-params.ts'
 import {
@@ -231,9 +232,15 @@ export class AlchemyNftApi {
   }
 
   private async kindOf(net: Network, address: Address): Promise<AlchemyTokenType> {
-    const code = await net.pool.call('eth_getCode', [address, 'latest'])
-    if (code.error || typeof code.result !== 'string') return 'UNKNOWN'
-    return code.result === '0x' || code.result === '0x0' ? 'NOT_A_CONTRACT' : 'NO_SUPPORTED_NFT_STANDARD'
+    let code: Hex
+    try {
+      code = await getCode(net, address)
+    } catch (err) {
+      // The node answered, but not with code: the kind stays unknown. Unreachable fails the call.
+      if (nodeAnswered(err)) return 'UNKNOWN'
+      throw err
+    }
+    return hasCode(code) ? 'NO_SUPPORTED_NFT_STANDARD' : 'NOT_A_CONTRACT'
   }
 
   /**

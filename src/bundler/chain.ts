@@ -1,3 +1,12 @@
+import {
+  type ChainNode,
+  chainId,
+  getBalance,
+  getBlock,
+  getCode,
+  getTransactionCount,
+  nodeError,
+} from '../chains/reads.ts'
 import type { RpcOutcome } from '../jsonrpc.ts'
 import type { Address, Hash, Hex } from '../types.ts'
 import { BundlerError, BundlerErrorCode, type RpcLog } from './types.ts'
@@ -179,27 +188,38 @@ export class BundlerChain {
 
   /** The canonical hash at `number`, or null past the head (the chain got shorter). */
   async blockHashAt(number: bigint): Promise<Hash | null> {
-    const b = await this.request<{ hash?: Hash } | null>('eth_getBlockByNumber', [
-      `0x${number.toString(16)}`,
-      false,
-    ])
+    const b = await this.read('eth_getBlockByNumber', (node) => getBlock(node, number))
     return b?.hash ?? null
   }
 
-  async code(address: Address): Promise<Hex> {
-    return (await this.request<Hex>('eth_getCode', [address, 'latest'])) ?? '0x'
+  code(address: Address): Promise<Hex> {
+    return this.read('eth_getCode', (node) => getCode(node, address))
   }
 
-  async balance(address: Address): Promise<bigint> {
-    return BigInt(await this.request<string>('eth_getBalance', [address, 'latest']))
+  balance(address: Address): Promise<bigint> {
+    return this.read('eth_getBalance', (node) => getBalance(node, address))
   }
 
-  async transactionCount(address: Address, tag: 'latest' | 'pending' = 'latest'): Promise<bigint> {
-    return BigInt(await this.request<string>('eth_getTransactionCount', [address, tag]))
+  transactionCount(address: Address, tag: 'latest' | 'pending' = 'latest'): Promise<bigint> {
+    return this.read('eth_getTransactionCount', (node) => getTransactionCount(node, address, tag))
   }
 
   async chainId(): Promise<number> {
-    return Number(BigInt(await this.request<string>('eth_chainId', [])))
+    return Number(await this.read('eth_chainId', (node) => chainId(node)))
+  }
+
+  /**
+   * A typed read (chains/reads.ts) through this chain's gate and batcher; its failure becomes
+   * the BundlerError -32603 every bundler read fails with, with the node's own message.
+   */
+  private async read<T>(method: string, run: (node: ChainNode) => Promise<T>): Promise<T> {
+    try {
+      // The network's name is only for a read's own error, which never leaves this class.
+      return await run({ pool: this.rpc, chain: 'bundler', network: 'upstream' })
+    } catch (err) {
+      const message = (nodeError(err) ?? (err as Error)).message
+      throw new BundlerError(BundlerErrorCode.internal, `${method} failed: ${message}`)
+    }
   }
 
   async receipt(hash: Hash): Promise<RawReceipt | null> {

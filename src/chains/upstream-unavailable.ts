@@ -33,26 +33,42 @@ const CONNECT_WORDING: ReadonlyMap<string, string> = new Map([
   ['UND_ERR_SOCKET', 'connection closed'],
 ])
 
+/** What a read adds to an upstream failure: the wire method, and the node's own error. */
+export interface UpstreamFailureContext {
+  /** The JSON-RPC method that failed (absent when the pool refused before any method ran). */
+  method?: string | undefined
+  /** For `error_answer`: the node's JSON-RPC error, unchanged (its code, message and data). */
+  node?: JsonRpcErrorObject | undefined
+}
+
 /**
- * No upstream of a network gave a usable answer. On JSON-RPC it is the -32603 error it always
- * was (its message, for the operator's logs and /rpc, names upstreams and causes); REST routes
- * get `publicMessage` (src/http/errors.ts), which names the network and the kind of
- * failure and nothing else; `problem` is its stable code.
+ * The one error for "the node failed": no upstream of a network gave a usable answer, a node
+ * answered a read with a JSON-RPC error (`error_answer`, the node's error in `node`), or its
+ * answer had the wrong shape (`invalid_response`, the zod error as `cause`). `problem` is the
+ * stable string code (`code` stays the JSON-RPC -32603 it inherits as an RpcError). On
+ * JSON-RPC it is the -32603 error it always was (its message, for the operator's logs and /rpc,
+ * names upstreams and causes); REST routes get `publicMessage` (src/http/errors.ts), which
+ * names the network and the kind of failure and nothing else.
  */
 export class UpstreamUnavailableError extends RpcError {
   readonly publicMessage: string
+  readonly method: string | undefined
+  readonly node: JsonRpcErrorObject | undefined
 
   constructor(
     readonly network: string,
     readonly problem: UpstreamProblem,
     message: string,
     /** For `error_answer`, `unreachable`: what the client is told beyond the problem. */
-    detail?: string,
+    readonly detail?: string,
     cause?: unknown,
+    context: UpstreamFailureContext = {},
   ) {
     super(RPC_INTERNAL_ERROR, message)
     this.name = 'UpstreamUnavailableError'
     if (cause !== undefined) this.cause = cause
+    this.method = context.method
+    this.node = context.node
     const what =
       problem === 'unreachable'
         ? (CONNECT_WORDING.get(detail ?? '') ?? 'connection failed')
@@ -60,6 +76,15 @@ export class UpstreamUnavailableError extends RpcError {
           ? (detail ?? 'answered an error')
           : WORDING[problem]
     this.publicMessage = `upstream for ${network} unavailable: ${what}`
+  }
+
+  /** The same failure, naming the read it failed (a pool's refusal knows no method). */
+  forMethod(method: string): UpstreamUnavailableError {
+    if (this.method !== undefined) return this
+    return new UpstreamUnavailableError(this.network, this.problem, this.message, this.detail, this.cause, {
+      method,
+      node: this.node,
+    })
   }
 }
 
@@ -142,6 +167,8 @@ export function upstreamAnswered(
     'error_answer',
     `${method} failed: ${error.message} (${error.code})`,
     `${method} answered error ${error.code}`,
+    undefined,
+    { method, node: error },
   )
 }
 
@@ -149,10 +176,15 @@ export function upstreamAnswered(
 export function upstreamMalformed(
   net: { chain: string; network: string },
   method: string,
+  /** What was wrong with it (a ZodError), for the logs. */
+  cause?: unknown,
 ): UpstreamUnavailableError {
   return new UpstreamUnavailableError(
     `${net.chain}/${net.network}`,
     'invalid_response',
     `${method} returned a malformed answer`,
+    undefined,
+    cause,
+    { method },
   )
 }

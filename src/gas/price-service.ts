@@ -1,8 +1,7 @@
 import { z } from 'zod'
+import { getBlockNumber, readUnchecked, toQuantity } from '../chains/reads.ts'
 import type { Network } from '../chains/registry.ts'
-import { upstreamAnswered, upstreamMalformed } from '../chains/upstream-unavailable.ts'
 import { invalidRequest } from '../errors.ts'
-import type { RpcOutcome } from '../jsonrpc.ts'
 import { formatUnits, parseDecimal } from '../prices/decimal.ts'
 import { DEFAULT_MIN_PRIORITY_FEE_GWEI } from './price-config.ts'
 
@@ -138,18 +137,18 @@ export class GasPriceService {
   }
 
   private async refresh(net: Network, c: Cached | undefined): Promise<GasPrices> {
-    const head = BigInt(hexResult(net, await net.pool.call('eth_blockNumber', []), 'eth_blockNumber'))
+    const head = await getBlockNumber(net)
     if (c && c.head === head) {
       c.checkedAt = Date.now()
       return c.value
     }
-    const history = await net.pool.call('eth_feeHistory', [
-      `0x${BLOCKS.toString(16)}`,
-      `0x${head.toString(16)}`,
+    // Its answer is checked by estimateFromHistory's own schema.
+    const history = await readUnchecked(net, 'eth_feeHistory', [
+      toQuantity(BigInt(BLOCKS)),
+      toQuantity(head),
       [...PERCENTILES],
     ])
-    if (history.error) throw upstreamAnswered(net, 'eth_feeHistory', history.error)
-    const value = estimateFromHistory(history.result, {
+    const value = estimateFromHistory(history, {
       chain: net.slug,
       head,
       minTipWei: gweiToWei(net.config.gas?.minPriorityFeeGwei ?? DEFAULT_MIN_PRIORITY_FEE_GWEI),
@@ -159,11 +158,4 @@ export class GasPriceService {
     this.cache.set(net.slug, { head, checkedAt: Date.now(), value })
     return value
   }
-}
-
-function hexResult(net: Network, outcome: RpcOutcome, method: string): string {
-  if (outcome.error) throw upstreamAnswered(net, method, outcome.error)
-  if (typeof outcome.result !== 'string' || !/^0x[0-9a-fA-F]+$/.test(outcome.result))
-    throw upstreamMalformed(net, method)
-  return outcome.result
 }

@@ -1,50 +1,9 @@
 import { getContractAddress } from 'viem'
-import { z } from 'zod'
-import type { UpstreamPool } from '../chains/upstream-pool.ts'
-import { describeZodError } from '../config/validation.ts'
-import type { Address, Hash, Hex } from '../types.ts'
+import { type ChainNode, getBlock, getBlockNumber, getLogs, type Log } from '../chains/reads.ts'
+import type { Address, Hash } from '../types.ts'
 import type { IndexedLog, IndexedTransaction } from './types.ts'
 
-/** Typed reads of the chain the indexer needs, each upstream answer checked with zod. */
-
-const hex = z.string().regex(/^0x[0-9a-fA-F]*$/, 'must be 0x hex')
-const quantity = hex.transform((v) => BigInt(v))
-const hash = z.string().regex(/^0x[0-9a-fA-F]{64}$/, 'must be a 32-byte hash')
-const address = z
-  .string()
-  .regex(/^0x[0-9a-fA-F]{40}$/, 'must be an address')
-  .transform((v) => v.toLowerCase() as Address)
-
-const txSchema = z.object({
-  hash,
-  from: address,
-  to: address.nullable().optional(),
-  value: quantity,
-  transactionIndex: quantity,
-  input: hex.optional(),
-  nonce: quantity.optional(),
-})
-
-const headerSchema = z.object({
-  number: quantity,
-  hash,
-  parentHash: hash,
-  timestamp: quantity,
-  gasUsed: quantity.optional(),
-  transactions: z.array(z.union([hash, txSchema])),
-})
-
-const logSchema = z.object({
-  address,
-  topics: z.array(hash),
-  data: hex,
-  blockNumber: quantity,
-  blockHash: hash,
-  transactionHash: hash,
-  logIndex: quantity,
-  blockTimestamp: quantity.optional(),
-  removed: z.boolean().optional(),
-})
+/** The chain reads the indexer needs (chains/reads.ts), in the indexer's shapes. */
 
 export interface ChainHeader {
   number: bigint
@@ -64,40 +23,21 @@ export interface ChainLog extends IndexedLog {
   blockTimestamp: number | undefined
 }
 
-/** An upstream answered with a JSON-RPC error (the node refused, e.g. a range too large). */
-export class ChainRpcError extends Error {
-  constructor(
-    readonly method: string,
-    readonly code: number,
-    message: string,
-  ) {
-    super(`${method} failed (${code}): ${message}`)
-    this.name = 'ChainRpcError'
-  }
-}
-
 export class ChainReader {
-  constructor(private readonly pool: UpstreamPool) {}
+  constructor(private readonly node: ChainNode) {}
 
-  async call(method: string, params: readonly unknown[]): Promise<unknown> {
-    const out = await this.pool.call(method, params)
-    if (out.error) throw new ChainRpcError(method, out.error.code, out.error.message)
-    return out.result
-  }
-
-  async blockNumber(): Promise<bigint> {
-    return parse(quantity, await this.call('eth_blockNumber', []), 'eth_blockNumber')
+  blockNumber(): Promise<bigint> {
+    return getBlockNumber(this.node)
   }
 
   /** The block at `tag`, or null when the node does not have it (yet). */
   async header(tag: bigint | 'latest', full = false): Promise<ChainHeader | null> {
-    const raw = await this.call('eth_getBlockByNumber', [toTag(tag), full])
-    if (raw === null) return null
-    const b = parse(headerSchema, raw, 'eth_getBlockByNumber')
+    const b = await getBlock(this.node, tag, full)
+    if (b === null) return null
     const header: ChainHeader = {
       number: b.number,
-      hash: b.hash as Hash,
-      parentHash: b.parentHash as Hash,
+      hash: b.hash,
+      parentHash: b.parentHash,
       timestamp: Number(b.timestamp),
       gasUsed: b.gasUsed,
       transactionCount: b.transactions.length,
@@ -106,12 +46,12 @@ export class ChainReader {
       header.transactions = b.transactions.map((t) => {
         if (typeof t === 'string') throw new Error('eth_getBlockByNumber returned hashes for a full block')
         const tx: IndexedTransaction = {
-          hash: t.hash as Hash,
+          hash: t.hash,
           from: t.from,
           to: t.to ?? null,
           value: t.value,
-          index: Number(t.transactionIndex),
-          input: (t.input ?? '0x') as Hex,
+          index: Number(t.transactionIndex ?? 0n),
+          input: t.input ?? '0x',
         }
         // A creation's address follows from sender and nonce (CREATE): no receipt needed.
         if (tx.to === null && t.nonce !== undefined)
@@ -123,35 +63,25 @@ export class ChainReader {
   }
 
   async logsByRange(from: bigint, to: bigint): Promise<ChainLog[]> {
-    const raw = await this.call('eth_getLogs', [{ fromBlock: toTag(from), toBlock: toTag(to) }])
-    return parseLogs(raw)
+    return toChainLogs(await getLogs(this.node, { fromBlock: from, toBlock: to }))
   }
 
   async logsByBlockHash(blockHash: Hash): Promise<ChainLog[]> {
-    return parseLogs(await this.call('eth_getLogs', [{ blockHash }]))
+    return toChainLogs(await getLogs(this.node, { blockHash }))
   }
 }
 
-function parseLogs(raw: unknown): ChainLog[] {
-  const logs = parse(z.array(logSchema), raw, 'eth_getLogs')
+function toChainLogs(logs: readonly Log[]): ChainLog[] {
   return logs
     .filter((l) => !l.removed)
     .map((l) => ({
       address: l.address,
-      topics: l.topics as Hex[],
-      data: l.data as Hex,
-      txHash: l.transactionHash as Hash,
+      topics: l.topics,
+      data: l.data,
+      txHash: l.transactionHash,
       logIndex: Number(l.logIndex),
       blockNumber: l.blockNumber,
-      blockHash: l.blockHash as Hash,
+      blockHash: l.blockHash,
       blockTimestamp: l.blockTimestamp === undefined ? undefined : Number(l.blockTimestamp),
     }))
-}
-
-const toTag = (v: bigint | 'latest') => (v === 'latest' ? v : `0x${v.toString(16)}`)
-
-function parse<T extends z.ZodTypeAny>(schema: T, raw: unknown, method: string): z.output<T> {
-  const r = schema.safeParse(raw)
-  if (!r.success) throw new Error(`unexpected ${method} answer from upstream: ${describeZodError(r.error)}`)
-  return r.data
 }

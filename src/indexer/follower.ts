@@ -1,10 +1,11 @@
 import type { Kysely } from 'kysely'
+import { nodeError } from '../chains/reads.ts'
 import type { Network } from '../chains/registry.ts'
 import type { Logger } from '../logger.ts'
 import type { Database } from '../storage/schema.ts'
 import type { Hash } from '../types.ts'
 import { fetchFullBlocks, internalTransfersOf } from './block-fetch.ts'
-import { type ChainLog, ChainReader, ChainRpcError } from './chain.ts'
+import { type ChainLog, ChainReader } from './chain.ts'
 import { toIndexedBlock } from './indexed-block.ts'
 import type { InternalTransferTracing } from './internal-transfers.ts'
 import { nativeTransfersOf } from './native.ts'
@@ -72,7 +73,7 @@ export class NetworkFollower {
   private skipped: SkippedLog[] = []
 
   constructor(private readonly opts: FollowerOptions) {
-    this.chain = new ChainReader(opts.network.pool)
+    this.chain = new ChainReader(opts.network)
     this.slug = opts.network.slug
     this.range = BigInt(Math.min(opts.maxRange, 1000))
   }
@@ -196,7 +197,7 @@ export class NetworkFollower {
             network: this.slug,
             range: Number(this.range),
             err: (err as Error).message,
-            rpcError: err instanceof ChainRpcError,
+            rpcError: nodeError(err) !== undefined,
           },
           'eth_getLogs range shrunk',
         )

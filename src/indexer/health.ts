@@ -79,7 +79,7 @@ export class IndexerHealth {
       this.metrics?.indexerStuck.set({ network: slug }, 0)
       return null
     }
-    const head = await new ChainReader(network.pool).blockNumber()
+    const head = await new ChainReader(network).blockNumber()
     const target = head - BigInt(network.config.confirmations)
     const lag = lagOf(target, cursor.number)
     const max = maxLagBlocks(network)

@@ -1,4 +1,6 @@
 import { z } from 'zod'
+import { hash } from '../chains/read-schemas.ts'
+import { nodeError, readUnchecked } from '../chains/reads.ts'
 import type { NetworkRegistry } from '../chains/registry.ts'
 import type { Logger } from '../logger.ts'
 import type { Address, Hash } from '../types.ts'
@@ -69,12 +71,12 @@ const frame: z.ZodType<CallFrame> = z.lazy(() =>
     calls: z.array(frame).optional(),
   }),
 )
-const debugAnswer = z.array(z.object({ txHash: hex.optional(), result: frame.optional() }))
+const debugAnswer = z.array(z.object({ txHash: hash.optional(), result: frame.optional() }))
 const traceAnswer = z.array(
   z.object({
     type: z.string(),
-    blockHash: hex.optional(),
-    transactionHash: hex.nullable().optional(),
+    blockHash: hash.optional(),
+    transactionHash: hash.nullable().optional(),
     traceAddress: z.array(z.number().int().min(0)),
     error: z.string().optional(),
     action: z.object({
@@ -134,22 +136,24 @@ export class TraceReader {
     txHashes: readonly Hash[] = [],
   ): Promise<TraceOutcome> {
     const tag = block === 'latest' ? block : `0x${block.toString(16)}`
-    const pool = this.networks.getBySlug(network).pool
+    const net = this.networks.getBySlug(network)
     const order: Method[] = this.method.get(network) === 'debug' ? ['debug', 'trace'] : ['trace', 'debug']
     const reasons: string[] = []
     let refused = true
     for (const m of order) {
       const name: TraceMethod = m === 'debug' ? 'debug_traceBlockByNumber' : 'trace_block'
       try {
-        const out =
-          m === 'debug'
-            ? await pool.call(name, [tag, { tracer: 'callTracer' }])
-            : await pool.call(name, [tag])
-        if (out.error) {
-          reasons.push(`${name}: ${out.error.message}`.slice(0, 200))
+        let result: unknown
+        try {
+          // Each tracer's answer is checked below by its own schema (fromCallTracer, fromTraceBlock).
+          result = await readUnchecked(net, name, m === 'debug' ? [tag, { tracer: 'callTracer' }] : [tag])
+        } catch (err) {
+          const refusedBy = nodeError(err)
+          if (!refusedBy) throw err
+          reasons.push(`${name}: ${refusedBy.message}`.slice(0, 200))
           continue
         }
-        const parsed = m === 'debug' ? fromCallTracer(out.result, txHashes) : fromTraceBlock(out.result)
+        const parsed = m === 'debug' ? fromCallTracer(result, txHashes) : fromTraceBlock(result)
         if (parsed === undefined) {
           reasons.push(`${name}: answer in an unexpected shape`)
           continue
@@ -176,9 +180,9 @@ function fromCallTracer(raw: unknown, txHashes: readonly Hash[]): BlockTrace | u
   const hashes: (Hash | undefined)[] = []
   parsed.data.forEach((tx, i) => {
     // Older nodes omit txHash: the answer is in transaction order.
-    const given = tx.txHash?.toLowerCase() as Hash | undefined
+    const given = tx.txHash
     hashes.push(given)
-    const txHash = (given ?? txHashes[i]?.toLowerCase() ?? '') as Hash
+    const txHash = given ?? ((txHashes[i]?.toLowerCase() ?? '') as Hash)
     const walk = (f: CallFrame, path: number[]) => {
       // A reverted frame moved nothing, and neither did anything it called.
       if (f.error !== undefined) return
@@ -209,10 +213,10 @@ function fromTraceBlock(raw: unknown): BlockTrace | undefined {
   const reverted = new Set<string>()
   let blockHash: Hash | undefined
   for (const t of parsed.data) {
-    blockHash ??= t.blockHash?.toLowerCase() as Hash | undefined
+    blockHash ??= t.blockHash
     // Block and uncle rewards have no transaction.
     if (!t.transactionHash) continue
-    const txHash = t.transactionHash.toLowerCase() as Hash
+    const txHash = t.transactionHash
     if (hashes.at(-1) !== txHash) hashes.push(txHash)
     const at = (n: number) => `${txHash}:${t.traceAddress.slice(0, n).join('.')}`
     if (t.error !== undefined) {

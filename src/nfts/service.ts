@@ -1,5 +1,5 @@
+import { getCode, hasCode } from '../chains/reads.ts'
 import type { Network } from '../chains/registry.ts'
-import { upstreamAnswered } from '../chains/upstream-unavailable.ts'
 import { HalyardError, notFound } from '../errors.ts'
 import type { Address, Page } from '../types.ts'
 import { type CallReader, type ContractInfo, readContractInfo, readToken, readUris } from './contract.ts'
@@ -256,10 +256,7 @@ export class NftService {
   ): Promise<store.NftStandard> {
     const saved = await store.readContract(this.deps.db, net.slug, contract)
     if (saved) return saved.standard
-    const code = await net.pool.call('eth_getCode', [contract, 'latest'])
-    if (code.error) throw upstreamAnswered(net, 'eth_getCode', code.error)
-    if (code.result === '0x' || code.result === '0x0')
-      throw notFound(`${contract} is not a contract on ${net.slug}`)
+    if (!hasCode(await getCode(net, contract))) throw notFound(`${contract} is not a contract on ${net.slug}`)
     const info = known ?? (await readContractInfo(this.deps.reader(net), contract))
     let kind: store.NftStandard | null = info.erc721 ? 'ERC721' : info.erc1155 ? 'ERC1155' : null
     kind ??= await store.indexedStandard(this.deps.db, net.slug, contract)

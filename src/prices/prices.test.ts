@@ -143,11 +143,14 @@ describe('Chainlink aggregator source on anvil', () => {
     await dev.send('DemoAggregator', feed, 'set', [301245000000n, now])
     const pool = new FailoverPool([{ url: anvil.url }], 5000)
     try {
-      const src = new ChainlinkPriceSource(pool, {
-        source: 'chainlink',
-        feeds: { native: feed },
-        maxAgeSeconds: 3600,
-      })
+      const src = new ChainlinkPriceSource(
+        { pool, chain: 'ethereum', network: 'devnet' },
+        {
+          source: 'chainlink',
+          feeds: { native: feed },
+          maxAgeSeconds: 3600,
+        },
+      )
       expect((await src.prices(['native', USDC])).get('native')).toBe('3012.45')
       await dev.send('DemoAggregator', feed, 'set', [301245000000n, now - 7200n])
       expect((await src.prices(['native'])).has('native')).toBe(false)

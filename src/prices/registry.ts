@@ -46,7 +46,7 @@ export async function buildDataSources(net: Network, opts: DataSourceOptions): P
       inner = new CoinGeckoPriceSource(p)
       break
     case 'chainlink':
-      inner = new ChainlinkPriceSource(net.pool, p)
+      inner = new ChainlinkPriceSource(net, p)
       break
     default:
       inner = new NoPrices()

@@ -1,9 +1,9 @@
 import { readFileSync, statSync } from 'node:fs'
 import { decodeFunctionResult, encodeFunctionData, parseAbi } from 'viem'
 import { z } from 'zod'
-import type { UpstreamPool } from '../chains/upstream-pool.ts'
+import { type ChainNode, call } from '../chains/reads.ts'
 import { describeZodError } from '../config/validation.ts'
-import type { Address, Hex } from '../types.ts'
+import type { Address } from '../types.ts'
 import type { PriceSourceConfig } from './config.ts'
 import { formatUnits, numberToDecimal } from './decimal.ts'
 
@@ -141,7 +141,7 @@ export class ChainlinkPriceSource implements PriceSource {
   private readonly feeds: Map<string, Address>
 
   constructor(
-    private readonly pool: UpstreamPool,
+    private readonly node: ChainNode,
     private readonly cfg: Extract<PriceSourceConfig, { source: 'chainlink' }>,
   ) {
     this.feeds = new Map(
@@ -183,9 +183,11 @@ export class ChainlinkPriceSource implements PriceSource {
 
   private async call(to: Address, fn: 'decimals' | 'latestRoundData'): Promise<unknown> {
     const data = encodeFunctionData({ abi: AGGREGATOR_ABI, functionName: fn })
-    const out = await this.pool.call('eth_call', [{ to, data }, 'latest'])
-    if (out.error) throw new Error(out.error.message)
-    return decodeFunctionResult({ abi: AGGREGATOR_ABI, functionName: fn, data: out.result as Hex })
+    return decodeFunctionResult({
+      abi: AGGREGATOR_ABI,
+      functionName: fn,
+      data: await call(this.node, { to, data }),
+    })
   }
 }
 

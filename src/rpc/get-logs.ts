@@ -1,4 +1,5 @@
 import type { GatewaySettings } from '../chains/gateway.ts'
+import { getBlockNumber, malformedAnswer, nodeError } from '../chains/reads.ts'
 import type { Network } from '../chains/registry.ts'
 import {
   RPC_INTERNAL_ERROR,
@@ -27,6 +28,10 @@ type Filter = Record<string, unknown>
 const hex = (n: number) => `0x${n.toString(16)}`
 
 /**
+ * The client's eth_getLogs goes to the pool as it came and its answer back unchanged (the
+ * gateway forwarding a request, not a chain read: no reshaping by chains/reads.ts); only the
+ * head it needs for a tag is a typed read.
+ *
  * eth_getLogs with guards: the block range is checked against the network's limit before any
  * upstream sees it; an upstream that rejects a range as too large gets it in halves (recursively),
  * and the halves are merged in block order; a merged result over the result limit is refused.
@@ -136,11 +141,20 @@ export class GetLogsGuard {
   private async head(): Promise<number> {
     const known = this.network.pool.bestHead?.()
     if (known !== undefined) return known
-    const out = await this.network.pool.call('eth_blockNumber', [])
-    // The upstream's failure, not the caller's: its own error, never "invalid params".
-    if (out.error !== undefined) throw new RpcError(out.error.code, out.error.message, out.error.data)
-    if (typeof out.result !== 'string' || !/^0x[0-9a-fA-F]{1,13}$/.test(out.result))
-      throw new RpcError(RPC_INTERNAL_ERROR, 'eth_getLogs: the upstream reported no usable head')
-    return Number.parseInt(out.result.slice(2), 16)
+    let head: bigint
+    try {
+      head = await getBlockNumber(this.network)
+    } catch (err) {
+      // The upstream's failure, not the caller's: its own error, never "invalid params".
+      const refused = nodeError(err)
+      if (refused) throw new RpcError(refused.code, refused.message, refused.data)
+      if (malformedAnswer(err)) throw noUsableHead()
+      throw err
+    }
+    if (head > BigInt(Number.MAX_SAFE_INTEGER)) throw noUsableHead()
+    return Number(head)
   }
 }
+
+const noUsableHead = () =>
+  new RpcError(RPC_INTERNAL_ERROR, 'eth_getLogs: the upstream reported no usable head')

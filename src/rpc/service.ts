@@ -127,7 +127,9 @@ export class RpcService {
     try {
       outcome = spec.run
         ? await spec.run({ network, logs: rt.logs, ...(caller ? { caller } : {}) }, request.params)
-        : await network.pool.call(request.method, request.params)
+        : // The gateway forwarding the client's call: the node's answer goes back unchanged,
+          // whatever its shape, so a raw pool call and not a typed read (chains/reads.ts).
+          await network.pool.call(request.method, request.params)
     } catch (err) {
       if (!(err instanceof RpcError)) {
         this.logger?.error(

@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify'
+import { chainId, malformedAnswer, nodeError } from '../chains/reads.ts'
 import type { NetworkRegistry } from '../chains/registry.ts'
 import { definePublicRoute } from '../http/route.ts'
 import type { Metrics } from '../metrics.ts'
@@ -53,9 +54,20 @@ export function registerOpsRoutes(app: FastifyInstance, deps: Deps) {
         ),
         ...deps.networks.all().map((n) =>
           run(`network ${n.chain}/${n.network}`, async () => {
-            const out = await n.pool.call(n.kind === 'solana' ? 'getHealth' : 'eth_chainId', [], {
-              timeoutMs: 2_000,
-            })
+            if (n.kind === 'evm') {
+              try {
+                await chainId(n, { timeoutMs: 2_000 })
+              } catch (err) {
+                // The check names the node's own error as it always did, not the read's wording;
+                // it asks whether the node answers, so any answer in another shape still counts.
+                const refused = nodeError(err)
+                if (refused) throw new Error(refused.message)
+                if (!malformedAnswer(err)) throw err
+              }
+              return
+            }
+            // Solana's health method is no EVM chain read (chains/reads.ts covers EVM methods).
+            const out = await n.pool.call('getHealth', [], { timeoutMs: 2_000 })
             if (out.error) throw new Error(out.error.message)
           }),
         ),

@@ -66,7 +66,7 @@ describe('token and NFT reads when Multicall3 disappears', () => {
     // Answers with its caller: Multicall3's address through aggregate3, zero when called directly.
     const echo = await deployRaw(deployCode('0x3360005260206000f3'))
     const burner = await deployRaw(hostileContractInitcode({}, 'burn'))
-    const reader = new MultiReader(h.halyard.ctx.networks.get('ethereum', 'devnet').pool)
+    const reader = new MultiReader(h.halyard.ctx.networks.get('ethereum', 'devnet'))
     const name = '0x06fdde03' as Hex
     // Eight gas burners exhaust the whole aggregate3: that batch is answered call by call.
     const burnt = await reader.read(Array.from({ length: 8 }, () => ({ target: burner, data: name })))

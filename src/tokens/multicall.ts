@@ -1,5 +1,5 @@
 import { decodeFunctionResult, encodeFunctionData, parseAbi } from 'viem'
-import type { UpstreamPool } from '../chains/upstream-pool.ts'
+import { type ChainNode, call, getCode, hasCode, nodeAnswered } from '../chains/reads.ts'
 import { MULTICALL3_ADDRESS } from '../devnet/multicall3.ts'
 import type { Address, Hex } from '../types.ts'
 
@@ -36,7 +36,7 @@ const REPROBE_MS = 60_000
 export class MultiReader {
   private probe: { available: Promise<boolean>; until: number } | undefined
 
-  constructor(private readonly pool: UpstreamPool) {}
+  constructor(private readonly node: ChainNode) {}
 
   async read(calls: readonly ContractCall[]): Promise<CallResult[]> {
     if (calls.length === 0) return []
@@ -59,14 +59,16 @@ export class MultiReader {
     if (this.probe && Date.now() < this.probe.until) return this.probe.available
     const probe = {
       until: Date.now() + REPROBE_MS,
-      available: this.pool.call('eth_getCode', [MULTICALL3_ADDRESS, 'latest']).then(
-        (out) => {
-          const present = typeof out.result === 'string' && out.result !== '0x'
+      available: getCode(this.node, MULTICALL3_ADDRESS).then(
+        (code) => {
+          const present = hasCode(code)
           // A present one needs no timer: a failing batch makes the next read check again.
           if (present) probe.until = Number.POSITIVE_INFINITY
           return present
         },
-        () => {
+        (err) => {
+          // A node that answered something else than code: missing until the re-probe period.
+          if (nodeAnswered(err)) return false
           // The node did not answer: ask again on the next read, not after the re-probe period.
           if (this.probe === probe) this.probe = undefined
           return false
@@ -88,15 +90,16 @@ export class MultiReader {
       functionName: 'aggregate3',
       args: [calls.map((c) => ({ target: c.target, allowFailure: true, callData: c.data }))],
     })
-    const out = await this.pool.call('eth_call', [{ to: MULTICALL3_ADDRESS, data }, 'latest'])
-    if (out.error || typeof out.result !== 'string') return undefined
+    let out: Hex
+    try {
+      out = await call(this.node, { to: MULTICALL3_ADDRESS, data })
+    } catch (err) {
+      if (nodeAnswered(err)) return undefined
+      throw err
+    }
     let results: readonly { success: boolean; returnData: Hex }[]
     try {
-      results = decodeFunctionResult({
-        abi: MULTICALL3_ABI,
-        functionName: 'aggregate3',
-        data: out.result as Hex,
-      }) as readonly { success: boolean; returnData: Hex }[]
+      results = decodeFunctionResult({ abi: MULTICALL3_ABI, functionName: 'aggregate3', data: out })
     } catch {
       return undefined
     }
@@ -105,8 +108,11 @@ export class MultiReader {
   }
 
   private async single(c: ContractCall): Promise<CallResult> {
-    const out = await this.pool.call('eth_call', [{ to: c.target, data: c.data }, 'latest'])
-    if (out.error || typeof out.result !== 'string') return { success: false, data: '0x' }
-    return { success: true, data: out.result as Hex }
+    try {
+      return { success: true, data: await call(this.node, { to: c.target, data: c.data }) }
+    } catch (err) {
+      if (nodeAnswered(err)) return { success: false, data: '0x' }
+      throw err
+    }
   }
 }

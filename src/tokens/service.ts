@@ -1,12 +1,12 @@
 import type { Kysely } from 'kysely'
+import { getBalance, getCode, hasCode } from '../chains/reads.ts'
 import type { Network } from '../chains/registry.ts'
-import { upstreamAnswered, upstreamMalformed } from '../chains/upstream-unavailable.ts'
 import { notFound } from '../errors.ts'
 import { formatUnits, multiplyDecimal } from '../prices/decimal.ts'
 import type { NetworkDataSources } from '../prices/registry.ts'
 import type { TokenKey } from '../prices/sources.ts'
 import type { Database } from '../storage/schema.ts'
-import { type Address, type Hex, type Page, slicePage } from '../types.ts'
+import { type Address, type Page, slicePage } from '../types.ts'
 import { call, decodeString, decodeUint, SELECTORS } from './erc20.ts'
 import { MultiReader } from './multicall.ts'
 import * as store from './store.ts'
@@ -87,7 +87,7 @@ export class TokenService {
   reader(net: Network): MultiReader {
     let r = this.readers.get(net.slug)
     if (!r) {
-      r = new MultiReader(net.pool)
+      r = new MultiReader(net)
       this.readers.set(net.slug, r)
     }
     return r
@@ -182,10 +182,7 @@ export class TokenService {
   }
 
   async metadata(net: Network, contract: Address): Promise<TokenMetadata> {
-    const code = await net.pool.call('eth_getCode', [contract, 'latest'])
-    if (code.error) throw upstreamAnswered(net, 'eth_getCode', code.error)
-    if (code.result === '0x' || code.result === '0x0')
-      throw notFound(`${contract} is not a contract on ${net.slug}`)
+    if (!hasCode(await getCode(net, contract))) throw notFound(`${contract} is not a contract on ${net.slug}`)
     const [metas, supplyRes] = await Promise.all([
       this.metas(net, [contract]),
       this.reader(net).read([call(contract, SELECTORS.totalSupply)]),
@@ -256,11 +253,6 @@ export class TokenService {
   }
 
   private async nativeBalance(net: Network, holder: Address): Promise<bigint> {
-    const out = await net.pool.call('eth_getBalance', [holder, 'latest'])
-    if (out.error) throw upstreamAnswered(net, 'eth_getBalance', out.error)
-    if (typeof out.result !== 'string' || !/^0x[0-9a-fA-F]+$/.test(out.result)) {
-      throw upstreamMalformed(net, 'eth_getBalance')
-    }
-    return BigInt(out.result as Hex)
+    return getBalance(net, holder)
   }
 }

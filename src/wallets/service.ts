@@ -1,14 +1,14 @@
 import type { Kysely } from 'kysely'
-import { decodeFunctionResult, encodeEventTopics, encodeFunctionData, pad, toHex } from 'viem'
+import { decodeFunctionResult, encodeEventTopics, encodeFunctionData, pad } from 'viem'
 import { entryPoint07Abi } from 'viem/account-abstraction'
 import { simpleAccountAddress } from '../aa/account-address.ts'
 import { entryPointAbi, UPGRADED_TOPIC } from '../aa/contracts.ts'
+import { call, getBlock, getCode, getLogs, hasCode, nodeAnswered } from '../chains/reads.ts'
 import type { Network } from '../chains/registry.ts'
-import { upstreamAnswered } from '../chains/upstream-unavailable.ts'
 import { invalidRequest, notFound } from '../errors.ts'
 import type { Logger } from '../logger.ts'
 import type { Database } from '../storage/schema.ts'
-import type { Address, Hash, Hex, Page } from '../types.ts'
+import type { Address, Hash, Page } from '../types.ts'
 import * as store from './store.ts'
 
 export type WalletStatus = 'counterfactual' | 'deployed'
@@ -161,19 +161,23 @@ export class WalletService {
   private async nonce(net: Network, address: Address, fromBlock: bigint): Promise<number> {
     const eps = net.config.accountAbstraction?.entryPoints ?? {}
     const entryPoints = [eps.v07, eps.v06].filter((a): a is Address => a !== undefined)
-    const logs = await net.pool.call('eth_getLogs', [
-      {
+    try {
+      const logs = await getLogs(net, {
         address: entryPoints,
         topics: [USER_OPERATION_EVENT, null, pad(address, { size: 32 })],
-        fromBlock: toHex(fromBlock),
+        fromBlock,
         toBlock: 'latest',
-      },
-    ])
-    if (!logs.error && Array.isArray(logs.result)) return logs.result.length
-    this.deps.logger.debug(
-      { err: logs.error?.message, address, network: net.slug },
-      'wallet op count by logs failed; EntryPoint key-0 nonce instead',
-    )
+      })
+      return logs.length
+    } catch (err) {
+      // Only a node that refused the search, or answered it in a shape that is not logs: one
+      // that cannot be reached fails the request.
+      if (!nodeAnswered(err)) throw err
+      this.deps.logger.debug(
+        { err: (err as Error).message, address, network: net.slug },
+        'wallet op count by logs failed; EntryPoint key-0 nonce instead',
+      )
+    }
     return this.keyZeroNonce(net, address)
   }
 
@@ -182,13 +186,8 @@ export class WalletService {
     const ep = net.config.accountAbstraction?.entryPoints.v07
     if (!ep) throw new Error(`${net.slug} has no v0.7 EntryPoint configured`)
     const data = encodeFunctionData({ abi: entryPointAbi, functionName: 'getNonce', args: [address, 0n] })
-    const res = await net.pool.call('eth_call', [{ to: ep, data }, 'latest'])
-    if (res.error) throw upstreamAnswered(net, 'eth_call (EntryPoint.getNonce)', res.error)
-    const nonce = decodeFunctionResult({
-      abi: entryPointAbi,
-      functionName: 'getNonce',
-      data: res.result as Hex,
-    })
+    const res = await call(net, { to: ep, data }, 'latest', { label: 'eth_call (EntryPoint.getNonce)' })
+    const nonce = decodeFunctionResult({ abi: entryPointAbi, functionName: 'getNonce', data: res })
     // Key 0's sequence is a plain counter; it stays far below 2^53.
     return Number(nonce)
   }
@@ -199,24 +198,24 @@ export class WalletService {
    * found is stored (and rolled back by the tracker on a reorg like any other deployment).
    */
   private async discoverDeployment(net: Network, address: Address): Promise<store.Deployment | null> {
-    const code = await net.pool.call('eth_getCode', [address, 'latest'])
-    if (code.error) throw upstreamAnswered(net, 'eth_getCode', code.error)
-    if (typeof code.result !== 'string' || code.result === '0x' || code.result === '0x0') return null
+    if (!hasCode(await getCode(net, address))) return null
     try {
-      const logs = await net.pool.call('eth_getLogs', [
-        { address, topics: [UPGRADED_TOPIC], fromBlock: 'earliest', toBlock: 'latest' },
-      ])
-      const first = Array.isArray(logs.result) ? (logs.result[0] as LogLike | undefined) : undefined
+      const [first] = await getLogs(net, {
+        address,
+        topics: [UPGRADED_TOPIC],
+        fromBlock: 'earliest',
+        toBlock: 'latest',
+      })
       if (first) {
-        const block = await net.pool.call('eth_getBlockByNumber', [first.blockNumber, false])
-        const ts = (block.result as { timestamp?: Hex } | null)?.timestamp
+        // The time is an extra: a node that cannot give the block leaves it unknown.
+        const block = await getBlock(net, first.blockNumber).catch(() => null)
         const found: store.NewDeployment = {
           network: net.slug,
           address,
           txHash: first.transactionHash,
-          blockNumber: BigInt(first.blockNumber),
+          blockNumber: first.blockNumber,
           blockHash: first.blockHash,
-          deployedAt: ts ? new Date(Number(BigInt(ts)) * 1000) : null,
+          deployedAt: block ? new Date(Number(block.timestamp) * 1000) : null,
           source: 'code',
         }
         // Stored only once the indexer has passed that block: a reorg of it then reaches the
@@ -232,10 +231,4 @@ export class WalletService {
     // Deployed, but the transaction is not known (node refused the log search): say so with nulls.
     return { txHash: null, blockNumber: 0n, deployedAt: null }
   }
-}
-
-interface LogLike {
-  transactionHash: Hash
-  blockNumber: Hex
-  blockHash: Hash
 }

@@ -1,6 +1,8 @@
 import { createHash } from 'node:crypto'
 import { sql } from 'kysely'
-import { z } from 'zod'
+import type { z } from 'zod'
+import { quantity, transactionSchema } from '../chains/read-schemas.ts'
+import { getPendingTransactions, nodeAnswered, readUnchecked } from '../chains/reads.ts'
 import type { Network, NetworkRegistry } from '../chains/registry.ts'
 import type { Logger } from '../logger.ts'
 import type { DB } from '../storage/database.ts'
@@ -32,23 +34,8 @@ export interface PendingSubscriber {
   deliver(payload: { readonly json: string }): void
 }
 
-const address = z
-  .string()
-  .regex(/^0x[0-9a-fA-F]{40}$/)
-  .transform((s) => s.toLowerCase())
-const quantity = z
-  .string()
-  .regex(/^0x[0-9a-fA-F]+$/)
-  .transform((s) => BigInt(s))
-const txSchema = z.object({
-  hash: z.string().regex(/^0x[0-9a-fA-F]{64}$/),
-  from: address,
-  to: address.nullable().optional(),
-  value: quantity,
-  nonce: quantity,
-  blockNumber: z.string().nullable().optional(),
-  input: z.string().optional(),
-})
+/** A pending transaction the matcher can use: it must carry its nonce (the event names it). */
+const txSchema = transactionSchema.extend({ nonce: quantity })
 type PendingTx = z.infer<typeof txSchema>
 
 interface Watcher {
@@ -150,14 +137,16 @@ export class PendingWatcher {
   }
 
   private async snapshot(slug: string): Promise<void> {
-    const out = await this.networks.getBySlug(slug).pool.call('eth_getBlockByNumber', ['pending', true])
-    const block = z
-      .object({ transactions: z.array(z.unknown()) })
-      .nullable()
-      .safeParse(out.result)
-    if (!block.success || !block.data) return
+    let pending: unknown[]
+    try {
+      pending = await getPendingTransactions(this.networks.getBySlug(slug))
+    } catch (err) {
+      // A node without a pending block (or one in another shape): nothing to match now.
+      if (nodeAnswered(err)) return
+      throw err
+    }
     const txs: PendingTx[] = []
-    for (const t of block.data.transactions) {
+    for (const t of pending) {
       const parsed = txSchema.safeParse(t)
       if (parsed.success) txs.push(parsed.data)
     }
@@ -167,8 +156,8 @@ export class PendingWatcher {
   private async onHash(slug: string, hash: string): Promise<void> {
     if (this.seen.has(`${slug}:${hash}`)) return
     try {
-      const out = await this.networks.getBySlug(slug).pool.call('eth_getTransactionByHash', [hash])
-      const parsed = txSchema.safeParse(out.result)
+      const tx = await readUnchecked(this.networks.getBySlug(slug), 'eth_getTransactionByHash', [hash])
+      const parsed = txSchema.safeParse(tx)
       if (parsed.success) await this.match(slug, [parsed.data])
     } catch (err) {
       this.logger.debug({ network: slug, err: (err as Error).message }, 'pending transaction not read')

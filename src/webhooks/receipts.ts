@@ -1,3 +1,4 @@
+import { getTransactionReceipt } from '../chains/reads.ts'
 import type { NetworkRegistry } from '../chains/registry.ts'
 import type { Hash } from '../types.ts'
 
@@ -16,15 +17,10 @@ export class ReceiptReader {
 
   async get(network: string, hash: Hash): Promise<ReceiptSummary> {
     try {
-      const out = await this.networks.getBySlug(network).pool.call('eth_getTransactionReceipt', [hash])
-      const r = out.result as { status?: unknown; gasUsed?: unknown } | null | undefined
-      if (!r || typeof r !== 'object') return { status: null, gasUsed: null }
-      const status = r.status === '0x1' ? 'success' : r.status === '0x0' ? 'reverted' : null
-      const gasUsed =
-        typeof r.gasUsed === 'string' && /^0x[0-9a-f]+$/i.test(r.gasUsed)
-          ? BigInt(r.gasUsed).toString()
-          : null
-      return { status, gasUsed }
+      const r = await getTransactionReceipt(this.networks.getBySlug(network), hash)
+      if (!r) return { status: null, gasUsed: null }
+      const status = r.status === 1n ? 'success' : r.status === 0n ? 'reverted' : null
+      return { status, gasUsed: r.gasUsed === undefined ? null : r.gasUsed.toString() }
     } catch {
       return { status: null, gasUsed: null }
     }

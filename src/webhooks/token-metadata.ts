@@ -1,6 +1,8 @@
 import type { Hex } from 'viem'
+import { call } from '../chains/reads.ts'
 import type { NetworkRegistry } from '../chains/registry.ts'
 import { decodeTokenText, MAX_SYMBOL_CHARS } from '../chains/token-text.ts'
+import { isAddress } from '../types.ts'
 
 /**
  * ERC-20 symbol and decimals for event payloads, read once per (network, contract) with
@@ -30,16 +32,18 @@ export class TokenMetadata {
   }
 
   private async load(network: string, contract: string): Promise<TokenMeta> {
-    const pool = this.networks.getBySlug(network).pool
-    const call = async (data: Hex): Promise<Hex | null> => {
+    const net = this.networks.getBySlug(network)
+    const read = async (data: Hex): Promise<Hex | null> => {
+      // Not an address: no node could answer for it (as if it had refused).
+      if (!isAddress(contract)) return null
       try {
-        const out = await pool.call('eth_call', [{ to: contract, data }, 'latest'])
-        return typeof out.result === 'string' && out.result.length > 2 ? (out.result as Hex) : null
+        const out = await call(net, { to: contract, data })
+        return out.length > 2 ? out : null
       } catch {
         return null
       }
     }
-    const [symbolRaw, decimalsRaw] = await Promise.all([call('0x95d89b41'), call('0x313ce567')])
+    const [symbolRaw, decimalsRaw] = await Promise.all([read('0x95d89b41'), read('0x313ce567')])
     return { symbol: decodeSymbol(symbolRaw), decimals: decodeDecimals(decimalsRaw) }
   }
 }

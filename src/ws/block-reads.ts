@@ -1,3 +1,4 @@
+import { failureMessage, readUnchecked } from '../chains/reads.ts'
 import type { Network } from '../chains/registry.ts'
 import type { Logger } from '../logger.ts'
 import type { Hash } from '../types.ts'
@@ -43,11 +44,10 @@ export class BlockReads<T> {
     let lastError = ''
     for (let attempt = 0; attempt < 3; attempt++) {
       try {
-        const out = await this.network.pool.call(this.read.method, this.read.params(block), {
+        const result = await readUnchecked(this.network, this.read.method, this.read.params(block), {
           timeoutMs: this.opts.requestTimeoutMs,
         })
-        if (out.error) throw new Error(out.error.message)
-        const items = this.read.items(out.result)
+        const items = this.read.items(result)
         this.byBlock.set(block.hash, items)
         while (this.byBlock.size > this.opts.keepBlocks) {
           const oldest = this.byBlock.keys().next().value
@@ -56,7 +56,7 @@ export class BlockReads<T> {
         }
         return items
       } catch (err) {
-        lastError = (err as Error).message
+        lastError = failureMessage(err)
         await new Promise((r) => setTimeout(r, 100 * (attempt + 1)))
       }
     }

@@ -1,3 +1,4 @@
+import { nodeError, readUnchecked } from '../chains/reads.ts'
 import type { Network } from '../chains/registry.ts'
 import { UpstreamSocket } from '../chains/upstream-socket.ts'
 import type { Logger } from '../logger.ts'
@@ -265,10 +266,15 @@ export class NetworkStreams {
   }
 
   private async blockHead(method: string, params: unknown[]): Promise<Head | undefined> {
-    const out = await this.network.pool.call(method, params, { timeoutMs: this.opts.requestTimeoutMs })
-    if (out.error) throw new Error(`${method}: ${out.error.message}`)
-    if (out.result === null) return undefined
-    const head = toHead(out.result)
+    let result: unknown
+    try {
+      result = await readUnchecked(this.network, method, params, { timeoutMs: this.opts.requestTimeoutMs })
+    } catch (err) {
+      const refused = nodeError(err)
+      throw refused ? new Error(`${method}: ${refused.message}`) : err
+    }
+    if (result === null) return undefined
+    const head = toHead(result)
     if (!head) throw new Error(`${method}: the upstream returned a malformed block`)
     return head
   }

@@ -1,9 +1,14 @@
+import { z } from 'zod'
+import { failureMessage, nodeError, readUnchecked, request } from '../chains/reads.ts'
 import type { Network } from '../chains/registry.ts'
 import type { UpstreamSocket } from '../chains/upstream-socket.ts'
 import type { Logger } from '../logger.ts'
 import { PushPayload } from './push-frame.ts'
 import type { StreamSubscriber } from './subscriber.ts'
 import type { TxStreams } from './tx-streams.ts'
+
+/** A filter id: an opaque string the node hands out. */
+const FILTER_ID = z.string()
 
 const PENDING = 'newPendingTransactions'
 
@@ -47,20 +52,21 @@ export class PendingStream {
     const loop = async () => {
       try {
         if (!this.filter) {
-          const out = await this.network.pool.call('eth_newPendingTransactionFilter', [])
-          if (out.error || typeof out.result !== 'string')
-            throw new Error(out.error?.message ?? 'no filter id')
-          this.filter = out.result
+          this.filter = await request(this.network, 'eth_newPendingTransactionFilter', [], FILTER_ID)
         }
-        const out = await this.network.pool.call('eth_getFilterChanges', [this.filter])
-        if (out.error) {
+        let changes: unknown
+        try {
+          changes = await readUnchecked(this.network, 'eth_getFilterChanges', [this.filter])
+        } catch (err) {
+          // A filter the node forgot (expired, another upstream): installed again next round.
+          if (!nodeError(err)) throw err
           this.filter = undefined
-        } else if (Array.isArray(out.result)) {
-          for (const hash of out.result) if (typeof hash === 'string') this.onHash(hash)
         }
+        if (Array.isArray(changes))
+          for (const hash of changes) if (typeof hash === 'string') this.onHash(hash)
       } catch (err) {
         this.filter = undefined
-        this.logger.warn({ network: this.network.slug, err: (err as Error).message }, 'pending poll failed')
+        this.logger.warn({ network: this.network.slug, err: failureMessage(err) }, 'pending poll failed')
       }
       if (this.subscribers() === 0 || this.closed()) return
       this.timer = setTimeout(loop, this.opts.pollIntervalMs)
@@ -75,7 +81,7 @@ export class PendingStream {
     this.timer = undefined
     const filter = this.filter
     this.filter = undefined
-    if (filter) void this.network.pool.call('eth_uninstallFilter', [filter]).catch(() => {})
+    if (filter) void readUnchecked(this.network, 'eth_uninstallFilter', [filter]).catch(() => {})
   }
 
   private subscribers(): number {

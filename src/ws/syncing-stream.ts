@@ -1,3 +1,4 @@
+import { nodeError, readUnchecked } from '../chains/reads.ts'
 import type { Network } from '../chains/registry.ts'
 import type { Logger } from '../logger.ts'
 import { PushPayload } from './push-frame.ts'
@@ -68,10 +69,13 @@ export class SyncingStream {
 
   /** geth's push shape: `false` when in sync, else `{syncing: true, status}`. */
   private async fetch(): Promise<string> {
-    const out = await this.network.pool.call('eth_syncing', [], { timeoutMs: this.opts.requestTimeoutMs })
-    if (out.error) throw new Error(out.error.message)
-    return out.result === false || out.result === null
-      ? 'false'
-      : JSON.stringify({ syncing: true, status: out.result })
+    let status: unknown
+    try {
+      status = await readUnchecked(this.network, 'eth_syncing', [], { timeoutMs: this.opts.requestTimeoutMs })
+    } catch (err) {
+      const refused = nodeError(err)
+      throw refused ? new Error(refused.message) : err
+    }
+    return status === false || status === null ? 'false' : JSON.stringify({ syncing: true, status })
   }
 }

@@ -1,3 +1,4 @@
+import { readUnchecked } from '../chains/reads.ts'
 import type { Network } from '../chains/registry.ts'
 import type { Logger } from '../logger.ts'
 import { BlockReads } from './block-reads.ts'
@@ -135,11 +136,10 @@ export class TxStreams {
   private async pendingTx(hash: string): Promise<ChainTx | undefined> {
     this.lookups++
     try {
-      const out = await this.network.pool.call('eth_getTransactionByHash', [hash], {
+      const tx = await readUnchecked(this.network, 'eth_getTransactionByHash', [hash], {
         timeoutMs: this.opts.requestTimeoutMs,
       })
-      if (out.error || out.result === null) return undefined
-      return toChainTx(out.result)
+      return tx === null ? undefined : toChainTx(tx)
     } catch {
       return undefined
     } finally {

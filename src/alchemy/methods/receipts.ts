@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import { upstreamAnswered } from '../../chains/upstream-unavailable.ts'
+import { readUnchecked } from '../../chains/reads.ts'
 import type { Logger } from '../../logger.ts'
 import { m } from '../../rpc/methods/row.ts'
 import type { MethodSpec } from '../../rpc/methods/spec.ts'
@@ -40,9 +40,9 @@ export function receiptRows(logger: Logger): MethodSpec[] {
         answer(logger, 'alchemy_getTransactionReceipts', async () => {
           const [q] = parseParams(receiptsParams, params)
           const block = q.blockHash ?? q.blockNumber
-          const out = await x.network.pool.call('eth_getBlockReceipts', [block])
-          if (out.error) throw upstreamAnswered(x.network, 'eth_getBlockReceipts', out.error)
-          return { receipts: out.result ?? null }
+          // The node's receipts go back to the client as it sent them: no reshaping.
+          const receipts = await readUnchecked(x.network, 'eth_getBlockReceipts', [block])
+          return { receipts: receipts ?? null }
         }),
     }),
   ]

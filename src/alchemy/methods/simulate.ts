@@ -1,7 +1,7 @@
 import { decodeAbiParameters } from 'viem'
 import { z } from 'zod'
+import { nodeError, readUnchecked } from '../../chains/reads.ts'
 import type { Network } from '../../chains/registry.ts'
-import { upstreamAnswered } from '../../chains/upstream-unavailable.ts'
 import { RPC_METHOD_NOT_FOUND, RpcError } from '../../jsonrpc.ts'
 import type { Logger } from '../../logger.ts'
 import { formatUnits } from '../../prices/decimal.ts'
@@ -170,20 +170,24 @@ export interface SimulateDeps {
 export function simulateRows(deps: SimulateDeps): MethodSpec[] {
   const simulate = async (net: Network, params: readonly unknown[]) => {
     const [tx, at] = parseParams(simulateParams, params)
-    const out = await net.pool.call('debug_traceCall', [
-      tx,
-      at ?? 'latest',
-      { tracer: 'callTracer', tracerConfig: { withLog: true } },
-    ])
-    if (out.error) {
-      if (out.error.code === -32601 || /not (found|supported|available)/i.test(out.error.message))
+    let result: unknown
+    try {
+      // The call tracer's frames are read by `collect` below, field by field.
+      result = await readUnchecked(net, 'debug_traceCall', [
+        tx,
+        at ?? 'latest',
+        { tracer: 'callTracer', tracerConfig: { withLog: true } },
+      ])
+    } catch (err) {
+      const refused = nodeError(err)
+      if (refused && (refused.code === -32601 || /not (found|supported|available)/i.test(refused.message)))
         throw new RpcError(
           RPC_METHOD_NOT_FOUND,
           `alchemy_simulateAssetChanges needs debug_traceCall with the call tracer, which the upstream of ${net.slug} does not answer`,
         )
-      throw upstreamAnswered(net, 'debug_traceCall', out.error)
+      throw err
     }
-    const root = (out.result ?? {}) as Frame
+    const root = (result ?? {}) as Frame
     const gasUsed = typeof root.gasUsed === 'string' ? root.gasUsed : undefined
     if (root.error)
       return {
