@@ -4,11 +4,11 @@ import type WebSocket from 'ws'
 import type { Caller } from '../auth/service.ts'
 import type { Network } from '../chains/registry.ts'
 import type { Charger } from '../http/charge.ts'
+import { internalJsonRpcError } from '../http/jsonrpc-errors.ts'
 import {
   type JsonRpcErrorObject,
   type JsonRpcId,
   type JsonRpcRequest,
-  RPC_INTERNAL_ERROR,
   RPC_INVALID_PARAMS,
   RPC_INVALID_REQUEST,
   RPC_LIMIT_EXCEEDED,
@@ -177,9 +177,7 @@ export class ClientConnection {
         this.deps.streams.remove(sub)
       }
       // E.g. the rate limiter's store is down: answer rather than leave the caller waiting.
-      this.send(
-        errorFrame(idOf(body), { code: RPC_INTERNAL_ERROR, message: 'internal error; retry shortly' }),
-      )
+      this.send(errorFrame(idOf(body), internalJsonRpcError('internal error; retry shortly')))
       throw err
     } finally {
       this.inFlight--
