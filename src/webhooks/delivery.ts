@@ -70,6 +70,18 @@ const RENEW_SHARE = 4
 
 export type PauseHandler = (webhookId: string, lastError: string) => Promise<void>
 
+export interface DeliveryWorkerDeps {
+  db: DB
+  /** 32-byte key the signing secrets are decrypted with. */
+  secretKey: Buffer
+  opts: DeliveryOptions
+  /** Failures past the threshold: pause the webhook (service.pauseAfterFailures). */
+  onPause: PauseHandler
+  logger: Logger
+  /** The webhook's URL failed the safety checks at delivery: disable it (service.disable). */
+  onDisable?: PauseHandler
+}
+
 /** When a lease began, and how many reorgs this worker had seen by then. */
 export interface LeaseStamp {
   at: number
@@ -110,23 +122,27 @@ export class DeliveryWorker {
   private renewTimer: NodeJS.Timeout | undefined
   private renewing = false
 
-  constructor(
-    private readonly db: DB,
-    secretKey: Buffer,
-    private readonly opts: DeliveryOptions,
-    private readonly onPause: PauseHandler,
-    private readonly logger: Logger,
-    /** The webhook's URL failed the safety checks at delivery: disable it (service.disable). */
-    private readonly onDisable?: PauseHandler,
-  ) {
-    this.sender = new WebhookSender(secretKey, opts)
-    this.outcomes = new OutcomeWriter(
+  private readonly db: DB
+  private readonly opts: DeliveryOptions
+  private readonly onPause: PauseHandler
+  private readonly logger: Logger
+  private readonly onDisable: PauseHandler | undefined
+
+  constructor(deps: DeliveryWorkerDeps) {
+    const { db, opts, logger } = deps
+    this.db = db
+    this.opts = opts
+    this.onPause = deps.onPause
+    this.logger = logger
+    this.onDisable = deps.onDisable
+    this.sender = new WebhookSender(deps.secretKey, opts)
+    this.outcomes = new OutcomeWriter({
       db,
-      opts.instance ?? null,
+      instance: opts.instance ?? null,
       logger,
-      (o) => this.afterRecorded(o),
-      () => this.stopping,
-    )
+      afterRecorded: (o) => this.afterRecorded(o),
+      stopping: () => this.stopping,
+    })
   }
 
   start(): void {

@@ -29,7 +29,7 @@ export function registerWebhooks(
   const { ctx } = host
   const settings = webhookSettings(ctx.env, ctx.devMode)
   const db = ctx.storage.db
-  const mailer = new Mailer(ctx.storage.db, ctx.logger, ctx.env.SMTP_URL)
+  const mailer = new Mailer({ db: ctx.storage.db, logger: ctx.logger, smtpUrl: ctx.env.SMTP_URL })
   const { indexer, nfts, ws } = deps
   // Operator alarm (see also service.readinessChecks): attempts that found a signing secret
   // this HALYARD_SECRET_KEY cannot decrypt. A counter, so cluster aggregation sums it.
@@ -54,21 +54,25 @@ export function registerWebhooks(
     worker?.wake()
     cross.notify()
   }
-  const service = new WebhookService(
+  const service = new WebhookService({
     db,
-    ctx.networks,
-    ctx.secretKey,
-    { devMode: settings.devMode, allowlist: settings.delivery.allowlist, resolve: settings.delivery.resolve },
+    networks: ctx.networks,
+    secretKey: ctx.secretKey,
+    urlPolicy: {
+      devMode: settings.devMode,
+      allowlist: settings.delivery.allowlist,
+      resolve: settings.delivery.resolve,
+    },
     mailer,
-    ctx.logger,
-    wake,
-    settings.limits,
+    logger: ctx.logger,
+    onNewWork: wake,
+    limits: settings.limits,
     traces,
-  )
-  worker = new DeliveryWorker(
+  })
+  worker = new DeliveryWorker({
     db,
-    ctx.secretKey,
-    {
+    secretKey: ctx.secretKey,
+    opts: {
       ...settings.delivery,
       instance,
       onUndecryptable: () => undecryptable.inc(),
@@ -78,22 +82,20 @@ export function registerWebhooks(
         return camelData(m as unknown as Record<string, unknown>)
       },
     },
-    (webhookId, lastError) => service.pauseAfterFailures(webhookId, lastError),
-    ctx.logger.child({ component: 'webhooks' }),
-    (webhookId, reason) => service.disable(webhookId, reason),
-  )
-  const matcher = new WebhookMatcher(
+    onPause: (webhookId, lastError) => service.pauseAfterFailures(webhookId, lastError),
+    logger: ctx.logger.child({ component: 'webhooks' }),
+    onDisable: (webhookId, reason) => service.disable(webhookId, reason),
+  })
+  const matcher = new WebhookMatcher({
     db,
-    new TokenMetadata(ctx.networks),
-    new ReceiptReader(ctx.networks),
-    (slug) => ctx.networks.getBySlug(slug).config.nativeCurrency.symbol,
-    ctx.logger,
-    {
-      chainIdOf: (slug) => ctx.networks.getBySlug(slug).chainId ?? 0,
-      quotaOf: (plan) => limitFor(settings.limits.deliveriesPerDay, plan),
-      traces,
-    },
-  )
+    tokens: new TokenMetadata(ctx.networks),
+    receipts: new ReceiptReader(ctx.networks),
+    nativeSymbol: (slug) => ctx.networks.getBySlug(slug).config.nativeCurrency.symbol,
+    logger: ctx.logger,
+    chainIdOf: (slug) => ctx.networks.getBySlug(slug).chainId ?? 0,
+    quotaOf: (plan) => limitFor(settings.limits.deliveriesPerDay, plan),
+    traces,
+  })
   // Events become visible when the indexer's transaction commits: the indexer calls the
   // matcher's afterCommit right then. Events the matcher leased to this worker as it inserted
   // them go out at once; any others are claimed at once instead of at the next poll.
@@ -104,13 +106,13 @@ export function registerWebhooks(
   indexer.addConsumer(matcher)
   registerWebhookRoutes(host.app, ctx.networks, service)
   // Mempool events: from the WebSocket feature's pending stream.
-  const pending = new PendingWatcher(
+  const pending = new PendingWatcher({
     db,
-    ctx.networks,
-    () => ws,
-    ctx.logger.child({ component: 'webhooks' }),
-    wake,
-  )
+    networks: ctx.networks,
+    streams: () => ws,
+    logger: ctx.logger.child({ component: 'webhooks' }),
+    onEvents: wake,
+  })
   // Delivery runs in every process, cluster workers included (claims are SKIP LOCKED, and
   // cross.notify wakes the others): not an onStart job, which only the cluster's leader runs.
   // The mailer and the mempool watcher stay singletons. HALYARD_WEBHOOK_DELIVERY=off keeps an

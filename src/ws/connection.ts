@@ -108,14 +108,18 @@ export class ClientConnection {
    * That is safe because `ws` itself writes every frame synchronously and whole when messages
    * are not compressed (perMessageDeflate is off) and never Blobs, so frames cannot interleave.
    */
+  private readonly ws: WebSocket
+  private readonly socket: Duplex
+  readonly network: Network
+
   constructor(
-    private readonly ws: WebSocket,
-    private readonly socket: Duplex,
-    caller: Caller,
-    readonly network: Network,
+    client: { ws: WebSocket; socket: Duplex; caller: Caller; network: Network },
     private readonly deps: ConnectionDeps,
   ) {
-    this.current = caller
+    this.ws = client.ws
+    this.socket = client.socket
+    this.network = client.network
+    this.current = client.caller
     this.wsLimits = deps.wsLimits
   }
 
