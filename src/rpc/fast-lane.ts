@@ -16,7 +16,7 @@ import {
   writeLaneError,
 } from '../http/fast-lane.ts'
 import { parseInput } from '../http/params.ts'
-import type { ChainKind, RouteScope } from '../http/route.ts'
+import type { ChainKind, RouteScope } from '../http/route-meta.ts'
 import type { LimitDecision } from '../limits/limiter.ts'
 import {
   admitHttp,

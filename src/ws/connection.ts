@@ -20,7 +20,7 @@ import { admit, type Call } from '../rpc/admission.ts'
 import { DEFAULT_MAX_BATCH, errorFrame, hitFrame, replyFrame } from '../rpc/envelope.ts'
 import type { MethodRegistry } from '../rpc/methods/spec.ts'
 import type { RpcService } from '../rpc/service.ts'
-import type { NetworkStreams, StreamSubscriber } from './network-streams.ts'
+import type { NetworkStreams } from './network-streams.ts'
 import { PushPayload, subscriptionIdBytes } from './push-frame.ts'
 import {
   type LogFilter,
@@ -28,6 +28,7 @@ import {
   parseUnsubscribeParams,
   type SubscribeRequest,
 } from './routes.ts'
+import type { StreamSubscriber } from './subscriber.ts'
 import type { MinedFilter, PendingFilter } from './tx-filters.ts'
 
 /**

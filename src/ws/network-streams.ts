@@ -9,25 +9,15 @@ import { PushPayload } from './push-frame.ts'
 import {
   type ChainLogEntry,
   type Head,
-  type LogFilter,
   matchesFilter,
   type SubscriptionKind,
   toHead,
   upstreamLogSchema,
 } from './routes.ts'
+import type { StreamSubscriber } from './subscriber.ts'
 import { SyncingStream } from './syncing-stream.ts'
-import { MINED, type MinedFilter, PENDING_TXS, type PendingFilter } from './tx-filters.ts'
+import { MINED, PENDING_TXS } from './tx-filters.ts'
 import { TxStreams } from './tx-streams.ts'
-
-/** One client subscription as the fan-out sees it. */
-export interface StreamSubscriber {
-  readonly kind: SubscriptionKind
-  readonly filter?: LogFilter
-  readonly mined?: MinedFilter
-  readonly pending?: PendingFilter
-  /** Sends one push; the payload is shared by every subscriber of the event. */
-  deliver(payload: PushPayload): void
-}
 
 export interface StreamOptions {
   /** Head polling period when no upstream WebSocket is live. */

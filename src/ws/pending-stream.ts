@@ -1,8 +1,8 @@
 import type { Network } from '../chains/registry.ts'
 import type { UpstreamSocket } from '../chains/upstream-socket.ts'
 import type { Logger } from '../logger.ts'
-import type { StreamSubscriber } from './network-streams.ts'
 import { PushPayload } from './push-frame.ts'
+import type { StreamSubscriber } from './subscriber.ts'
 import type { TxStreams } from './tx-streams.ts'
 
 const PENDING = 'newPendingTransactions'

@@ -1,7 +1,7 @@
 import type { Network } from '../chains/registry.ts'
 import type { Logger } from '../logger.ts'
-import type { StreamSubscriber } from './network-streams.ts'
 import { PushPayload } from './push-frame.ts'
+import type { StreamSubscriber } from './subscriber.ts'
 
 /**
  * The `syncing` subscription of one network: eth_syncing polled while anyone subscribes, a
