@@ -183,13 +183,25 @@ export const ZERO_GAS: OpGas = {
 
 /** A SimpleAccount (v0.6 or v0.7) of a fresh owner, as permissionless.js builds and signs it. */
 export class TestAccount {
-  private constructor(
-    readonly version: EntryPointVersion,
-    readonly account: SimpleAccount,
-    readonly owner: PrivateKeyAccount,
-    readonly address: Address,
-    private readonly fx: BundlerFixture,
-  ) {}
+  readonly version: EntryPointVersion
+  readonly account: SimpleAccount
+  readonly owner: PrivateKeyAccount
+  readonly address: Address
+  private readonly fx: BundlerFixture
+
+  private constructor(parts: {
+    version: EntryPointVersion
+    account: SimpleAccount
+    owner: PrivateKeyAccount
+    address: Address
+    fx: BundlerFixture
+  }) {
+    this.version = parts.version
+    this.account = parts.account
+    this.owner = parts.owner
+    this.address = parts.address
+    this.fx = parts.fx
+  }
 
   static async create(fx: BundlerFixture, version: EntryPointVersion): Promise<TestAccount> {
     const owner = privateKeyToAccount(generatePrivateKey())
@@ -200,7 +212,7 @@ export class TestAccount {
       entryPoint: { address: fx.aa.entryPoints[version], version: version === 'v06' ? '0.6' : '0.7' },
     })
     const address = (await account.getAddress()).toLowerCase() as Address
-    return new TestAccount(version, account, owner, address, fx)
+    return new TestAccount({ version, account, owner, address, fx })
   }
 
   async deployed(): Promise<boolean> {

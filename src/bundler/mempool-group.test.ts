@@ -59,7 +59,7 @@ describe.each(storageBackends())('mempool group commit on $name', (backend) => {
   it.each(paths)(
     '%s: each op gets the answer it would get alone; refusals leave no trace',
     async (_, shared) => {
-      const mempool = new Mempool(fx.storage.db, NETWORK, DEFAULT_MEMPOOL, undefined, shared)
+      const mempool = new Mempool({ db: fx.storage.db, network: NETWORK, settings: DEFAULT_MEMPOOL, shared })
       const ep = fx.entryPoint('v07')
       const a = await deployedAccount(fx, svc, 'v07', token)
       const b = await deployedAccount(fx, svc, 'v07', token)

@@ -72,15 +72,30 @@ export function isStaked(info: StakeInfo, s: MempoolSettings): boolean {
   return info.stake >= s.minStake && info.unstakeDelaySec >= s.minUnstakeDelaySec
 }
 
+export interface MempoolDeps {
+  db: DB
+  network: string
+  /** DEFAULT_MEMPOOL when absent. */
+  settings?: MempoolSettings
+  reputation?: Reputation | undefined
+  /** Other processes write this database (PostgreSQL): accepts take a per-sender lock. True when absent. */
+  shared?: boolean
+}
+
 export class Mempool {
-  constructor(
-    private readonly db: DB,
-    readonly network: string,
-    private readonly settings: MempoolSettings = DEFAULT_MEMPOOL,
-    private readonly reputation?: Reputation,
-    /** Other processes write this database (PostgreSQL): accepts take a per-sender lock. */
-    private readonly shared = true,
-  ) {}
+  private readonly db: DB
+  readonly network: string
+  private readonly settings: MempoolSettings
+  private readonly reputation: Reputation | undefined
+  private readonly shared: boolean
+
+  constructor(deps: MempoolDeps) {
+    this.db = deps.db
+    this.network = deps.network
+    this.settings = deps.settings ?? DEFAULT_MEMPOOL
+    this.reputation = deps.reputation
+    this.shared = deps.shared ?? true
+  }
 
   /**
    * Adds a validated op (or replaces the pending one at the same sender and nonce). Returns its

@@ -105,7 +105,13 @@ export class NetworkBundler {
       stake,
     )
     const rep = (spec.reputation?.enabled ?? validation.mode === 'safe') ? this.reputation : null
-    this.mempool = new Mempool(storage.db, network, pool, rep ?? undefined, storage.sharedAccess)
+    this.mempool = new Mempool({
+      db: storage.db,
+      network,
+      settings: pool,
+      reputation: rep ?? undefined,
+      shared: storage.sharedAccess,
+    })
     const outcome = (o: string) => metrics.bundles.inc({ network, outcome: o })
     this.builder = new BundleBuilder({
       network,

@@ -1,9 +1,12 @@
-import { accountKitRows } from '../alchemy/methods/account-kit.ts'
 import type { Network } from '../chains/registry.ts'
+import type { GasPriceService } from '../gas/price-service.ts'
+import type { Sponsorship } from '../gas/register-sponsorship.ts'
 import { nativeToWei } from '../gas/sponsor-config.ts'
 import type { FeatureHost } from '../http/host.ts'
 import type { MethodRegistry } from '../rpc/methods/spec.ts'
+import type { RpcService } from '../rpc/service.ts'
 import type { Hex } from '../types.ts'
+import { accountKitRows } from './account-kit.ts'
 import { ANVIL_EXECUTOR_KEYS } from './executor.ts'
 import { bundlerRegistry, registerBundlerRoute } from './rpc.ts'
 import { type BundlerNetworkSpec, BundlerService, configuredEntryPoints } from './service.ts'
@@ -15,13 +18,6 @@ export interface Bundler {
   registry: MethodRegistry
   /** `GET /ready` checks: one per network, failing while its executor is below its floor. */
   readinessChecks(): { name: string; check(): Promise<void> }[]
-}
-
-declare module '../http/host.ts' {
-  interface FeatureServices {
-    /** The ERC-4337 bundler (src/bundler/service.ts). */
-    bundler: Bundler
-  }
 }
 
 /**
@@ -64,7 +60,10 @@ function bundlerSpec(net: Network, devMode: boolean): { spec: BundlerNetworkSpec
  * builder loop per network (started with the server, stopped before storage closes), and the
  * executor balance in `/ready`.
  */
-export function registerBundler(host: FeatureHost): Bundler {
+export function registerBundler(
+  host: FeatureHost,
+  deps: { rpc: RpcService; gasPrices: GasPriceService; sponsorship: Sponsorship },
+): Bundler {
   const { ctx } = host
   const specs: BundlerNetworkSpec[] = []
   const debugOn = new Set<string>()
@@ -89,14 +88,14 @@ export function registerBundler(host: FeatureHost): Bundler {
     serves: (n) => served.has(n.slug),
     debug: (n) => debugOn.has(n.slug),
     extra: accountKitRows({
-      gasPrices: host.services.gasPrices,
-      sponsor: host.services.sponsorship.sponsor,
+      gasPrices: deps.gasPrices,
+      sponsor: deps.sponsorship.sponsor,
       bundler: service,
       logger: ctx.logger,
       networks: ctx.networks,
     }),
   })
-  registerBundlerRoute(host.app, { rpc: host.services.rpc, charger: ctx.charger, registry })
+  registerBundlerRoute(host.app, { rpc: deps.rpc, charger: ctx.charger, registry })
   if (service) {
     host.onStart(() => service.start())
     host.addTask({ name: 'bundler', stop: () => service.stop() })
@@ -113,6 +112,5 @@ export function registerBundler(host: FeatureHost): Bundler {
         },
       })),
   }
-  host.services.bundler = bundler
   return bundler
 }

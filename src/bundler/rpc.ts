@@ -1,14 +1,9 @@
 import type { FastifyInstance } from 'fastify'
-import { toHex } from 'viem'
 import { z } from 'zod'
 import type { Network } from '../chains/registry.ts'
 import type { Charger } from '../http/charge.ts'
-import {
-  type JsonRpcErrorObject,
-  RPC_INTERNAL_ERROR,
-  RPC_METHOD_NOT_FOUND,
-  type RpcOutcome,
-} from '../jsonrpc.ts'
+import { answerJsonRpc } from '../http/jsonrpc-errors.ts'
+import { RPC_METHOD_NOT_FOUND, type RpcOutcome } from '../jsonrpc.ts'
 import type { Logger } from '../logger.ts'
 import { createRegistry } from '../rpc/methods/registry.ts'
 import { m } from '../rpc/methods/row.ts'
@@ -19,38 +14,18 @@ import { type Address, isAddress, toLowerAddress } from '../types.ts'
 import type { StateOverride } from './chain.ts'
 import { parseEntryPoint, parseUserOperation, parseUserOpHash } from './schema.ts'
 import type { BundlerService } from './service.ts'
-import { BundlerError, BundlerErrorCode, invalidFields } from './types.ts'
+import { invalidFields, wire } from './types.ts'
 
 /**
  * The ERC-4337 bundler (`POST /v1/bundler/{chain}/{network}`) as a JSON-RPC surface: registry
  * rows served by the shared endpoint (rpc/endpoint.ts), so envelope, batch, scope and charging
  * are /v1/rpc's. Nothing is coalesced or cached: a send is a write and an estimate depends on
  * the mempool. BundlerErrors map to JSON-RPC errors with their ERC-7769 code in one place
- * (bundlerRpcError). `debug_bundler_*` rows answer only on networks whose config enables them,
+ * (http/jsonrpc-errors.ts). `debug_bundler_*` rows answer only on networks whose config enables them,
  * and only to the operator.
  */
 
 const SCOPE = 'bundler:send' as const
-
-/** Quantities as the wire wants them (debug results and stake status carry bigints). */
-const wire = (v: unknown): unknown =>
-  JSON.parse(JSON.stringify(v, (_, x) => (typeof x === 'bigint' ? toHex(x) : x))) as unknown
-
-export function bundlerRpcError(err: unknown, logger: Logger): JsonRpcErrorObject {
-  if (err instanceof BundlerError) {
-    if (err.code === BundlerErrorCode.internal) {
-      logger.warn({ err: err.message }, 'bundler: node call failed')
-      return { code: RPC_INTERNAL_ERROR, message: err.message }
-    }
-    return {
-      code: err.code,
-      message: err.message,
-      ...(err.data === undefined ? {} : { data: wire(err.data) }),
-    }
-  }
-  logger.error({ err }, 'bundler: unexpected failure')
-  return { code: RPC_INTERNAL_ERROR, message: 'internal error' }
-}
 
 const param = (params: readonly unknown[], i: number) => params[i]
 
@@ -183,11 +158,10 @@ export function bundlerRegistry(
   const row = (name: string, cost: number, call: Call, access: MethodAccess) => {
     const run = async (x: ExecContext, params: readonly unknown[]): Promise<RpcOutcome> => {
       if (!svc) return { error: { code: RPC_METHOD_NOT_FOUND, message: NOT_SERVED } }
-      try {
-        return { result: wire(await call(svc, x.network.slug, params)) }
-      } catch (err) {
-        return { error: bundlerRpcError(err, logger) }
-      }
+      // A node's own error is not passed on: the bundler's BundlerError names the call that failed.
+      return answerJsonRpc({ logger, what: 'bundler', rpcErrors: 'internal' }, async () =>
+        wire(await call(svc, x.network.slug, params)),
+      )
     }
     return m(name, cost, { scope: SCOPE, access, coalesce: false, run })
   }

@@ -1,3 +1,6 @@
+import { toHex } from 'viem'
+import type { JsonRpcAnswerable } from '../http/jsonrpc-errors.ts'
+import type { JsonRpcErrorObject } from '../jsonrpc.ts'
 import type { Address, Hash, Hex } from '../types.ts'
 
 /**
@@ -63,11 +66,15 @@ export const BundlerErrorCode = {
 
 export type BundlerErrorCodeValue = (typeof BundlerErrorCode)[keyof typeof BundlerErrorCode]
 
+/** Quantities as the wire wants them (debug results, stake status and error data carry bigints). */
+export const wire = (v: unknown): unknown =>
+  JSON.parse(JSON.stringify(v, (_, x) => (typeof x === 'bigint' ? toHex(x) : x))) as unknown
+
 /**
  * A refusal with its ERC-7769 code and a message that says what to change. Thrown by the
- * bundler services and mapped once, by the JSON-RPC route, to `{code, message, data}`.
+ * bundler services; the JSON-RPC funnel (http/jsonrpc-errors.ts) answers `{code, message, data}`.
  */
-export class BundlerError extends Error {
+export class BundlerError extends Error implements JsonRpcAnswerable {
   constructor(
     readonly code: BundlerErrorCodeValue,
     message: string,
@@ -75,6 +82,16 @@ export class BundlerError extends Error {
   ) {
     super(message)
     this.name = 'BundlerError'
+  }
+
+  jsonRpcError(): JsonRpcErrorObject {
+    // The node failed us: the method is named, nothing else is passed on.
+    if (this.code === BundlerErrorCode.internal) return { code: this.code, message: this.message }
+    return {
+      code: this.code,
+      message: this.message,
+      ...(this.data === undefined ? {} : { data: wire(this.data) }),
+    }
   }
 }
 

@@ -1,8 +1,10 @@
 import { readFileSync } from 'node:fs'
 import type { FastifyInstance } from 'fastify'
 import { HalyardError } from '../errors.ts'
+import type { Sponsorship } from '../gas/register-sponsorship.ts'
 import type { FeatureHost } from '../http/host.ts'
 import { definePublicRoute } from '../http/route.ts'
+import type { WalletService } from '../wallets/service.ts'
 import type { WebhookService } from '../webhooks/service.ts'
 import { DashboardRoutes } from './route.ts'
 import { registerAuthPages } from './routes-auth.ts'
@@ -13,13 +15,6 @@ import { registerOverviewPages } from './routes-overview.ts'
 import { registerWebhookPages } from './routes-webhooks.ts'
 import { DashboardSessions } from './sessions.ts'
 import { checkHost, type DashboardSite, SECURITY_HEADERS } from './web.ts'
-
-declare module '../http/host.ts' {
-  interface FeatureServices {
-    /** Dashboard sign-in links and sessions (src/dashboard/sessions.ts): the CLI and dev banner make links. */
-    dashboard: DashboardSessions
-  }
-}
 
 /** Form bodies are small: a name, a URL, a JSON config. Every dashboard route's body limit. */
 export const FORM_LIMIT = 64 * 1024
@@ -34,10 +29,12 @@ const ASSETS = {
  * as /v1. Its routes live in their own Fastify scope, the only one that parses HTML form bodies
  * and sends the dashboard's security headers.
  */
-export function registerDashboard(host: FeatureHost, deps: { webhooks: WebhookService }): DashboardSessions {
+export function registerDashboard(
+  host: FeatureHost,
+  deps: { webhooks: WebhookService; sponsorship: Sponsorship; wallets: WalletService },
+): DashboardSessions {
   const { ctx } = host
   const sessions = new DashboardSessions(ctx.storage.db, ctx.auth, ctx.limiter)
-  host.services.dashboard = sessions
   // The keys page's "last used": the auth service marks keys in memory per request, this
   // writes them in one UPDATE every few seconds, and once more when the server closes.
   ctx.auth.startLastUsedFlush(undefined, (err) =>
@@ -99,8 +96,8 @@ export function registerDashboard(host: FeatureHost, deps: { webhooks: WebhookSe
     registerKeyPages(routes, ctx.auth)
     registerKeyAccessPages(routes, ctx.auth)
     registerWebhookPages(routes, deps.webhooks, ctx.networks, ctx.storage.db)
-    registerGasPages(routes, host.services.sponsorship.policies, ctx.networks)
-    registerOverviewPages(routes, host)
+    registerGasPages(routes, deps.sponsorship.policies, ctx.networks)
+    registerOverviewPages(routes, host, deps.wallets)
   })
   return sessions
 }

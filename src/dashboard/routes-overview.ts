@@ -1,6 +1,7 @@
 import type { FeatureHost } from '../http/host.ts'
 import { effectiveLimits } from '../limits/plans.ts'
 import { readUsage, resolveRange } from '../usage/service.ts'
+import type { WalletService } from '../wallets/service.ts'
 import { barChart, labelledBars } from './charts.ts'
 import { type Html, html } from './html.ts'
 import { layout, when } from './layout.ts'
@@ -10,7 +11,7 @@ import type { DashboardRoutes } from './route.ts'
 const fmt = (n: number | null) => (n === null ? 'unlimited' : n.toLocaleString('en-US'))
 
 /** Overview (plan, limits, networks), Smart wallets and the API docs page. */
-export function registerOverviewPages(r: DashboardRoutes, host: FeatureHost): void {
+export function registerOverviewPages(r: DashboardRoutes, host: FeatureHost, wallets: WalletService): void {
   const { ctx } = host
 
   r.signedIn('GET', '/dashboard', async ({ session }) => {
@@ -63,7 +64,7 @@ ${networks.map(
     const keys = await ctx.auth.listKeys(session.email)
     const rows: Html[] = []
     for (const k of keys) {
-      const list = await host.services.wallets.list(k.id, { page: 1, limit: 100 }, undefined)
+      const list = await wallets.list(k.id, { page: 1, limit: 100 }, undefined)
       for (const w of list.wallets)
         rows.push(
           html`<tr><td><code>${w.address}</code></td><td><code>${w.owner}</code></td><td>${w.chain}</td><td><span class="status-${w.status}">${w.status}</span></td><td>${k.name ?? k.prefix}</td><td>${when(w.created_at)}</td></tr>`,

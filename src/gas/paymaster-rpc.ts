@@ -2,21 +2,22 @@ import type { FastifyInstance } from 'fastify'
 import type { NetworkRegistry } from '../chains/registry.ts'
 import { type Viewer, visibleTo } from '../http/access.ts'
 import type { Charger } from '../http/charge.ts'
-import { RPC_INTERNAL_ERROR, type RpcOutcome } from '../jsonrpc.ts'
+import { answerJsonRpc, internalJsonRpcError } from '../http/jsonrpc-errors.ts'
+import type { RpcOutcome } from '../jsonrpc.ts'
 import type { Logger } from '../logger.ts'
 import { createRegistry } from '../rpc/methods/registry.ts'
 import { m } from '../rpc/methods/row.ts'
 import type { ExecContext, MethodRegistry } from '../rpc/methods/spec.ts'
 import { defineJsonRpcRoute } from '../rpc/routes.ts'
 import type { RpcService } from '../rpc/service.ts'
-import { NOT_CONFIGURED, paymasterRpcError } from './sponsor-routes.ts'
+import { NOT_CONFIGURED } from './sponsor-routes.ts'
 import type { SponsorService } from './sponsor-service.ts'
 
 /**
  * The ERC-7677 paymaster (`POST /v1/paymaster/{chain}/{network}`) as a JSON-RPC surface: two
  * registry rows served by the shared endpoint (rpc/endpoint.ts), so envelope, batch, scope and
  * charging are /v1/rpc's. Answers depend on the caller's account: the rows never coalesce or
- * cache. Errors map to JSON-RPC in one place (paymasterRpcError).
+ * cache. Errors map to JSON-RPC in one place (http/jsonrpc-errors.ts).
  */
 
 const PM_COST = 5
@@ -33,12 +34,12 @@ export function paymasterRegistry(
     const call = method(sponsor)
     const run = async (x: ExecContext, params: readonly unknown[]): Promise<RpcOutcome> => {
       // The endpoint always passes its caller; without one there is no account to sign for.
-      if (!x.caller) return { error: { code: RPC_INTERNAL_ERROR, message: 'internal error' } }
-      try {
-        return { result: await call(visibleTo(x.caller, networks), x.network.slug, params) }
-      } catch (err) {
-        return { error: paymasterRpcError(err, logger) }
-      }
+      const caller = x.caller
+      if (!caller) return { error: internalJsonRpcError() }
+      // A node's failure is the paymaster's, not the caller's to read: answered as internal.
+      return answerJsonRpc({ logger, what: 'paymaster', rpcErrors: 'internal' }, () =>
+        call(visibleTo(caller, networks), x.network.slug, params),
+      )
     }
     // A paymaster signature reserves sponsorship from the shared deposit: a write; the stub only estimates.
     const access = name === 'pm_getPaymasterData' ? 'write' : 'read'

@@ -1,4 +1,6 @@
 import { HalyardError } from '../errors.ts'
+import type { JsonRpcAnswerable } from '../http/jsonrpc-errors.ts'
+import { type JsonRpcErrorObject, RPC_FORBIDDEN, RPC_RATE_LIMITED } from '../jsonrpc.ts'
 import type { Address } from '../types.ts'
 import type { AccountCall } from './policy-calls.ts'
 import { addDecimal, compareDecimal } from './policy-decimal.ts'
@@ -54,7 +56,7 @@ export interface Refusal {
 }
 
 /** A sponsorship refused by a policy rule: 403, or 429 with Retry-After when waiting helps. */
-export class SponsorshipRefused extends HalyardError {
+export class SponsorshipRefused extends HalyardError implements JsonRpcAnswerable {
   readonly rule: RuleName
   constructor(r: Refusal) {
     super(
@@ -63,6 +65,17 @@ export class SponsorshipRefused extends HalyardError {
       r.retryAfterSeconds !== undefined ? { 'retry-after': String(r.retryAfterSeconds) } : {},
     )
     this.rule = r.rule
+  }
+
+  /** On JSON-RPC (ERC-7677): -32005 with data.retryAfter for a rate rule, else -32003, naming the rule. */
+  jsonRpcError(): JsonRpcErrorObject {
+    if (this.code === 'rate_limited')
+      return {
+        code: RPC_RATE_LIMITED,
+        message: this.message,
+        data: { rule: this.rule, retryAfter: Number(this.headers['retry-after']) },
+      }
+    return { code: RPC_FORBIDDEN, message: this.message, data: { rule: this.rule } }
   }
 }
 

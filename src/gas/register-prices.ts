@@ -2,17 +2,9 @@ import type { FeatureHost } from '../http/host.ts'
 import { registerGasPriceRoutes } from './price-routes.ts'
 import { GasPriceService } from './price-service.ts'
 
-declare module '../http/host.ts' {
-  interface FeatureServices {
-    /** Gas price estimates per network (src/gas/price-service.ts), cached per head. */
-    gasPrices: GasPriceService
-  }
-}
-
 /** Gas price estimates (spec 4.6): one cached estimate per network and head. */
 export function registerGasPrices(host: FeatureHost): GasPriceService {
   const gas = new GasPriceService()
   registerGasPriceRoutes(host.app, gas)
-  host.services.gasPrices = gas
   return gas
 }

@@ -2,6 +2,8 @@ import { createPublicClient, http } from 'viem'
 import type { Network } from '../chains/registry.ts'
 import { findPaymasterV06 } from '../devnet/account-abstraction.ts'
 import type { FeatureHost } from '../http/host.ts'
+import type { RpcService } from '../rpc/service.ts'
+import type { DataApis } from '../tokens/register.ts'
 import type { Address } from '../types.ts'
 import { loadPaymasterSigner } from './paymaster-key.ts'
 import { registerPaymasterMetrics } from './paymaster-metrics.ts'
@@ -22,20 +24,16 @@ export interface Sponsorship {
   readinessChecks(): { name: string; check(): Promise<void> }[]
 }
 
-declare module '../http/host.ts' {
-  interface FeatureServices {
-    /** Gas sponsorship (src/gas/sponsor-service.ts): policies, signing, deposit status. */
-    sponsorship: Sponsorship
-  }
-}
-
 /**
  * Gas sponsorship (spec 4.6, issue 15): policy routes, `POST /v1/gas/sponsor`, the ERC-7677
  * paymaster on the shared JSON-RPC endpoint, and the settlement
  * poller that settles reservations from `UserOperationEvent`s and releases expired ones. Runs
  * after registerTokens: the native USD price comes from the network's price source.
  */
-export async function registerSponsorship(host: FeatureHost): Promise<Sponsorship> {
+export async function registerSponsorship(
+  host: FeatureHost,
+  deps: { rpc: RpcService; data: DataApis },
+): Promise<Sponsorship> {
   const { ctx } = host
   const signer = loadPaymasterSigner({ devMode: ctx.devMode, dataDir: ctx.env.dataDir, env: process.env })
   const specs: SponsorNetworkSpec[] = []
@@ -44,7 +42,7 @@ export async function registerSponsorship(host: FeatureHost): Promise<Sponsorshi
     for (const net of ctx.networks.all()) {
       if (net.kind !== 'evm') continue
       const v06 = ctx.devMode ? await devPaymasterV06(net, signer.address) : undefined
-      const pair = sponsorNetwork(net, host.services.data.sources(net).prices, net.config.sponsorship, v06)
+      const pair = sponsorNetwork(net, deps.data.sources(net).prices, net.config.sponsorship, v06)
       if (!pair) continue
       specs.push(pair.spec)
       settlements.push(pair.settlement)
@@ -62,7 +60,7 @@ export async function registerSponsorship(host: FeatureHost): Promise<Sponsorshi
   registerPolicyRoutes(host.app, ctx.networks, policies)
   registerSponsorRoutes(host.app, ctx.networks, sponsor)
   registerPaymasterRoute(host.app, {
-    rpc: host.services.rpc,
+    rpc: deps.rpc,
     charger: ctx.charger,
     registry: paymasterRegistry(sponsor, ctx.logger, ctx.networks),
   })
@@ -99,7 +97,6 @@ export async function registerSponsorship(host: FeatureHost): Promise<Sponsorshi
         },
       })),
   }
-  host.services.sponsorship = sponsorship
   return sponsorship
 }
 

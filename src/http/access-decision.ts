@@ -5,7 +5,7 @@ import type { Network } from '../chains/registry.ts'
 import { HalyardError } from '../errors.ts'
 import { type JsonRpcErrorObject, RPC_FORBIDDEN } from '../jsonrpc.ts'
 import { callTargets } from './call-targets.ts'
-import type { RouteScope } from './route.ts'
+import type { RouteScope } from './route-meta.ts'
 
 /**
  * THE access decision: every transport (Fastify routes, the JSON-RPC fast lane, WebSocket

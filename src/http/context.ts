@@ -1,6 +1,6 @@
 import type { Caller } from '../auth/service.ts'
 import type { Network } from '../chains/registry.ts'
-import type { RouteMeta } from './route.ts'
+import type { RouteMeta } from './route-meta.ts'
 
 declare module 'fastify' {
   interface FastifyRequest {

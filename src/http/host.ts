@@ -43,19 +43,9 @@ export interface BackgroundTask {
   stop(): Promise<void>
 }
 
-/**
- * Services one feature offers another (a feature uses another only through its service).
- * Empty here: each feature's register.ts adds its own field by declaration merging
- * (`declare module '../http/host.ts' { interface FeatureServices { … } }`), and sets it
- * when it registers, before any later feature reads it.
- */
-// biome-ignore lint/suspicious/noEmptyInterface: filled by declaration merging in each register.ts
-export interface FeatureServices {}
-
 export interface FeatureHost {
   readonly app: FastifyInstance
   readonly ctx: AppContext
-  readonly services: FeatureServices
   /** A worker stopped (in reverse order) when the server closes, before storage closes. */
   addTask(task: BackgroundTask): void
   /**

@@ -10,7 +10,7 @@ import { corsHeaders, isApiPath } from './cors.ts'
 import { installErrorHandling } from './errors.ts'
 import { parseInput } from './params.ts'
 import type { ClientAddress } from './peer.ts'
-import type { ChainKind, NetworkBinding, RouteMeta } from './route.ts'
+import type { ChainKind, NetworkBinding, RouteMeta } from './route-meta.ts'
 import './context.ts'
 
 export interface GateDeps {

@@ -1,7 +1,7 @@
 import { z } from 'zod'
 import { ERROR_STATUS, type ErrorCode } from '../errors.ts'
 import type { DeclaredRoute } from '../http/pipeline.ts'
-import type { RouteMeta } from '../http/route.ts'
+import type { RouteMeta } from '../http/route-meta.ts'
 
 /**
  * The OpenAPI 3.1 document, generated from what every route declares (http/route.ts): its

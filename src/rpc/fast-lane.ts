@@ -16,7 +16,7 @@ import {
   writeLaneError,
 } from '../http/fast-lane.ts'
 import { parseInput } from '../http/params.ts'
-import type { ChainKind, RouteScope } from '../http/route.ts'
+import type { ChainKind, RouteScope } from '../http/route-meta.ts'
 import type { LimitDecision } from '../limits/limiter.ts'
 import {
   admitHttp,
@@ -79,13 +79,25 @@ export function jsonRpcFastLane(host: FastLaneHost, route: JsonRpcLaneRoute, dep
     if (!(length > 0) || length > host.bodyLimit || req.headers['transfer-encoding'] !== undefined)
       return false
     host.metrics.recordFastLane()
-    const x = new Exchange(host, route, deps, req, res, network, caller, origin)
+    const x = new Exchange({ host, route, deps, req, res, network, caller, origin })
     onBody(req, length, (text) => {
       // The client left before its body arrived: never served, never counted.
       if (text !== undefined) answerAtOnce(x, text)
     })
     return true
   }
+}
+
+interface ExchangeParts {
+  host: FastLaneHost
+  route: JsonRpcLaneRoute
+  deps: EndpointDeps
+  req: IncomingMessage
+  res: ServerResponse
+  network: Network
+  caller: Caller
+  /** The request's Origin header: a browser's request gets the CORS headers. */
+  origin: string | undefined
 }
 
 /** One request through the lane: what it needs, and what its answer has collected so far. */
@@ -97,16 +109,23 @@ class Exchange {
   /** The answer `writeAtEndOfTurn` writes. */
   text = ''
 
-  constructor(
-    readonly host: FastLaneHost,
-    readonly route: JsonRpcLaneRoute,
-    readonly deps: EndpointDeps,
-    readonly req: IncomingMessage,
-    readonly res: ServerResponse,
-    readonly network: Network,
-    readonly caller: Caller,
-    origin: string | undefined,
-  ) {
+  readonly host: FastLaneHost
+  readonly route: JsonRpcLaneRoute
+  readonly deps: EndpointDeps
+  readonly req: IncomingMessage
+  readonly res: ServerResponse
+  readonly network: Network
+  readonly caller: Caller
+
+  constructor(parts: ExchangeParts) {
+    const { host, req, origin } = parts
+    this.host = host
+    this.route = parts.route
+    this.deps = parts.deps
+    this.req = req
+    this.res = parts.res
+    this.network = parts.network
+    this.caller = parts.caller
     this.requestId = requestIdFor(req)
     this.headers = { 'x-request-id': this.requestId }
     // A browser's request (it sends Origin): the same CORS headers as Fastify's answers.

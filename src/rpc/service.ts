@@ -2,7 +2,8 @@ import type { Redis } from 'ioredis'
 import type { Caller } from '../auth/service.ts'
 import { type GatewaySettings, gatewaySettings } from '../chains/gateway.ts'
 import type { Network } from '../chains/registry.ts'
-import { type JsonRpcRequest, RPC_INTERNAL_ERROR, RpcError, type RpcOutcome } from '../jsonrpc.ts'
+import { toJsonRpcError } from '../http/jsonrpc-errors.ts'
+import type { JsonRpcRequest, RpcOutcome } from '../jsonrpc.ts'
 import type { Logger } from '../logger.ts'
 import type { Metrics } from '../metrics.ts'
 import type { CachePlan } from './cache-policy.ts'
@@ -131,15 +132,13 @@ export class RpcService {
           // whatever its shape, so a raw pool call and not a typed read (chains/reads.ts).
           await network.pool.call(request.method, request.params)
     } catch (err) {
-      if (!(err instanceof RpcError)) {
-        this.logger?.error(
-          { err, network: network.slug, method: request.method },
-          'JSON-RPC call failed unexpectedly',
-        )
+      outcome = {
+        error: toJsonRpcError(err, {
+          logger: this.logger,
+          what: 'JSON-RPC call',
+          fields: { network: network.slug, method: request.method },
+        }),
       }
-      const error =
-        err instanceof RpcError ? err.toObject() : { code: RPC_INTERNAL_ERROR, message: 'internal error' }
-      outcome = { error }
     }
     this.count(network, spec, outcome.error ? 'error' : 'ok')
     if (plan.kind === 'none' || key === undefined) return { outcome, cache: 'none' }

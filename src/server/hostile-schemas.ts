@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import { z } from 'zod'
 import { declaredRoutes } from '../http/pipeline.ts'
-import type { InputSchemas } from '../http/route.ts'
+import type { InputSchemas } from '../http/route-meta.ts'
 import { routesFromTree } from './hostile-harness.ts'
 import { type Case, json, type Route, withQuery } from './hostile-request.ts'
 

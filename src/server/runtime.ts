@@ -9,7 +9,7 @@ import type { Env } from '../config/env.ts'
 import type { NetworkConfig } from '../config/file.ts'
 import { registerLoginLinkAdminRoute } from '../dashboard/login-link.ts'
 import { Charger } from '../http/charge.ts'
-import type { AppContext, BackgroundTask, FeatureServices } from '../http/host.ts'
+import type { AppContext, BackgroundTask } from '../http/host.ts'
 import type { RateLimiter } from '../limits/limiter.ts'
 import { MemoryRateLimiter } from '../limits/memory-limiter.ts'
 import { RedisRateLimiter } from '../limits/redis-limiter.ts'
@@ -23,7 +23,7 @@ import { migrate } from '../storage/migrate.ts'
 import { DEFAULT_DB_TIMEOUT_MS } from '../storage/pg-pool.ts'
 import { buildApp } from './app.ts'
 import { watchDatabase } from './database-watch.ts'
-import { registerFeatures } from './features.ts'
+import { type Features, registerFeatures } from './features.ts'
 import { type ReadinessCheck, registerOpsRoutes } from './ops-routes.ts'
 
 export interface StartOptions {
@@ -57,7 +57,7 @@ export interface StartOptions {
 export interface Halyard {
   readonly app: FastifyInstance
   readonly ctx: AppContext
-  readonly services: FeatureServices
+  readonly services: Features
   /** http://host:port */
   readonly origin: string
   /** Where users reach Halyard: HALYARD_PUBLIC_URL, else `origin` (sign-in links point here). */
@@ -141,13 +141,10 @@ export async function startHalyard(opts: StartOptions): Promise<Halyard> {
     }
     registerOpsRoutes(app, { db: storage.db, networks, metrics, checks })
     if (opts.adminToken) registerAdminRoutes(app, auth, opts.adminToken)
-    // Filled by registerFeatures: each feature sets its own field before any other reads it.
-    const services = {} as FeatureServices
     const starters: (() => Promise<void> | void)[] = []
-    await registerFeatures({
+    const services = await registerFeatures({
       app,
       ctx,
-      services,
       addTask: (t) => tasks.push(t),
       onStart: (fn) => starters.push(fn),
     })

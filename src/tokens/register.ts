@@ -1,5 +1,6 @@
 import type { Network } from '../chains/registry.ts'
 import type { FeatureHost } from '../http/host.ts'
+import type { IndexerService } from '../indexer/service.ts'
 import { buildDataSources, type NetworkDataSources } from '../prices/registry.ts'
 import { registerTokenRoutes } from './routes.ts'
 import { TokenService } from './service.ts'
@@ -9,15 +10,11 @@ export interface DataApis {
   sources: (net: Network) => NetworkDataSources
 }
 
-declare module '../http/host.ts' {
-  interface FeatureServices {
-    /** Token API service, price sources and token lists per network (NFT API reads them too). */
-    data: DataApis
-  }
-}
-
 /** Token API (spec 4.2): price sources and token lists per EVM network, then the routes. */
-export async function registerTokens(host: FeatureHost): Promise<DataApis> {
+export async function registerTokens(
+  host: FeatureHost,
+  deps: { indexer: IndexerService },
+): Promise<DataApis> {
   const { ctx } = host
   const bySlug = new Map<string, NetworkDataSources>()
   for (const net of ctx.networks.all()) {
@@ -32,13 +29,12 @@ export async function registerTokens(host: FeatureHost): Promise<DataApis> {
     if (!s) throw new Error(`no data sources for ${net.slug}`)
     return s
   }
-  const indexer = host.services.indexer
+  const { indexer } = deps
   const tokens = new TokenService({
     db: ctx.storage.db,
     sources,
     indexCursor: (slug) => indexer.cursor(slug),
   })
   registerTokenRoutes(host.app, tokens)
-  host.services.data = { tokens, sources }
-  return host.services.data
+  return { tokens, sources }
 }

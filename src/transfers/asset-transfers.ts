@@ -1,7 +1,7 @@
 import { z } from 'zod'
-import { answer } from '../alchemy/methods/params.ts'
 import type { Network } from '../chains/registry.ts'
 import { describeZodError } from '../config/validation.ts'
+import { answerJsonRpc } from '../http/jsonrpc-errors.ts'
 import { RPC_INVALID_PARAMS, RpcError, type RpcOutcome } from '../jsonrpc.ts'
 import type { Logger } from '../logger.ts'
 import { formatUnits } from '../prices/decimal.ts'
@@ -309,7 +309,7 @@ export interface AssetTransfersDeps {
 export function assetTransfersRow(deps: AssetTransfersDeps): MethodSpec {
   // Mapped as the other alchemy_* rows are: a client mistake is -32602, anything else -32603.
   const run = (x: ExecContext, params: readonly unknown[]): Promise<RpcOutcome> =>
-    answer(deps.logger, 'alchemy_getAssetTransfers', () =>
+    answerJsonRpc({ logger: deps.logger, what: 'alchemy_getAssetTransfers' }, () =>
       getAssetTransfers(deps.transfers, x.network, parseAssetTransfersParams(params)),
     )
   return m('alchemy_getAssetTransfers', assetTransfersCost, { scope: 'data:read', run })

@@ -2,13 +2,6 @@ import type { FeatureHost } from '../http/host.ts'
 import { UsageRecorder } from './recorder.ts'
 import { registerUsageRoutes } from './routes.ts'
 
-declare module '../http/host.ts' {
-  interface FeatureServices {
-    /** Usage counting (src/usage): the charger records into it; flushed in batches. */
-    usage: UsageRecorder
-  }
-}
-
 /**
  * Usage per account, day and method: the recorder the charger counts into, flushed by every
  * process (not only the background-jobs worker: each one counts its own requests), and
@@ -22,6 +15,5 @@ export function registerUsage(host: FeatureHost, flushIntervalMs?: number): Usag
   recorder.start(flushIntervalMs)
   host.addTask({ name: 'usage flush', stop: () => recorder.stop() })
   registerUsageRoutes(host.app, ctx.storage)
-  host.services.usage = recorder
   return recorder
 }

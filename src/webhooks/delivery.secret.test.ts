@@ -64,10 +64,10 @@ describeEachStorage('undecryptable signing secret on $name', (backend) => {
     ])
     let paused = 0
     let alarms = 0
-    const worker = new DeliveryWorker(
-      storage.db,
-      randomBytes(32),
-      {
+    const worker = new DeliveryWorker({
+      db: storage.db,
+      secretKey: randomBytes(32),
+      opts: {
         timeoutMs: 2_000,
         // Two short delays: the third try waits on the last one, past the pause threshold.
         scheduleMs: [50, 100],
@@ -80,11 +80,11 @@ describeEachStorage('undecryptable signing secret on $name', (backend) => {
         protocols: ['http:'],
         onUndecryptable: () => alarms++,
       },
-      async () => {
+      onPause: async () => {
         paused++
       },
-      createLogger('silent'),
-    )
+      logger: createLogger('silent'),
+    })
     worker.start()
     let attempts: Awaited<ReturnType<typeof store.attempts>>['rows']
     try {

@@ -1,9 +1,7 @@
 import type { Logger } from '../logger.ts'
-import type { CidrAllowlist } from '../net/address-policy.ts'
-import type { Resolver } from '../net/safe-fetch.ts'
 import type { DB } from '../storage/database.ts'
+import type { DeliveryOptions } from './delivery-options.ts'
 import { type Lane, lanesOf } from './lanes.ts'
-import type { NftMetadataSource } from './nft-metadata.ts'
 import { OutcomeWriter } from './outcome-writer.ts'
 import { RetryAlarm } from './retry-alarm.ts'
 import { WebhookSender } from './sender.ts'
@@ -23,38 +21,6 @@ import { WakeSignal } from './wake-signal.ts'
  * of deliveries per second possible; an event's slot is freed only once its outcome is durable.
  */
 
-export interface DeliveryOptions {
-  /** Receiver timeout (spec 8: 15 s). */
-  timeoutMs: number
-  /** Delays before retry 1..n (spec: 10 s, 1 min, 10 min, 1 h, 6 h). After the last retry fails the webhook is paused. */
-  scheduleMs: readonly number[]
-  /** Form B's delays before retry 1..n (spec 6.2: 1 s … 8 h); after the last the event is failed, the webhook stays active. */
-  scheduleBMs?: readonly number[]
-  /** Concurrent lanes (one webhook each). */
-  concurrency: number
-  perHostCap: number
-  /** Events claimed per webhook at once and sent one after another. */
-  perLane: number
-  pollMs: number
-  /** Response bytes read at most (the body is discarded; only the status counts). */
-  maxResponseBytes: number
-  allowLoopback: boolean
-  allowlist?: CidrAllowlist
-  /** Operator host overrides (HALYARD_WEBHOOK_HOSTS); the result is still checked by the policy. */
-  resolve?: Resolver
-  protocols: readonly string[]
-  /** Extra CA certificates to trust (HALYARD_WEBHOOK_CA_FILE): internal PKI receivers, tests. */
-  ca?: string
-  /** Token metadata for form B NFT_TRANSFER payloads, added before each attempt (nft-metadata.ts). */
-  nftMetadata?: NftMetadataSource
-  /** Who makes the attempts (cross-wake.ts instanceId): recorded with each one. */
-  instance?: string
-  /** An attempt found a signing secret that does not decrypt (the metric counts these). */
-  onUndecryptable?: () => void
-}
-
-export const DEFAULT_SCHEDULE_MS = [10_000, 60_000, 600_000, 3_600_000, 21_600_000]
-
 /**
  * While claims keep coming back empty the poll interval doubles up to this. Work this process
  * creates (matched events, API requeues, freed slots, its own retries falling due) wakes the
@@ -69,6 +35,18 @@ export const LEASE_MAX_MS = 6_000
 const RENEW_SHARE = 4
 
 export type PauseHandler = (webhookId: string, lastError: string) => Promise<void>
+
+export interface DeliveryWorkerDeps {
+  db: DB
+  /** 32-byte key the signing secrets are decrypted with. */
+  secretKey: Buffer
+  opts: DeliveryOptions
+  /** Failures past the threshold: pause the webhook (service.pauseAfterFailures). */
+  onPause: PauseHandler
+  logger: Logger
+  /** The webhook's URL failed the safety checks at delivery: disable it (service.disable). */
+  onDisable?: PauseHandler
+}
 
 /** When a lease began, and how many reorgs this worker had seen by then. */
 export interface LeaseStamp {
@@ -110,23 +88,27 @@ export class DeliveryWorker {
   private renewTimer: NodeJS.Timeout | undefined
   private renewing = false
 
-  constructor(
-    private readonly db: DB,
-    secretKey: Buffer,
-    private readonly opts: DeliveryOptions,
-    private readonly onPause: PauseHandler,
-    private readonly logger: Logger,
-    /** The webhook's URL failed the safety checks at delivery: disable it (service.disable). */
-    private readonly onDisable?: PauseHandler,
-  ) {
-    this.sender = new WebhookSender(secretKey, opts)
-    this.outcomes = new OutcomeWriter(
+  private readonly db: DB
+  private readonly opts: DeliveryOptions
+  private readonly onPause: PauseHandler
+  private readonly logger: Logger
+  private readonly onDisable: PauseHandler | undefined
+
+  constructor(deps: DeliveryWorkerDeps) {
+    const { db, opts, logger } = deps
+    this.db = db
+    this.opts = opts
+    this.onPause = deps.onPause
+    this.logger = logger
+    this.onDisable = deps.onDisable
+    this.sender = new WebhookSender(deps.secretKey, opts)
+    this.outcomes = new OutcomeWriter({
       db,
-      opts.instance ?? null,
+      instance: opts.instance ?? null,
       logger,
-      (o) => this.afterRecorded(o),
-      () => this.stopping,
-    )
+      afterRecorded: (o) => this.afterRecorded(o),
+      stopping: () => this.stopping,
+    })
   }
 
   start(): void {

@@ -25,6 +25,17 @@ export const DEFAULT_MAILER_OPTIONS: MailerOptions = {
   batch: 20,
 }
 
+export interface MailerDeps {
+  db: Kysely<Database>
+  logger: Logger
+  /** SMTP_URL; without it nothing is sent (messages stay in the outbox). */
+  smtpUrl: string | undefined
+  /** DEFAULT_MAILER_OPTIONS when absent. */
+  opts?: MailerOptions
+  /** The sender address; Halyard's no-reply address when absent. */
+  from?: string
+}
+
 /**
  * Account notifications (the webhook pause e-mail). Messages are written to `mail_outbox` in
  * the transaction of the state change they report (enqueueMail in outbox.ts), so a crash can neither
@@ -40,13 +51,17 @@ export class Mailer {
   private stopping = false
   private readonly signal = new WakeSignal()
 
-  constructor(
-    private readonly db: Kysely<Database>,
-    private readonly logger: Logger,
-    smtpUrl: string | undefined,
-    private readonly opts: MailerOptions = DEFAULT_MAILER_OPTIONS,
-    private readonly from = 'Halyard <no-reply@halyard.local>',
-  ) {
+  private readonly db: Kysely<Database>
+  private readonly logger: Logger
+  private readonly opts: MailerOptions
+  private readonly from: string
+
+  constructor(deps: MailerDeps) {
+    const { smtpUrl } = deps
+    this.db = deps.db
+    this.logger = deps.logger
+    this.opts = deps.opts ?? DEFAULT_MAILER_OPTIONS
+    this.from = deps.from ?? 'Halyard <no-reply@halyard.local>'
     this.transport = smtpUrl
       ? nodemailer.createTransport({
           url: smtpUrl,

@@ -72,18 +72,18 @@ describeEachStorage(
         )
       }
       const networks = new NetworkRegistry([])
-      const matcher = new WebhookMatcher(
-        storage.db,
-        new TokenMetadata(networks),
-        new ReceiptReader(networks),
-        () => 'ETH',
-        createLogger('silent'),
-      )
+      const matcher = new WebhookMatcher({
+        db: storage.db,
+        tokens: new TokenMetadata(networks),
+        receipts: new ReceiptReader(networks),
+        nativeSymbol: () => 'ETH',
+        logger: createLogger('silent'),
+      })
       // The lease (2 × timeout + 2 s) outlasts the wait below: only the hand-off can send.
-      const worker = new DeliveryWorker(
-        storage.db,
-        key,
-        {
+      const worker = new DeliveryWorker({
+        db: storage.db,
+        secretKey: key,
+        opts: {
           timeoutMs: 30_000,
           scheduleMs: [60_000],
           concurrency: 4,
@@ -94,9 +94,9 @@ describeEachStorage(
           allowLoopback: true,
           protocols: ['http:'],
         },
-        async () => {},
-        createLogger('silent'),
-      )
+        onPause: async () => {},
+        logger: createLogger('silent'),
+      })
       matcher.handoff = worker
       worker.start()
       const signal = () => {

@@ -37,13 +37,13 @@ describeEachStorage('webhook matcher on $name', (backend) => {
   beforeAll(async () => {
     storage = await backend.open()
     const networks = new NetworkRegistry([])
-    matcher = new WebhookMatcher(
-      storage.db,
-      new TokenMetadata(networks),
-      new ReceiptReader(networks),
-      () => 'ETH',
-      createLogger('silent'),
-    )
+    matcher = new WebhookMatcher({
+      db: storage.db,
+      tokens: new TokenMetadata(networks),
+      receipts: new ReceiptReader(networks),
+      nativeSymbol: () => 'ETH',
+      logger: createLogger('silent'),
+    })
     const config = { addresses: [A] }
     await store.insertWebhook(
       storage.db,

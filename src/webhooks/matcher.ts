@@ -44,6 +44,16 @@ export interface MatcherOptions {
   traces?: TraceReader
 }
 
+/** What the matcher reads with, and its options. */
+export interface MatcherDeps extends MatcherOptions {
+  db: DB
+  tokens: TokenMetadata
+  receipts: ReceiptReader
+  /** The network's native currency symbol (address_activity's native value). */
+  nativeSymbol: (network: string) => string
+  logger: Logger
+}
+
 /** What the matcher needs of this process's delivery worker to lease it events at insert. */
 export interface DeliveryHandoff {
   /** Lanes (webhooks) the worker takes now; 0 when it is not running. */
@@ -132,14 +142,15 @@ export class WebhookMatcher implements BlockConsumer {
 
   private readonly drafter: EventDrafter
 
-  constructor(
-    private readonly db: DB,
-    tokens: TokenMetadata,
-    receipts: ReceiptReader,
-    nativeSymbol: (network: string) => string,
-    private readonly logger: Logger,
-    private readonly opts: MatcherOptions = {},
-  ) {
+  private readonly db: DB
+  private readonly logger: Logger
+  private readonly opts: MatcherOptions
+
+  constructor(deps: MatcherDeps) {
+    const { db, tokens, receipts, nativeSymbol, logger, ...opts } = deps
+    this.db = db
+    this.logger = logger
+    this.opts = opts
     this.drafter = new EventDrafter(tokens, receipts, nativeSymbol)
   }
 

@@ -3,6 +3,17 @@ import type { DB } from '../storage/database.ts'
 import type { AttemptOutcome } from './store.ts'
 import * as store from './store.ts'
 
+export interface OutcomeWriterDeps {
+  db: DB
+  /** Recorded with each attempt: which instance made it. */
+  instance: string | null
+  logger: Logger
+  /** Runs after an outcome is durable, before its `done`. */
+  afterRecorded: (outcome: AttemptOutcome) => Promise<void>
+  /** The worker is stopping: a write that keeps failing is given up (the leases expire, events are resent). */
+  stopping: () => boolean
+}
+
 /**
  * Records delivery outcomes in batches, one transaction per flush: what makes thousands of
  * deliveries per second possible. An outcome's `done` runs only once it is durable (and its
@@ -12,15 +23,7 @@ export class OutcomeWriter {
   private pending: Array<{ outcome: AttemptOutcome; done: () => void }> = []
   private flushing: Promise<void> | undefined
 
-  constructor(
-    private readonly db: DB,
-    /** Recorded with each attempt: which instance made it. */
-    private readonly instance: string | null,
-    private readonly logger: Logger,
-    /** Runs after an outcome is durable, before its `done`. */
-    private readonly afterRecorded: (outcome: AttemptOutcome) => Promise<void>,
-    private readonly stopping: () => boolean,
-  ) {}
+  constructor(private readonly deps: OutcomeWriterDeps) {}
 
   record(outcome: AttemptOutcome, done: () => void): void {
     this.pending.push({ outcome, done })
@@ -46,11 +49,11 @@ export class OutcomeWriter {
       try {
         const t0 = performance.now()
         await store.recordOutcomes(
-          this.db,
+          this.deps.db,
           batch.map((b) => b.outcome),
-          this.instance,
+          this.deps.instance,
         )
-        this.logger.debug(
+        this.deps.logger.debug(
           { ms: Math.round(performance.now() - t0), outcomes: batch.length },
           'webhook outcomes recorded',
         )
@@ -66,7 +69,7 @@ export class OutcomeWriter {
           // outcome behind it (their events would stay `sending` and be sent again at each
           // lease expiry). Dropped with an error; its event is re-sent once its lease expires.
           const o = batch[0]?.outcome
-          this.logger.error(
+          this.deps.logger.error(
             { err: (err as Error).message, webhook: o?.ev.webhook_id, event: o?.ev.id },
             'webhook attempt could not be recorded; its event will be sent again',
           )
@@ -74,7 +77,7 @@ export class OutcomeWriter {
           continue
         }
         failures++
-        this.logger.warn(
+        this.deps.logger.warn(
           { err: (err as Error).message, failures },
           'recording webhook attempts failed; retrying',
         )
@@ -82,7 +85,7 @@ export class OutcomeWriter {
         this.pending = [...batch, ...this.pending]
         // Past the lease another worker may resend; that is the at-least-once contract anyway.
         await new Promise((r) => setTimeout(r, Math.min(5000, 100 * 2 ** failures)))
-        if (this.stopping() && failures > 5) {
+        if (this.deps.stopping() && failures > 5) {
           // Shutting down with the database gone: the leases expire and the events are resent.
           for (const b of this.pending) b.done()
           this.pending = []
@@ -91,7 +94,7 @@ export class OutcomeWriter {
         continue
       }
       for (const b of batch) {
-        await this.afterRecorded(b.outcome)
+        await this.deps.afterRecorded(b.outcome)
         b.done()
       }
     }

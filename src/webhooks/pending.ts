@@ -44,20 +44,39 @@ interface Watcher {
   addresses: Set<string>
 }
 
+export interface PendingWatcherDeps {
+  db: DB
+  networks: NetworkRegistry
+  /** The WebSocket feature's pending stream (src/ws), when it serves one. */
+  streams: () => PendingStreamSource | undefined
+  logger: Logger
+  /** Events inserted: wakes the delivery workers. */
+  onEvents: () => void
+  /** How often the watched webhooks and pending blocks are re-read; 1 s when absent. */
+  snapshotMs?: number
+}
+
 export class PendingWatcher {
   private readonly watching = new Map<string, { sub: PendingSubscriber; watchers: Watcher[] }>()
   private readonly seen = new Set<string>()
   private timer: NodeJS.Timeout | undefined
   private stopped = false
 
-  constructor(
-    private readonly db: DB,
-    private readonly networks: NetworkRegistry,
-    private readonly streams: () => PendingStreamSource | undefined,
-    private readonly logger: Logger,
-    private readonly onEvents: () => void,
-    private readonly snapshotMs = 1_000,
-  ) {}
+  private readonly db: DB
+  private readonly networks: NetworkRegistry
+  private readonly streams: () => PendingStreamSource | undefined
+  private readonly logger: Logger
+  private readonly onEvents: () => void
+  private readonly snapshotMs: number
+
+  constructor(deps: PendingWatcherDeps) {
+    this.db = deps.db
+    this.networks = deps.networks
+    this.streams = deps.streams
+    this.logger = deps.logger
+    this.onEvents = deps.onEvents
+    this.snapshotMs = deps.snapshotMs ?? 1_000
+  }
 
   start(): void {
     this.stopped = false

@@ -45,14 +45,15 @@ describeEachStorage('webhook delivery quota on $name', (backend) => {
   beforeAll(async () => {
     storage = await backend.open()
     const networks = new NetworkRegistry([])
-    matcher = new WebhookMatcher(
-      storage.db,
-      new TokenMetadata(networks),
-      new ReceiptReader(networks),
-      () => 'ETH',
-      createLogger('silent'),
-      { quotaOf: (plan) => (plan === 'free' ? 1000 : null), now: () => now },
-    )
+    matcher = new WebhookMatcher({
+      db: storage.db,
+      tokens: new TokenMetadata(networks),
+      receipts: new ReceiptReader(networks),
+      nativeSymbol: () => 'ETH',
+      logger: createLogger('silent'),
+      quotaOf: (plan) => (plan === 'free' ? 1000 : null),
+      now: () => now,
+    })
     await storage.db
       .insertInto('accounts')
       .values({ id: 'acct_free', email: 'free@q.test', plan: 'free' })

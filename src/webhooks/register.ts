@@ -1,7 +1,9 @@
 import { Counter } from 'prom-client'
 import type { FeatureHost } from '../http/host.ts'
-import { NftService } from '../nfts/service.ts'
+import type { IndexerService } from '../indexer/service.ts'
+import type { NftService } from '../nfts/service.ts'
 import type { Address } from '../types.ts'
+import type { WsService } from '../ws/service.ts'
 import { CrossWake, instanceId } from './cross-wake.ts'
 import { DeliveryWorker } from './delivery.ts'
 import { camelData } from './form-b.ts'
@@ -15,31 +17,20 @@ import { WebhookService } from './service.ts'
 import { webhookSettings } from './settings.ts'
 import { TokenMetadata } from './token-metadata.ts'
 
-declare module '../http/host.ts' {
-  interface FeatureServices {
-    /** Webhooks (src/webhooks): subscriptions, delivery history, readiness checks. */
-    webhooks: WebhookService
-  }
-}
-
 /**
  * Webhooks (spec 2.7, 3.2, 4.5, 6.1, 6.2): the API, the matcher (an indexer consumer, so events
  * commit with the block), and the delivery worker every instance runs (claims are
  * SKIP LOCKED, so any number of instances cooperate).
  */
-export function registerWebhooks(host: FeatureHost): WebhookService {
+export function registerWebhooks(
+  host: FeatureHost,
+  deps: { indexer: IndexerService; nfts: NftService; ws: WsService },
+): WebhookService {
   const { ctx } = host
   const settings = webhookSettings(ctx.env, ctx.devMode)
   const db = ctx.storage.db
-  const mailer = new Mailer(ctx.storage.db, ctx.logger, ctx.env.SMTP_URL)
-  const { services } = host
-  const nfts = new NftService({
-    db,
-    reader: (net) => services.data.tokens.reader(net),
-    config: (net) => services.data.sources(net).config,
-    allowLoopback: ctx.devMode,
-    logger: ctx.logger.child({ feature: 'webhooks-nft-metadata' }),
-  })
+  const mailer = new Mailer({ db: ctx.storage.db, logger: ctx.logger, smtpUrl: ctx.env.SMTP_URL })
+  const { indexer, nfts, ws } = deps
   // Operator alarm (see also service.readinessChecks): attempts that found a signing secret
   // this HALYARD_SECRET_KEY cannot decrypt. A counter, so cluster aggregation sums it.
   const undecryptable = new Counter({
@@ -48,7 +39,7 @@ export function registerWebhooks(host: FeatureHost): WebhookService {
     registers: [ctx.metrics.registry],
   })
   // The indexer's reader (src/indexer/traces.ts): one source for native_transfers and these events.
-  const traces = services.indexer.traces
+  const traces = indexer.traces
   let worker: DeliveryWorker | undefined
   const instance = instanceId(ctx.env.HALYARD_INSTANCE_ID)
   const cross = new CrossWake(
@@ -63,46 +54,48 @@ export function registerWebhooks(host: FeatureHost): WebhookService {
     worker?.wake()
     cross.notify()
   }
-  const service = new WebhookService(
+  const service = new WebhookService({
     db,
-    ctx.networks,
-    ctx.secretKey,
-    { devMode: settings.devMode, allowlist: settings.delivery.allowlist, resolve: settings.delivery.resolve },
+    networks: ctx.networks,
+    secretKey: ctx.secretKey,
+    urlPolicy: {
+      devMode: settings.devMode,
+      allowlist: settings.delivery.allowlist,
+      resolve: settings.delivery.resolve,
+    },
     mailer,
-    ctx.logger,
-    wake,
-    settings.limits,
+    logger: ctx.logger,
+    onNewWork: wake,
+    limits: settings.limits,
     traces,
-  )
-  worker = new DeliveryWorker(
+  })
+  worker = new DeliveryWorker({
     db,
-    ctx.secretKey,
-    {
+    secretKey: ctx.secretKey,
+    opts: {
       ...settings.delivery,
       instance,
       onUndecryptable: () => undecryptable.inc(),
-      // Its own NftService over the same tables and cache as the NFT API (src/nfts).
+      // The NFT API's own service (src/nfts): one metadata cache and fetch queue per process.
       nftMetadata: async (slug, contract, tokenId) => {
         const m = await nfts.metadata(ctx.networks.getBySlug(slug), contract as Address, tokenId, false)
         return camelData(m as unknown as Record<string, unknown>)
       },
     },
-    (webhookId, lastError) => service.pauseAfterFailures(webhookId, lastError),
-    ctx.logger.child({ component: 'webhooks' }),
-    (webhookId, reason) => service.disable(webhookId, reason),
-  )
-  const matcher = new WebhookMatcher(
+    onPause: (webhookId, lastError) => service.pauseAfterFailures(webhookId, lastError),
+    logger: ctx.logger.child({ component: 'webhooks' }),
+    onDisable: (webhookId, reason) => service.disable(webhookId, reason),
+  })
+  const matcher = new WebhookMatcher({
     db,
-    new TokenMetadata(ctx.networks),
-    new ReceiptReader(ctx.networks),
-    (slug) => ctx.networks.getBySlug(slug).config.nativeCurrency.symbol,
-    ctx.logger,
-    {
-      chainIdOf: (slug) => ctx.networks.getBySlug(slug).chainId ?? 0,
-      quotaOf: (plan) => limitFor(settings.limits.deliveriesPerDay, plan),
-      traces,
-    },
-  )
+    tokens: new TokenMetadata(ctx.networks),
+    receipts: new ReceiptReader(ctx.networks),
+    nativeSymbol: (slug) => ctx.networks.getBySlug(slug).config.nativeCurrency.symbol,
+    logger: ctx.logger,
+    chainIdOf: (slug) => ctx.networks.getBySlug(slug).chainId ?? 0,
+    quotaOf: (plan) => limitFor(settings.limits.deliveriesPerDay, plan),
+    traces,
+  })
   // Events become visible when the indexer's transaction commits: the indexer calls the
   // matcher's afterCommit right then. Events the matcher leased to this worker as it inserted
   // them go out at once; any others are claimed at once instead of at the next poll.
@@ -110,18 +103,16 @@ export function registerWebhooks(host: FeatureHost): WebhookService {
   matcher.handoff = worker
   const w = worker
   matcher.onRollbackStarted = () => w.noteRollback()
-  host.services.indexer.addConsumer(matcher)
+  indexer.addConsumer(matcher)
   registerWebhookRoutes(host.app, ctx.networks, service)
-  services.webhooks = service
-  // Mempool events: from the WebSocket feature's pending stream (registered after this one,
-  // so read when the jobs start).
-  const pending = new PendingWatcher(
+  // Mempool events: from the WebSocket feature's pending stream.
+  const pending = new PendingWatcher({
     db,
-    ctx.networks,
-    () => host.services.ws,
-    ctx.logger.child({ component: 'webhooks' }),
-    wake,
-  )
+    networks: ctx.networks,
+    streams: () => ws,
+    logger: ctx.logger.child({ component: 'webhooks' }),
+    onEvents: wake,
+  })
   // Delivery runs in every process, cluster workers included (claims are SKIP LOCKED, and
   // cross.notify wakes the others): not an onStart job, which only the cluster's leader runs.
   // The mailer and the mempool watcher stay singletons. HALYARD_WEBHOOK_DELIVERY=off keeps an
@@ -146,6 +137,8 @@ export function registerWebhooks(host: FeatureHost): WebhookService {
     name: 'webhook-delivery',
     stop: async () => {
       pending.stop()
+      // Aborts the shared metadata fetches a delivery may be waiting on (the NFT API's routes
+      // closed with the server before any task stops; its own task stops it again, a no-op).
       await nfts.stop()
       await delivering
       delivering = undefined

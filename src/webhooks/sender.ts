@@ -1,7 +1,7 @@
 import { SafeHttpClient } from '../net/safe-client.ts'
 import { safeFetch } from '../net/safe-fetch.ts'
 import { decryptSecret, sign } from './crypto.ts'
-import type { DeliveryOptions } from './delivery.ts'
+import type { DeliveryOptions } from './delivery-options.ts'
 import { FORM_B_SCHEDULE_MS, formBHeaders } from './form-b.ts'
 import { withNftMetadata } from './nft-metadata.ts'
 import type { AttemptOutcome, ClaimedEvent } from './store.ts'

@@ -58,22 +58,33 @@ export interface WebhookOwner {
   plan?: string
 }
 
+export interface WebhookServiceDeps {
+  db: DB
+  networks: NetworkRegistry
+  /** 32-byte key the signing secrets are encrypted with at rest. */
+  secretKey: Buffer
+  urlPolicy: UrlPolicy
+  mailer: Mailer
+  logger: Logger
+  /** New events to deliver (a test send, a redelivery, a resumed webhook): wakes the delivery workers. */
+  onNewWork: () => void
+  /** DEFAULT_LIMITS when absent. */
+  limits?: WebhookLimits
+  traces?: TraceReader
+}
+
 /** Webhook subscriptions (spec 2.7, 3.2, 4.5): validation, secrets, state transitions. */
 export class WebhookService {
-  constructor(
-    private readonly db: DB,
-    private readonly networks: NetworkRegistry,
-    private readonly secretKey: Buffer,
-    private readonly urlPolicy: UrlPolicy,
-    private readonly mailer: Mailer,
-    private readonly logger: Logger,
-    private readonly onNewWork: () => void,
-    private readonly limits: WebhookLimits = DEFAULT_LIMITS,
-    private readonly traces?: TraceReader,
-  ) {}
+  private readonly db: DB
+  private readonly limits: WebhookLimits
+
+  constructor(private readonly deps: WebhookServiceDeps) {
+    this.db = deps.db
+    this.limits = deps.limits ?? DEFAULT_LIMITS
+  }
 
   checkUrl(raw: string): Promise<string> {
-    return checkWebhookUrl(raw, this.urlPolicy)
+    return checkWebhookUrl(raw, this.deps.urlPolicy)
   }
 
   async create(
@@ -89,14 +100,14 @@ export class WebhookService {
   ) {
     const types = chosenTypes(input)
     if (types === undefined) throw invalidRequest('event_type: is required (or event_types, a list)')
-    const network = this.networks.getBySlug(input.chain)
+    const network = this.deps.networks.getBySlug(input.chain)
     if (network.kind !== 'evm')
       throw invalidRequest(
         `chain: webhooks are available on EVM networks only (${input.chain} is ${network.kind})`,
       )
     const url = await this.checkUrl(input.url)
     const cfg = parseConfigForTypes(types, input.config)
-    if (types.includes('internal_transfer') && !(await this.traces?.supported(network.slug)))
+    if (types.includes('internal_transfer') && !(await this.deps.traces?.supported(network.slug)))
       throw invalidRequest(
         `${input.event_types ? 'event_types' : 'event_type'}: internal_transfer needs call traces, and the node of ${network.slug} answers neither debug_traceBlockByNumber (callTracer) nor trace_block`,
       )
@@ -117,7 +128,7 @@ export class WebhookService {
         event_type: types[0] as EventType,
         event_types: types,
         config: JSON.stringify(cfg),
-        secret_enc: encryptSecret(secret, this.secretKey),
+        secret_enc: encryptSecret(secret, this.deps.secretKey),
         status: 'active',
         format: input.format ?? 'A',
       },
@@ -184,7 +195,7 @@ export class WebhookService {
       // New types are checked against the config they will read: the new one, else the stored one.
       const types = newTypes ?? typesOf(row)
       const cfg = parseConfigForTypes(types, patch.config ?? JSON.parse(row.config))
-      if (newTypes?.includes('internal_transfer') && !(await this.traces?.supported(row.chain)))
+      if (newTypes?.includes('internal_transfer') && !(await this.deps.traces?.supported(row.chain)))
         throw invalidRequest(
           `event_types: internal_transfer needs call traces, and the node of ${row.chain} answers neither debug_traceBlockByNumber (callTracer) nor trace_block`,
         )
@@ -206,7 +217,7 @@ export class WebhookService {
     }
     const updated = await store.update(this.db, id, changes, keys)
     if (!updated) throw notFound(`webhook ${id} not found`)
-    if (updated.status === 'active') this.onNewWork()
+    if (updated.status === 'active') this.deps.onNewWork()
     return {
       id: updated.id,
       url: updated.url,
@@ -260,7 +271,7 @@ export class WebhookService {
         body: JSON.stringify(body),
       },
     ])
-    this.onNewWork()
+    this.deps.onNewWork()
     return { id: eventId, webhook_id: row.id, status: 'pending', queued: row.status === 'active' }
   }
 
@@ -273,14 +284,16 @@ export class WebhookService {
   async rotateSecret(viewer: Viewer, id: string) {
     await this.get(viewer, id)
     const secret = generateSigningSecret()
-    const updated = await store.update(this.db, id, { secret_enc: encryptSecret(secret, this.secretKey) })
+    const updated = await store.update(this.db, id, {
+      secret_enc: encryptSecret(secret, this.deps.secretKey),
+    })
     if (!updated) throw notFound(`webhook ${id} not found`)
     return { id, signing_secret: secret, updated_at: updated.updated_at.toISOString() }
   }
 
   private chainIdOf(slug: string): number {
     try {
-      return this.networks.getBySlug(slug).chainId ?? 0
+      return this.deps.networks.getBySlug(slug).chainId ?? 0
     } catch {
       return 0
     }
@@ -295,7 +308,7 @@ export class WebhookService {
         `event_id: ${eventId} was cancelled by a chain reorganisation and cannot be redelivered`,
       )
     await store.requeue(this.db, id, eventId)
-    this.onNewWork()
+    this.deps.onNewWork()
     return { id: eventId, webhook_id: id, status: 'pending' }
   }
 
@@ -348,11 +361,11 @@ export class WebhookService {
       row.notify_email ? disableNotice(row, reason) : undefined,
     )
     if (!done) return
-    this.logger.warn(
+    this.deps.logger.warn(
       { webhook: webhookId, reason },
       'webhook disabled: its URL no longer passes the safety checks',
     )
-    if (done.mail) this.mailer.queued(done.mail)
+    if (done.mail) this.deps.mailer.queued(done.mail)
   }
 
   async pauseAfterFailures(webhookId: string, lastError: string): Promise<void> {
@@ -363,8 +376,8 @@ export class WebhookService {
       (row) => (row.notify_email ? pauseNotice(row, lastError) : undefined),
     )
     if (!paused) return
-    this.logger.warn({ webhook: webhookId }, 'webhook paused after repeated delivery failures')
-    if (paused.mail) this.mailer.queued(paused.mail)
+    this.deps.logger.warn({ webhook: webhookId }, 'webhook paused after repeated delivery failures')
+    if (paused.mail) this.deps.mailer.queued(paused.mail)
   }
 }
 

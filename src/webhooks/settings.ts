@@ -4,7 +4,7 @@ import type { Env } from '../config/env.ts'
 import { ConfigError, parseDuration } from '../config/validation.ts'
 import { CidrAllowlist } from '../net/address-policy.ts'
 import type { Resolver } from '../net/safe-fetch.ts'
-import { DEFAULT_SCHEDULE_MS, type DeliveryOptions } from './delivery.ts'
+import { DEFAULT_SCHEDULE_MS, type DeliveryOptions } from './delivery-options.ts'
 import { FORM_B_SCHEDULE_MS } from './form-b.ts'
 import { DEFAULT_LIMITS, parsePlanLimits, type WebhookLimits } from './quota.ts'
 

@@ -256,13 +256,13 @@ describeEachStorage('webhook outcome writer on $name', (backend) => {
 
   it('writes the rest of a batch PostgreSQL refuses one outcome of, and gives that one up', async () => {
     const claimed = await claimedEvents(['w1', 'w2', 'w3'])
-    const writer = new OutcomeWriter(
-      storage.db,
-      'w',
-      createLogger('silent'),
-      async () => {},
-      () => false,
-    )
+    const writer = new OutcomeWriter({
+      db: storage.db,
+      instance: 'w',
+      logger: createLogger('silent'),
+      afterRecorded: async () => {},
+      stopping: () => false,
+    })
     const done: string[] = []
     for (const ev of claimed) {
       // duration_ms is an integer column: 2^40 is out of its range (SQLSTATE 22003).
@@ -300,16 +300,16 @@ describeEachStorage('webhook outcome writer on $name', (backend) => {
     })
     const later = claimed.slice(3)
     const done: string[] = []
-    const writer: OutcomeWriter = new OutcomeWriter(
-      storage.db,
-      'w',
+    const writer: OutcomeWriter = new OutcomeWriter({
+      db: storage.db,
+      instance: 'w',
       logger,
-      async (o) => {
+      afterRecorded: async (o) => {
         // Outcomes that arrive while the refused batch is written one by one.
         if (o.ev.id === 'evt_b2') for (const ev of later) writer.record(outcome(ev), () => done.push(ev.id))
       },
-      () => false,
-    )
+      stopping: () => false,
+    })
     for (const ev of claimed.slice(0, 3)) writer.record(outcome(ev), () => done.push(ev.id))
     await writer.drain()
     expect(done.sort()).toEqual(ids.map((w) => `evt_${w}`))

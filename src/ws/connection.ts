@@ -4,11 +4,11 @@ import type WebSocket from 'ws'
 import type { Caller } from '../auth/service.ts'
 import type { Network } from '../chains/registry.ts'
 import type { Charger } from '../http/charge.ts'
+import { internalJsonRpcError } from '../http/jsonrpc-errors.ts'
 import {
   type JsonRpcErrorObject,
   type JsonRpcId,
   type JsonRpcRequest,
-  RPC_INTERNAL_ERROR,
   RPC_INVALID_PARAMS,
   RPC_INVALID_REQUEST,
   RPC_LIMIT_EXCEEDED,
@@ -109,14 +109,18 @@ export class ClientConnection {
    * That is safe because `ws` itself writes every frame synchronously and whole when messages
    * are not compressed (perMessageDeflate is off) and never Blobs, so frames cannot interleave.
    */
+  private readonly ws: WebSocket
+  private readonly socket: Duplex
+  readonly network: Network
+
   constructor(
-    private readonly ws: WebSocket,
-    private readonly socket: Duplex,
-    caller: Caller,
-    readonly network: Network,
+    client: { ws: WebSocket; socket: Duplex; caller: Caller; network: Network },
     private readonly deps: ConnectionDeps,
   ) {
-    this.current = caller
+    this.ws = client.ws
+    this.socket = client.socket
+    this.network = client.network
+    this.current = client.caller
     this.wsLimits = deps.wsLimits
   }
 
@@ -178,9 +182,7 @@ export class ClientConnection {
         this.deps.streams.remove(sub)
       }
       // E.g. the rate limiter's store is down: answer rather than leave the caller waiting.
-      this.send(
-        errorFrame(idOf(body), { code: RPC_INTERNAL_ERROR, message: 'internal error; retry shortly' }),
-      )
+      this.send(errorFrame(idOf(body), internalJsonRpcError('internal error; retry shortly')))
       throw err
     } finally {
       this.inFlight--

@@ -92,9 +92,14 @@ export class NetworkStreams {
       })
     }
     this.syncing = new SyncingStream(network, this.subs.syncing, opts, logger)
-    this.txs = new TxStreams(network, this.subs[MINED], this.subs[PENDING_TXS], opts, logger, (n, kind) =>
-      this.counted(kind === 'mined' ? MINED : PENDING_TXS, n),
-    )
+    this.txs = new TxStreams({
+      network,
+      mined: this.subs[MINED],
+      pending: this.subs[PENDING_TXS],
+      opts,
+      logger,
+      counted: (n, kind) => this.counted(kind === 'mined' ? MINED : PENDING_TXS, n),
+    })
     this.logs = new BlockReads(network, opts, logger, {
       method: 'eth_getLogs',
       params: (block) => [{ blockHash: block.hash }],
@@ -109,17 +114,17 @@ export class NetworkStreams {
       },
       missed: 'logs subscribers',
     })
-    this.pending = new PendingStream(
+    this.pending = new PendingStream({
       network,
-      this.socket,
-      this.subs.newPendingTransactions,
-      this.subs[PENDING_TXS],
-      this.txs,
+      socket: this.socket,
+      hashSubs: this.subs.newPendingTransactions,
+      txSubs: this.subs[PENDING_TXS],
+      txs: this.txs,
       opts,
       logger,
-      (n) => this.counted('newPendingTransactions', n),
-      () => this.closed,
-    )
+      counted: (n) => this.counted('newPendingTransactions', n),
+      closed: () => this.closed,
+    })
     this.tracker = new HeadTracker(
       { byHash: (h) => this.blockHead('eth_getBlockByHash', [h, false]) },
       (added, removed) => this.emitBlocks(added, removed),

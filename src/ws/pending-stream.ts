@@ -17,27 +17,30 @@ const PENDING = 'newPendingTransactions'
  * kind: one upstream subscription (or, without an upstream WebSocket, one polled pending filter)
  * serves every subscriber of both.
  */
+export interface PendingStreamDeps {
+  network: Network
+  socket: UpstreamSocket | undefined
+  /** `newPendingTransactions` subscribers: the bare hash. */
+  hashSubs: ReadonlySet<StreamSubscriber>
+  /** `alchemy_pendingTransactions` subscribers, served through the tx streams. */
+  txSubs: ReadonlySet<StreamSubscriber>
+  txs: Pick<TxStreams, 'onPendingHash'>
+  opts: { readonly pollIntervalMs: number }
+  logger: Logger
+  /** Pushes sent, for the stream's metrics. */
+  counted: (n: number) => void
+  closed: () => boolean
+}
+
 export class PendingStream {
   private timer: NodeJS.Timeout | undefined
   private filter: string | undefined
 
-  constructor(
-    private readonly network: Network,
-    private readonly socket: UpstreamSocket | undefined,
-    /** `newPendingTransactions` subscribers: the bare hash. */
-    private readonly hashSubs: ReadonlySet<StreamSubscriber>,
-    /** `alchemy_pendingTransactions` subscribers, served through the tx streams. */
-    private readonly txSubs: ReadonlySet<StreamSubscriber>,
-    private readonly txs: Pick<TxStreams, 'onPendingHash'>,
-    private readonly opts: { readonly pollIntervalMs: number },
-    private readonly logger: Logger,
-    private readonly counted: (n: number) => void,
-    private readonly closed: () => boolean,
-  ) {}
+  constructor(private readonly deps: PendingStreamDeps) {}
 
   start(): void {
-    if (this.socket) {
-      this.socket.subscribe(PENDING, {
+    if (this.deps.socket) {
+      this.deps.socket.subscribe(PENDING, {
         params: ['newPendingTransactions'],
         onPush: (hash) => {
           if (typeof hash === 'string') this.onHash(hash)
@@ -52,11 +55,11 @@ export class PendingStream {
     const loop = async () => {
       try {
         if (!this.filter) {
-          this.filter = await request(this.network, 'eth_newPendingTransactionFilter', [], FILTER_ID)
+          this.filter = await request(this.deps.network, 'eth_newPendingTransactionFilter', [], FILTER_ID)
         }
         let changes: unknown
         try {
-          changes = await readUnchecked(this.network, 'eth_getFilterChanges', [this.filter])
+          changes = await readUnchecked(this.deps.network, 'eth_getFilterChanges', [this.filter])
         } catch (err) {
           // A filter the node forgot (expired, another upstream): installed again next round.
           if (!nodeError(err)) throw err
@@ -66,34 +69,34 @@ export class PendingStream {
           for (const hash of changes) if (typeof hash === 'string') this.onHash(hash)
       } catch (err) {
         this.filter = undefined
-        this.logger.warn({ network: this.network.slug, err: failureMessage(err) }, 'pending poll failed')
+        this.deps.logger.warn({ network: this.deps.network.slug, err: failureMessage(err) }, 'pending poll failed')
       }
-      if (this.subscribers() === 0 || this.closed()) return
-      this.timer = setTimeout(loop, this.opts.pollIntervalMs)
+      if (this.subscribers() === 0 || this.deps.closed()) return
+      this.timer = setTimeout(loop, this.deps.opts.pollIntervalMs)
       this.timer.unref()
     }
     this.timer = setTimeout(loop, 0)
   }
 
   stop(): void {
-    this.socket?.unsubscribe(PENDING)
+    this.deps.socket?.unsubscribe(PENDING)
     if (this.timer) clearTimeout(this.timer)
     this.timer = undefined
     const filter = this.filter
     this.filter = undefined
-    if (filter) void readUnchecked(this.network, 'eth_uninstallFilter', [filter]).catch(() => {})
+    if (filter) void readUnchecked(this.deps.network, 'eth_uninstallFilter', [filter]).catch(() => {})
   }
 
   private subscribers(): number {
-    return this.hashSubs.size + this.txSubs.size
+    return this.deps.hashSubs.size + this.deps.txSubs.size
   }
 
   private onHash(hash: string): void {
-    if (this.hashSubs.size > 0) {
+    if (this.deps.hashSubs.size > 0) {
       const payload = new PushPayload(JSON.stringify(hash))
-      for (const sub of this.hashSubs) sub.deliver(payload)
-      this.counted(this.hashSubs.size)
+      for (const sub of this.deps.hashSubs) sub.deliver(payload)
+      this.deps.counted(this.deps.hashSubs.size)
     }
-    if (this.txSubs.size > 0) void this.txs.onPendingHash(hash)
+    if (this.deps.txSubs.size > 0) void this.deps.txs.onPendingHash(hash)
   }
 }

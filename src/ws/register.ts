@@ -2,27 +2,21 @@ import { invalidRequest } from '../errors.ts'
 import type { FeatureHost } from '../http/host.ts'
 import { networkPair } from '../http/params.ts'
 import { defineRoute } from '../http/route.ts'
+import type { RpcService } from '../rpc/service.ts'
 import { WsService } from './service.ts'
-
-declare module '../http/host.ts' {
-  interface FeatureServices {
-    /** WebSocket subscriptions (src/ws): connections, shared upstream streams, tuning for tests. */
-    ws: WsService
-  }
-}
 
 /**
  * WebSocket subscriptions (spec 4.8) on the HTTP server itself: the 'upgrade' event is handled
  * here (Fastify does not route upgrades), authorised before the handshake, and every client is
  * closed with 1001 before the server stops.
  */
-export function registerWs(host: FeatureHost): WsService {
-  const { ctx, app, services } = host
+export function registerWs(host: FeatureHost, deps: { rpc: RpcService }): WsService {
+  const { ctx, app } = host
   const service = new WsService({
     auth: ctx.auth,
     networks: ctx.networks,
     clientAddress: ctx.forwarded.clientAddress,
-    rpc: services.rpc,
+    rpc: deps.rpc,
     charger: ctx.charger,
     logger: ctx.logger,
     metrics: ctx.metrics,
@@ -47,6 +41,5 @@ export function registerWs(host: FeatureHost): WsService {
   // Upgraded sockets would keep server.close() waiting: end them before Fastify closes.
   app.addHook('preClose', async () => service.shutdown())
   host.addTask({ name: 'websocket subscriptions', stop: () => service.shutdown() })
-  services.ws = service
   return service
 }

@@ -252,28 +252,31 @@ export class WsService {
     key: string,
   ): void {
     const streams = this.streamsFor(network)
-    const conn = new ClientConnection(ws, socket, caller, network, {
-      ...(surface.registry ? { registry: surface.registry } : {}),
-      alchemyKinds: surface.alchemyKinds ?? false,
-      rpc: this.deps.rpc,
-      charger: this.deps.charger,
-      streams,
-      wsLimits: wsLimitsFor(caller.plan),
-      sendBufferBytes: this.opts.sendBufferBytes,
-      maxInFlight: this.opts.maxInFlight,
-      recordPush: (c, bytes) => this.recordPush(c, bytes),
-      observeBuffered: (bytes) => {
-        if (bytes > this.stats.maxBuffered) this.stats.maxBuffered = bytes
+    const conn = new ClientConnection(
+      { ws, socket, caller, network },
+      {
+        ...(surface.registry ? { registry: surface.registry } : {}),
+        alchemyKinds: surface.alchemyKinds ?? false,
+        rpc: this.deps.rpc,
+        charger: this.deps.charger,
+        streams,
+        wsLimits: wsLimitsFor(caller.plan),
+        sendBufferBytes: this.opts.sendBufferBytes,
+        maxInFlight: this.opts.maxInFlight,
+        recordPush: (c, bytes) => this.recordPush(c, bytes),
+        observeBuffered: (bytes) => {
+          if (bytes > this.stats.maxBuffered) this.stats.maxBuffered = bytes
+        },
+        onSlowClose: () => {
+          this.stats.slowClosed++
+          this.deps.metrics?.wsSlowClients.inc({ network: network.slug })
+          this.deps.logger.warn(
+            { account: caller.accountId, network: network.slug },
+            'closed a slow websocket client',
+          )
+        },
       },
-      onSlowClose: () => {
-        this.stats.slowClosed++
-        this.deps.metrics?.wsSlowClients.inc({ network: network.slug })
-        this.deps.logger.warn(
-          { account: caller.accountId, network: network.slug },
-          'closed a slow websocket client',
-        )
-      },
-    })
+    )
     this.connections.set(ws, conn)
     const sharing = this.byKey.get(key) ?? new Set<ClientConnection>()
     this.byKey.set(key, sharing)

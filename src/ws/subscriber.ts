@@ -2,9 +2,10 @@ import type { PushPayload } from './push-frame.ts'
 import type { LogFilter, SubscriptionKind } from './routes.ts'
 import type { MinedFilter, PendingFilter } from './tx-filters.ts'
 
-// Its own module: the network fan-out (network-streams.ts) and the streams it owns
-// (pending-stream.ts, syncing-stream.ts) both name it, and neither may import the other back.
-/** One client subscription as the fan-out sees it. */
+/**
+ * One client subscription as the fan-out sees it (network-streams.ts and the streams it holds):
+ * its own module, so the streams name it without importing the fan-out that holds them.
+ */
 export interface StreamSubscriber {
   readonly kind: SubscriptionKind
   readonly filter?: LogFilter

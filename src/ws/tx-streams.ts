@@ -32,6 +32,18 @@ interface Options {
   readonly keepBlocks: number
 }
 
+export interface TxStreamsDeps {
+  network: Network
+  /** `alchemy_minedTransactions` subscribers. */
+  mined: ReadonlySet<TxSubscriber>
+  /** `alchemy_pendingTransactions` subscribers. */
+  pending: ReadonlySet<TxSubscriber>
+  opts: Options
+  logger: Logger
+  /** Pushes sent per kind, for the stream's metrics. */
+  counted: (n: number, kind: 'mined' | 'pending') => void
+}
+
 /**
  * `alchemy_minedTransactions` and `alchemy_pendingTransactions` on top of the streams the
  * network already holds: each new block (from the head tracker, in order, reorgs included) is
@@ -46,14 +58,19 @@ export class TxStreams {
   /** Pending hashes not looked up because MAX_PENDING_LOOKUPS were under way (tests, metrics). */
   skippedLookups = 0
 
-  constructor(
-    private readonly network: Network,
-    private readonly mined: ReadonlySet<TxSubscriber>,
-    private readonly pending: ReadonlySet<TxSubscriber>,
-    private readonly opts: Options,
-    logger: Logger,
-    private readonly counted: (n: number, kind: 'mined' | 'pending') => void,
-  ) {
+  private readonly network: Network
+  private readonly mined: ReadonlySet<TxSubscriber>
+  private readonly pending: ReadonlySet<TxSubscriber>
+  private readonly opts: Options
+  private readonly counted: (n: number, kind: 'mined' | 'pending') => void
+
+  constructor(deps: TxStreamsDeps) {
+    const { network, opts, logger } = deps
+    this.network = network
+    this.mined = deps.mined
+    this.pending = deps.pending
+    this.opts = opts
+    this.counted = deps.counted
     this.blocks = new BlockReads(network, opts, logger, {
       method: 'eth_getBlockByHash',
       params: (block) => [block.hash, true],

@@ -1,9 +1,10 @@
 import { z } from 'zod'
 import { readUnchecked } from '../../chains/reads.ts'
+import { answerJsonRpc } from '../../http/jsonrpc-errors.ts'
 import type { Logger } from '../../logger.ts'
+import { paramsTuple, parseParams } from '../../rpc/methods/params.ts'
 import { m } from '../../rpc/methods/row.ts'
 import type { MethodSpec } from '../../rpc/methods/spec.ts'
-import { answer, paramsTuple, parseParams } from './params.ts'
 
 /**
  * `alchemy_getTransactionReceipts [{blockNumber | blockHash}]` → `{receipts}`: the block's
@@ -37,7 +38,7 @@ export function receiptRows(logger: Logger): MethodSpec[] {
     // eth_getBlockReceipts' own weight (50 CU): the same upstream work.
     m('alchemy_getTransactionReceipts', 50, {
       run: (x, params) =>
-        answer(logger, 'alchemy_getTransactionReceipts', async () => {
+        answerJsonRpc({ logger: logger, what: 'alchemy_getTransactionReceipts' }, async () => {
           const [q] = parseParams(receiptsParams, params)
           const block = q.blockHash ?? q.blockNumber
           // The node's receipts go back to the client as it sent them: no reshaping.

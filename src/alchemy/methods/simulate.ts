@@ -2,15 +2,16 @@ import { decodeAbiParameters } from 'viem'
 import { z } from 'zod'
 import { nodeError, readUnchecked } from '../../chains/reads.ts'
 import type { Network } from '../../chains/registry.ts'
+import { answerJsonRpc } from '../../http/jsonrpc-errors.ts'
 import { RPC_METHOD_NOT_FOUND, RpcError } from '../../jsonrpc.ts'
 import type { Logger } from '../../logger.ts'
 import { formatUnits } from '../../prices/decimal.ts'
 import type { NetworkDataSources } from '../../prices/registry.ts'
+import { paramsTuple, parseParams } from '../../rpc/methods/params.ts'
 import { m } from '../../rpc/methods/row.ts'
 import type { MethodSpec } from '../../rpc/methods/spec.ts'
 import { NATIVE_NAMES, type TokenService } from '../../tokens/service.ts'
 import { type Address, type Hex, isAddress, toLowerAddress } from '../../types.ts'
-import { answer, paramsTuple, parseParams } from './params.ts'
 
 /**
  * `alchemy_simulateAssetChanges [tx, block?]`: the transaction run by the upstream's
@@ -240,7 +241,10 @@ export function simulateRows(deps: SimulateDeps): MethodSpec[] {
     // One debug_traceCall (a full EVM execution, traced) plus cached token metadata.
     m('alchemy_simulateAssetChanges', 40, {
       coalesce: false,
-      run: (x, p) => answer(deps.logger, 'alchemy_simulateAssetChanges', () => simulate(x.network, p)),
+      run: (x, p) =>
+        answerJsonRpc({ logger: deps.logger, what: 'alchemy_simulateAssetChanges' }, () =>
+          simulate(x.network, p),
+        ),
     }),
   ]
 }

@@ -1,9 +1,11 @@
 import type { Kysely } from 'kysely'
 import { z } from 'zod'
 import type { Network } from '../../chains/registry.ts'
+import { answerJsonRpc } from '../../http/jsonrpc-errors.ts'
 import { RPC_INVALID_PARAMS, RpcError } from '../../jsonrpc.ts'
 import type { Logger } from '../../logger.ts'
 import type { NetworkDataSources } from '../../prices/registry.ts'
+import { paramsTuple, parseParams } from '../../rpc/methods/params.ts'
 import { m } from '../../rpc/methods/row.ts'
 import type { MethodSpec } from '../../rpc/methods/spec.ts'
 import type { Database } from '../../storage/schema.ts'
@@ -11,7 +13,6 @@ import { call, decodeUint, SELECTORS } from '../../tokens/erc20.ts'
 import type { TokenService } from '../../tokens/service.ts'
 import { touchedContractsPage } from '../../tokens/store.ts'
 import { type Address, type Hex, isAddress, toLowerAddress } from '../../types.ts'
-import { answer, paramsTuple, parseParams } from './params.ts'
 
 /**
  * `alchemy_getTokenBalances` and `alchemy_getTokenMetadata`, answered from Halyard's token
@@ -157,12 +158,14 @@ export function tokenRows(deps: TokenMethodDeps): MethodSpec[] {
     // contract list pays 10 CU per further 100 balanceOf.
     m('alchemy_getTokenBalances', balancesCost, {
       scope: 'data:read',
-      run: (x, p) => answer(logger, 'alchemy_getTokenBalances', () => balances(x.network, p)),
+      run: (x, p) =>
+        answerJsonRpc({ logger: logger, what: 'alchemy_getTokenBalances' }, () => balances(x.network, p)),
     }),
     // As /v1/tokens/{chain}/metadata (5 CU); mostly served from memory after the first read.
     m('alchemy_getTokenMetadata', 5, {
       scope: 'data:read',
-      run: (x, p) => answer(logger, 'alchemy_getTokenMetadata', () => metadata(x.network, p)),
+      run: (x, p) =>
+        answerJsonRpc({ logger: logger, what: 'alchemy_getTokenMetadata' }, () => metadata(x.network, p)),
     }),
   ]
 }

@@ -1,20 +1,19 @@
 import { toHex } from 'viem'
 import { z } from 'zod'
-import { bundlerRpcError } from '../../bundler/rpc.ts'
-import { parseEntryPoint, parseUserOperation } from '../../bundler/schema.ts'
-import type { BundlerService } from '../../bundler/service.ts'
-import { BundlerError } from '../../bundler/types.ts'
-import type { Network, NetworkRegistry } from '../../chains/registry.ts'
-import { type GasPriceService, gweiToWei } from '../../gas/price-service.ts'
-import { NOT_CONFIGURED, paymasterRpcError } from '../../gas/sponsor-routes.ts'
-import type { SponsorService } from '../../gas/sponsor-service.ts'
-import { visibleTo } from '../../http/access.ts'
-import { RPC_INTERNAL_ERROR, RPC_METHOD_NOT_FOUND, RpcError, type RpcOutcome } from '../../jsonrpc.ts'
-import type { Logger } from '../../logger.ts'
-import { m } from '../../rpc/methods/row.ts'
-import type { ExecContext, MethodSpec } from '../../rpc/methods/spec.ts'
-import { isAddress } from '../../types.ts'
-import { paramsTuple, parseParams } from './params.ts'
+import type { Network, NetworkRegistry } from '../chains/registry.ts'
+import { type GasPriceService, gweiToWei } from '../gas/price-service.ts'
+import { NOT_CONFIGURED } from '../gas/sponsor-routes.ts'
+import type { SponsorService } from '../gas/sponsor-service.ts'
+import { visibleTo } from '../http/access.ts'
+import { answerJsonRpc } from '../http/jsonrpc-errors.ts'
+import { RPC_INTERNAL_ERROR, RPC_METHOD_NOT_FOUND, RpcError, type RpcOutcome } from '../jsonrpc.ts'
+import type { Logger } from '../logger.ts'
+import { paramsTuple, parseParams } from '../rpc/methods/params.ts'
+import { m } from '../rpc/methods/row.ts'
+import type { ExecContext, MethodSpec } from '../rpc/methods/spec.ts'
+import { isAddress } from '../types.ts'
+import { parseEntryPoint, parseUserOperation } from './schema.ts'
+import type { BundlerService } from './service.ts'
 
 /**
  * What `@account-kit/infra` calls beyond ERC-4337 and ERC-7677 (its Alchemy transport and gas
@@ -138,16 +137,9 @@ export function accountKitRows(deps: AccountKitDeps): MethodSpec[] {
 
   const run =
     (method: string, body: (x: ExecContext, params: readonly unknown[]) => Promise<unknown>) =>
-    async (x: ExecContext, params: readonly unknown[]): Promise<RpcOutcome> => {
-      try {
-        return { result: await body(x, params) }
-      } catch (err) {
-        if (err instanceof RpcError) return { error: err.toObject() }
-        if (err instanceof BundlerError) return { error: bundlerRpcError(err, logger) }
-        logger.debug({ method }, 'account-kit method refused')
-        return { error: paymasterRpcError(err, logger) }
-      }
-    }
+    (x: ExecContext, params: readonly unknown[]): Promise<RpcOutcome> =>
+      // What the bundler and the paymaster refuse keeps their codes; a node's error passes on.
+      answerJsonRpc({ logger, what: method }, () => body(x, params))
 
   return [
     // A cached read of fee history: as cheap as eth_maxPriorityFeePerGas.
