@@ -69,7 +69,10 @@ export class PendingStream {
           for (const hash of changes) if (typeof hash === 'string') this.onHash(hash)
       } catch (err) {
         this.filter = undefined
-        this.deps.logger.warn({ network: this.deps.network.slug, err: failureMessage(err) }, 'pending poll failed')
+        this.deps.logger.warn(
+          { network: this.deps.network.slug, err: failureMessage(err) },
+          'pending poll failed',
+        )
       }
       if (this.subscribers() === 0 || this.deps.closed()) return
       this.timer = setTimeout(loop, this.deps.opts.pollIntervalMs)
