@@ -28,10 +28,11 @@ import { type AnvilProcess, startAnvil } from '../devnet/anvil.ts'
 import { DEV_ACCOUNT, Devnet } from '../devnet/demo.ts'
 import { rpc } from '../devnet/multicall3.ts'
 import { createLogger } from '../logger.ts'
+import { releaseAdvisoryLock, tryAdvisoryLock } from '../storage/session-lock.ts'
 import type { Address, Hash, Hex } from '../types.ts'
 import type { RpcCaller } from './chain.ts'
 import { ANVIL_EXECUTOR_KEYS } from './executor.ts'
-import { releaseBuilderLock, tryBuilderLock } from './network.ts'
+import { builderLockKey } from './network.ts'
 import { parseUserOperation, toRpcUserOperation } from './schema.ts'
 import { type BundlerNetworkSpec, BundlerService } from './service.ts'
 import type {
@@ -124,8 +125,8 @@ export async function startBundlerFixture(backend: StorageBackend): Promise<Bund
     },
     builderLockHeld: () =>
       storage.db.connection().execute(async (conn) => {
-        if (!(await tryBuilderLock(conn, NETWORK))) return true
-        await releaseBuilderLock(conn, NETWORK)
+        if (!(await tryAdvisoryLock(conn, builderLockKey(NETWORK))).ok) return true
+        await releaseAdvisoryLock(conn, builderLockKey(NETWORK))
         return false
       }),
     async deployPaymaster(signer) {

@@ -6,7 +6,7 @@ import { bundlerConfigSchema } from '../bundler/config.ts'
 import { gasConfigSchema } from '../gas/price-config.ts'
 import { sponsorshipConfigSchema } from '../gas/sponsor-config.ts'
 import { dataApiSchema } from '../prices/config.ts'
-import { ConfigError, describeZodError } from './validation.ts'
+import { ConfigError, describeZodError } from '../shared/validation.ts'
 
 const slugPart = z.string().regex(/^[a-z0-9][a-z0-9-]*$/, 'must be lowercase letters, digits and dashes')
 const httpUrl = z.string().regex(/^https?:\/\/\S+$/, 'must be an http:// or https:// URL')

@@ -3,7 +3,7 @@ import type { Network } from '../chains/registry.ts'
 import { upstreamAnswered, upstreamMalformed } from '../chains/upstream-unavailable.ts'
 import { invalidRequest } from '../errors.ts'
 import type { RpcOutcome } from '../jsonrpc.ts'
-import { formatUnits, parseDecimal } from '../prices/decimal.ts'
+import { formatUnits, parseDecimal } from '../shared/decimal.ts'
 import { DEFAULT_MIN_PRIORITY_FEE_GWEI } from './price-config.ts'
 
 /**

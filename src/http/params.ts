@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import { describeZodError } from '../config/validation.ts'
+import { describeZodError } from '../shared/validation.ts'
 import { invalidRequest } from '../errors.ts'
 import { addressProblem, toLowerAddress } from '../types.ts'
 

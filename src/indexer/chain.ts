@@ -1,7 +1,7 @@
 import { getContractAddress } from 'viem'
 import { z } from 'zod'
 import type { UpstreamPool } from '../chains/upstream-pool.ts'
-import { describeZodError } from '../config/validation.ts'
+import { describeZodError } from '../shared/validation.ts'
 import type { Address, Hash, Hex } from '../types.ts'
 import type { IndexedLog, IndexedTransaction } from './types.ts'
 

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify'
 import type { NetworkRegistry } from '../chains/registry.ts'
 import { definePublicRoute } from '../http/route.ts'
 import type { Metrics } from '../metrics.ts'
+import { withTimeout } from '../shared/time.ts'
 import type { DB } from '../storage/database.ts'
 import { probeWrite } from '../storage/write-probe.ts'
 import { clusterWorker } from './cluster.ts'
@@ -75,21 +76,5 @@ export function registerOpsRoutes(app: FastifyInstance, deps: Deps) {
       reply.header('content-type', deps.metrics.registry.contentType)
       return clusterMetrics ? clusterMetrics.scrape() : deps.metrics.registry.metrics()
     },
-  })
-}
-
-function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
-  return new Promise((resolve, reject) => {
-    const t = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms)
-    p.then(
-      (v) => {
-        clearTimeout(t)
-        resolve(v)
-      },
-      (e) => {
-        clearTimeout(t)
-        reject(e)
-      },
-    )
   })
 }

@@ -1,6 +1,7 @@
 import type { Logger } from '../logger.ts'
 import type { CidrAllowlist } from '../net/address-policy.ts'
 import type { Resolver } from '../net/safe-fetch.ts'
+import { BackgroundLoop } from '../shared/background-loop.ts'
 import type { DB } from '../storage/database.ts'
 import { type Lane, lanesOf } from './lanes.ts'
 import type { NftMetadataSource } from './nft-metadata.ts'
@@ -9,7 +10,6 @@ import { RetryAlarm } from './retry-alarm.ts'
 import { WebhookSender } from './sender.ts'
 import type { AttemptOutcome, ClaimedEvent } from './store.ts'
 import * as store from './store.ts'
-import { WakeSignal } from './wake-signal.ts'
 
 /**
  * The delivery worker (spec 6.1 form A). Every instance may run one: events are claimed from
@@ -90,9 +90,7 @@ export class DeliveryWorker {
   /** Lanes claimed per host, in flight or waiting (what the next claim leaves out). */
   private readonly claimedPerHost = new Map<string, number>()
   private readonly webhookHost = new Map<string, string>()
-  private stopping = false
-  private loop: Promise<void> | undefined
-  private readonly signal = new WakeSignal()
+  private readonly loop: BackgroundLoop
   private readonly active = new Set<Promise<void>>()
   private readonly sender: WebhookSender
   private readonly outcomes: OutcomeWriter
@@ -119,6 +117,12 @@ export class DeliveryWorker {
     /** The webhook's URL failed the safety checks at delivery: disable it (service.disable). */
     private readonly onDisable?: PauseHandler,
   ) {
+    this.loop = new BackgroundLoop({
+      failure: 'webhook claim failed',
+      logger,
+      round: () => this.claimRound(),
+      retryMs: (failures) => Math.min(5000, opts.pollMs * 2 ** failures),
+    })
     this.sender = new WebhookSender(secretKey, opts)
     this.outcomes = new OutcomeWriter(
       db,
@@ -129,9 +133,14 @@ export class DeliveryWorker {
     )
   }
 
+  /** Stopping or stopped: lanes give their events back instead of sending. */
+  private get stopping(): boolean {
+    return this.loop.stopSignal.aborted
+  }
+
   start(): void {
-    if (this.loop) return
-    this.loop = this.run()
+    if (this.loop.active) return
+    this.loop.start()
     this.renewTimer = setInterval(() => void this.renewLeases(), Math.floor(this.leaseMs() / RENEW_SHARE))
     this.renewTimer.unref()
   }
@@ -192,15 +201,13 @@ export class DeliveryWorker {
    */
   wake(): void {
     this.idleClaims = 0
-    this.signal.wake()
+    this.loop.wake()
   }
 
   async stop(): Promise<void> {
-    this.stopping = true
     this.retries.stop()
     clearInterval(this.renewTimer)
-    this.wake()
-    await this.loop
+    await this.loop.stop()
     const waiting = this.ready
     this.ready = []
     for (const lane of waiting) {
@@ -212,56 +219,44 @@ export class DeliveryWorker {
     await this.sender.close()
   }
 
-  private async run(): Promise<void> {
-    let failures = 0
-    while (!this.stopping) {
-      this.signal.beginRound()
-      let claimed = 0
-      const room = 2 * this.opts.concurrency - this.inflight - this.ready.length
-      // Claim in batches: the claim query costs about the same for 32 lanes as for 256 (it
-      // probes every active webhook's head), so while lanes are waiting, wait for room.
-      const idle = this.inflight === 0 && this.ready.length === 0
-      const minBatch = idle ? 1 : Math.max(1, this.opts.concurrency >> 1)
-      if (room >= minBatch) {
-        try {
-          const t0 = performance.now()
-          const events = await store.claim(
-            this.db,
-            room,
-            this.opts.perLane,
-            this.leaseMs(),
-            this.saturatedWebhooks(),
-          )
-          failures = 0
-          if (events.length > 0) {
-            const ms = Math.round(performance.now() - t0)
-            this.logger.debug({ ms, events: events.length, room }, 'webhook claim')
-          }
-          const lanes = lanesOf(events)
-          claimed = lanes.size
-          this.idleClaims = claimed > 0 ? 0 : this.idleClaims + 1
-          const claimedAt = Date.now()
-          for (const lane of lanes.values()) {
-            // A lease of ours that ran out while this process was stalled (renewals queued behind
-            // a busy database) comes back to us: its head is still being sent or recorded here,
-            // so sending it again would be a duplicate this process can avoid. The lane's other
-            // events are left to their new lease (claimed again once it runs out, in order).
-            if (this.held.has((lane[0] as ClaimedEvent).seq)) continue
-            this.queue(lane, claimedAt, this.rollbacks)
-          }
-          this.dispatch()
-        } catch (err) {
-          if (this.stopping) break
-          failures++
-          this.logger.warn({ err: (err as Error).message }, 'webhook claim failed')
-        }
-      }
-      if (claimed > 0 && this.inflight + this.ready.length < 2 * this.opts.concurrency) continue
-      const backoff = Math.min(IDLE_POLL_MAX_MS, this.opts.pollMs * 2 ** Math.max(0, this.idleClaims - 1))
-      await this.signal.sleep(
-        failures > 0 ? Math.min(5000, this.opts.pollMs * 2 ** failures) : Math.max(this.opts.pollMs, backoff),
+  /** One claim (when there is room for one); answers the pause before the next. */
+  private async claimRound(): Promise<number> {
+    let claimed = 0
+    const room = 2 * this.opts.concurrency - this.inflight - this.ready.length
+    // Claim in batches: the claim query costs about the same for 32 lanes as for 256 (it
+    // probes every active webhook's head), so while lanes are waiting, wait for room.
+    const idle = this.inflight === 0 && this.ready.length === 0
+    const minBatch = idle ? 1 : Math.max(1, this.opts.concurrency >> 1)
+    if (room >= minBatch) {
+      const t0 = performance.now()
+      const events = await store.claim(
+        this.db,
+        room,
+        this.opts.perLane,
+        this.leaseMs(),
+        this.saturatedWebhooks(),
       )
+      if (events.length > 0) {
+        const ms = Math.round(performance.now() - t0)
+        this.logger.debug({ ms, events: events.length, room }, 'webhook claim')
+      }
+      const lanes = lanesOf(events)
+      claimed = lanes.size
+      this.idleClaims = claimed > 0 ? 0 : this.idleClaims + 1
+      const claimedAt = Date.now()
+      for (const lane of lanes.values()) {
+        // A lease of ours that ran out while this process was stalled (renewals queued behind
+        // a busy database) comes back to us: its head is still being sent or recorded here,
+        // so sending it again would be a duplicate this process can avoid. The lane's other
+        // events are left to their new lease (claimed again once it runs out, in order).
+        if (this.held.has((lane[0] as ClaimedEvent).seq)) continue
+        this.queue(lane, claimedAt, this.rollbacks)
+      }
+      this.dispatch()
     }
+    if (claimed > 0 && this.inflight + this.ready.length < 2 * this.opts.concurrency) return 0
+    const backoff = Math.min(IDLE_POLL_MAX_MS, this.opts.pollMs * 2 ** Math.max(0, this.idleClaims - 1))
+    return Math.max(this.opts.pollMs, backoff)
   }
 
   /**
@@ -289,7 +284,7 @@ export class DeliveryWorker {
    * store.insertEvents): 0 while the worker is not running, so events then wait for a claim.
    */
   adoptionRoom(): number {
-    if (!this.loop || this.stopping) return 0
+    if (!this.loop.active) return 0
     return Math.max(0, 4 * this.opts.concurrency - this.inflight - this.ready.length)
   }
 
@@ -310,7 +305,7 @@ export class DeliveryWorker {
    */
   adopt(events: readonly ClaimedEvent[], stamp: LeaseStamp): void {
     if (events.length === 0) return
-    if (this.stopping || !this.loop) {
+    if (!this.loop.active) {
       this.track(
         store.release(
           this.db,

@@ -1,8 +1,8 @@
 import { z } from 'zod'
-import { describeZodError } from '../../config/validation.ts'
 import { HalyardError } from '../../errors.ts'
 import { RPC_INTERNAL_ERROR, RPC_INVALID_PARAMS, RpcError, type RpcOutcome } from '../../jsonrpc.ts'
 import type { Logger } from '../../logger.ts'
+import { describeZodError } from '../../shared/validation.ts'
 
 /**
  * Params of an `alchemy_*` row, checked by its zod tuple: a mismatch is -32602 naming the field
