@@ -3,6 +3,7 @@ import { sql } from 'kysely'
 import { z } from 'zod'
 import type { Network, NetworkRegistry } from '../chains/registry.ts'
 import type { Logger } from '../logger.ts'
+import { BackgroundLoop } from '../shared/background-loop.ts'
 import type { DB } from '../storage/database.ts'
 import type { WebhookConfig } from './config.ts'
 import { camelData, envelopeB } from './form-b.ts'
@@ -60,8 +61,7 @@ interface Watcher {
 export class PendingWatcher {
   private readonly watching = new Map<string, { sub: PendingSubscriber; watchers: Watcher[] }>()
   private readonly seen = new Set<string>()
-  private timer: NodeJS.Timeout | undefined
-  private stopped = false
+  private readonly loop: BackgroundLoop
 
   constructor(
     private readonly db: DB,
@@ -69,23 +69,26 @@ export class PendingWatcher {
     private readonly streams: () => PendingStreamSource | undefined,
     private readonly logger: Logger,
     private readonly onEvents: () => void,
-    private readonly snapshotMs = 1_000,
-  ) {}
-
-  start(): void {
-    this.stopped = false
-    const loop = async () => {
-      await this.refresh().catch((err) =>
-        this.logger.warn({ err: (err as Error).message }, 'pending-transaction watcher refresh failed'),
-      )
-      if (!this.stopped) this.timer = setTimeout(loop, this.snapshotMs)
-    }
-    this.timer = setTimeout(loop, 0)
+    snapshotMs = 1_000,
+  ) {
+    this.loop = new BackgroundLoop({
+      failure: 'pending-transaction watcher refresh failed',
+      logger,
+      round: async () => {
+        await this.refresh()
+        return snapshotMs
+      },
+      retryMs: () => snapshotMs,
+    })
   }
 
-  stop(): void {
-    this.stopped = true
-    if (this.timer) clearTimeout(this.timer)
+  start(): void {
+    this.loop.start()
+  }
+
+  /** Stops after the refresh in progress, then unsubscribes everywhere. */
+  async stop(): Promise<void> {
+    await this.loop.stop()
     for (const [slug, w] of this.watching) this.unsubscribe(slug, w.sub)
     this.watching.clear()
   }

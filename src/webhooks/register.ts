@@ -145,7 +145,7 @@ export function registerWebhooks(host: FeatureHost): WebhookService {
   host.addTask({
     name: 'webhook-delivery',
     stop: async () => {
-      pending.stop()
+      await pending.stop()
       await nfts.stop()
       await delivering
       delivering = undefined
