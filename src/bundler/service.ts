@@ -2,7 +2,7 @@ import type { Registry } from 'prom-client'
 import { toHex } from 'viem'
 import type { Network } from '../chains/registry.ts'
 import type { Logger } from '../logger.ts'
-import type { BackgroundLoop } from '../shared/background-loop.ts'
+import { type BackgroundLoop, LoopSet } from '../shared/background-loop.ts'
 import type { Storage } from '../storage/database.ts'
 import { type LeaderTurn, leaderLoop } from '../storage/session-lock.ts'
 import type { Address, Hash, Hex } from '../types.ts'
@@ -67,7 +67,7 @@ export function configuredEntryPoints(net: Network): EntryPointRef[] {
 
 export class BundlerService {
   private readonly nets = new Map<string, NetworkBundler>()
-  private loops: BackgroundLoop[] = []
+  private readonly loops = new LoopSet(() => [...this.nets.values()].map((n) => this.leader(n)))
   readonly metrics: BundlerMetrics
   readonly debug: BundlerDebug
 
@@ -239,15 +239,12 @@ export class BundlerService {
 
   /** Starts one builder loop per network. */
   start(): void {
-    if (this.loops.length > 0) return
-    this.loops = [...this.nets.values()].map((n) => this.leader(n))
-    for (const loop of this.loops) loop.start()
+    this.loops.start()
   }
 
   async stop(): Promise<void> {
-    await Promise.all(this.loops.map((loop) => loop.stop()))
+    await this.loops.stop()
     for (const n of this.nets.values()) n.wake = null
-    this.loops = []
   }
 
   /** The network's builder, run by whichever instance holds its builder lock. */

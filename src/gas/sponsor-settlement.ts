@@ -4,7 +4,7 @@ import type { RawLog, RpcCaller } from '../bundler/chain.ts'
 import { opFromHandleOps } from '../bundler/receipts.ts'
 import type { EntryPointVersion } from '../bundler/types.ts'
 import type { Logger } from '../logger.ts'
-import type { BackgroundLoop } from '../shared/background-loop.ts'
+import { type BackgroundLoop, LoopSet } from '../shared/background-loop.ts'
 import type { Storage } from '../storage/database.ts'
 import { type LeaderTurn, leaderLoop } from '../storage/session-lock.ts'
 import type { Address, Hash, Hex } from '../types.ts'
@@ -82,7 +82,7 @@ export function sponsoredEvents(network: SettlementNetwork, logs: readonly RawLo
 
 export class SponsorSettlement {
   private readonly nets = new Map<string, SettlementNetwork>()
-  private loops: BackgroundLoop[] = []
+  private readonly loops = new LoopSet(() => [...this.nets.values()].map((n) => this.leader(n)))
 
   constructor(private readonly opts: SettlementOptions) {
     for (const n of opts.networks) this.nets.set(n.slug, n)
@@ -145,14 +145,11 @@ export class SponsorSettlement {
   }
 
   start(): void {
-    if (this.loops.length > 0) return
-    this.loops = [...this.nets.values()].map((n) => this.leader(n))
-    for (const loop of this.loops) loop.start()
+    this.loops.start()
   }
 
-  async stop(): Promise<void> {
-    await Promise.all(this.loops.map((loop) => loop.stop()))
-    this.loops = []
+  stop(): Promise<void> {
+    return this.loops.stop()
   }
 
   /**

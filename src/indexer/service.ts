@@ -3,7 +3,7 @@ import type { Kysely } from 'kysely'
 import type { Network, NetworkRegistry } from '../chains/registry.ts'
 import type { Logger } from '../logger.ts'
 import type { Metrics } from '../metrics.ts'
-import type { BackgroundLoop } from '../shared/background-loop.ts'
+import { type BackgroundLoop, LoopSet } from '../shared/background-loop.ts'
 import { sleep } from '../shared/time.ts'
 import { WakeSignal } from '../shared/wake-signal.ts'
 import type { Storage } from '../storage/database.ts'
@@ -63,7 +63,7 @@ export class IndexerService {
   private readonly events = new EventEmitter()
   private readonly cursors = new Map<string, Cursor>()
   private started = false
-  private loops: BackgroundLoop[] = []
+  private readonly loops = new LoopSet(() => this.indexedNetworks().map((n) => this.leader(n)))
   private readonly health: IndexerHealth
   /** Malformed logs are skipped and reported here, by the follower and by consumers. */
   readonly skippedLogs: SkippedLogs
@@ -130,12 +130,11 @@ export class IndexerService {
     this.started = true
     // Ask each node whether it traces now, so the query side's first question finds an answer.
     for (const n of this.indexedNetworks()) this.tracing.availability(n)
-    this.loops = this.indexedNetworks().map((n) => this.leader(n))
-    for (const loop of this.loops) loop.start()
+    this.loops.start()
   }
 
-  async stop(): Promise<void> {
-    await Promise.all(this.loops.map((loop) => loop.stop()))
+  stop(): Promise<void> {
+    return this.loops.stop()
   }
 
   /** The last indexed block of a network (as committed), or null before the first block. */

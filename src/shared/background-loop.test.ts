@@ -6,6 +6,15 @@ import { WakeSignal } from './wake-signal.ts'
 
 const logger = createLogger('silent')
 
+/** Resolves once `done()` holds; rejects after 5 s. */
+const reached = (done: () => boolean) =>
+  withTimeout(
+    (async () => {
+      while (!done()) await new Promise((r) => setTimeout(r, 2))
+    })(),
+    5_000,
+  )
+
 describe('BackgroundLoop', () => {
   it('stop() waits for the round in progress, and no round starts after it', async () => {
     let rounds = 0
@@ -53,12 +62,7 @@ describe('BackgroundLoop', () => {
       },
     })
     loop.start()
-    await withTimeout(
-      (async () => {
-        while (n < 4) await new Promise((r) => setTimeout(r, 2))
-      })(),
-      5_000,
-    )
+    await reached(() => n >= 4)
     await loop.stop()
     expect(seen).toEqual([1, 2, 3])
     expect(n).toBe(4)
@@ -80,12 +84,7 @@ describe('BackgroundLoop', () => {
     await new Promise((r) => setTimeout(r, 5))
     expect(n).toBe(1)
     loop.wake()
-    await withTimeout(
-      (async () => {
-        while (n < 3) await new Promise((r) => setTimeout(r, 2))
-      })(),
-      5_000,
-    )
+    await reached(() => n >= 3)
     await loop.stop()
     expect(n).toBe(3)
   })

@@ -91,3 +91,22 @@ export class BackgroundLoop {
     }
   }
 }
+
+/** Loops started and stopped together (a worker's one loop per network); made anew at each start. */
+export class LoopSet {
+  private loops: BackgroundLoop[] = []
+
+  constructor(private readonly make: () => BackgroundLoop[]) {}
+
+  start(): void {
+    if (this.loops.length > 0) return
+    this.loops = this.make()
+    for (const loop of this.loops) loop.start()
+  }
+
+  /** Stops every loop after its round in progress, and waits for them. */
+  async stop(): Promise<void> {
+    await Promise.all(this.loops.map((loop) => loop.stop()))
+    this.loops = []
+  }
+}
