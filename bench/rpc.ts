@@ -30,16 +30,15 @@
  * Every server runs in its own child process, so the load generator and the server under test
  * never share an event loop; only one server is loaded at a time, and all are stopped at the end.
  */
-import { execFileSync, spawn } from 'node:child_process'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { createServer } from 'node:net'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { loadavg, tmpdir } from 'node:os'
 import path from 'node:path'
 import autocannon from 'autocannon'
-import { startAnvil, waitForRpc } from '../src/devnet/anvil.ts'
+import { startAnvil } from '../src/devnet/anvil.ts'
 import { cpuTop, formatCpuTop, profileFiles } from './lib/cpu-top.ts'
 import { startFloor } from './lib/floor-http.ts'
 import { type HalyardChild, serveHalyardChild, startHalyardChild } from './lib/halyard-child.ts'
+import { findNginx, startNginx } from './lib/nginx.ts'
 import { treeCpuUs } from './lib/proc-cpu.ts'
 import { findWrk, runWrk } from './lib/wrk.ts'
 
@@ -130,77 +129,6 @@ async function load(
 async function warmUp(target: Target, headers: Record<string, string>) {
   for (const body of [call('eth_blockNumber'), call('eth_chainId')]) {
     await load('warm-up', target, body, headers)
-  }
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer()
-    s.once('error', reject)
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port
-      s.close(() => resolve(port))
-    })
-  })
-}
-
-function findNginx(): string | undefined {
-  for (const p of ['/usr/sbin/nginx', '/usr/local/sbin/nginx', '/usr/bin/nginx']) {
-    try {
-      execFileSync(p, ['-v'], { stdio: 'ignore' })
-      return p
-    } catch {}
-  }
-  return undefined
-}
-
-async function startNginx(
-  bin: string,
-  anvilPort: number,
-  workers = 1,
-): Promise<{ url: string; pid: number | undefined; stop(): Promise<void> }> {
-  const dir = mkdtempSync(path.join(tmpdir(), 'halyard-bench-nginx-'))
-  const port = await freePort()
-  const conf = path.join(dir, 'nginx.conf')
-  writeFileSync(
-    conf,
-    `worker_processes ${workers};
-daemon off;
-pid ${dir}/nginx.pid;
-error_log ${dir}/error.log warn;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  client_body_temp_path ${dir}/body;
-  proxy_temp_path ${dir}/proxy;
-  fastcgi_temp_path ${dir}/fastcgi;
-  uwsgi_temp_path ${dir}/uwsgi;
-  scgi_temp_path ${dir}/scgi;
-  upstream anvil { server 127.0.0.1:${anvilPort}; keepalive 128; }
-  server {
-    listen 127.0.0.1:${port};
-    location / {
-      proxy_pass http://anvil;
-      proxy_http_version 1.1;
-      proxy_set_header Connection "";
-    }
-  }
-}
-`,
-  )
-  const child = spawn(bin, ['-p', dir, '-c', conf], { stdio: 'ignore' })
-  const url = `http://127.0.0.1:${port}`
-  await waitForRpc(url, 10_000)
-  return {
-    url,
-    pid: child.pid,
-    async stop() {
-      const exited = new Promise((r) => child.once('exit', r))
-      child.kill('SIGTERM')
-      await Promise.race([exited, new Promise((r) => setTimeout(r, 3_000))])
-      if (child.exitCode === null) child.kill('SIGKILL')
-      rmSync(dir, { recursive: true, force: true })
-    },
   }
 }
 

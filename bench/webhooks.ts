@@ -36,6 +36,7 @@ import { Devnet } from '../src/devnet/demo.ts'
 import { createLogger } from '../src/logger.ts'
 import { networkSchema } from '../src/server/config-schema.ts'
 import { startHalyard } from '../src/server/runtime.ts'
+import { sleep } from '../src/shared/time.ts'
 import { openStorage } from '../src/storage/database.ts'
 import type { Address } from '../src/types.ts'
 import { startReceiver } from './lib/receiver.ts'
@@ -55,7 +56,6 @@ const BLOCK_TIME_MS = Number(process.env.BENCH_BLOCK_TIME_MS ?? 80)
 
 const pct = (sorted: number[], p: number) =>
   sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] as number
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 /** Milliseconds on the performance clock, comparable across threads. */
 const now = () => performance.timeOrigin + performance.now()
 const LEVELS: Record<string, number> = { trace: 10, debug: 20, info: 30, warn: 40, error: 50, fatal: 60 }

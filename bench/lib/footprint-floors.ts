@@ -10,9 +10,10 @@ import path from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { PGlite } from '@electric-sql/pglite'
 import { startAnvil } from '../../src/devnet/anvil.ts'
+import { sleep } from '../../src/shared/time.ts'
 import { preparePGliteDataDir } from '../../src/storage/pglite-datadir.ts'
 import { pgliteSettings, pgliteStartParams } from '../../src/storage/pglite-settings.ts'
-import { descendants, rssMb, sleep, startUntil, stop } from './footprint-proc.ts'
+import { descendants, rssMb, startUntil, stop } from './footprint-proc.ts'
 
 const require = createRequire(import.meta.url)
 

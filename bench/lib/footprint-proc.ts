@@ -6,10 +6,9 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { promisify } from 'node:util'
+import { sleep } from '../../src/shared/time.ts'
 
 const execFileP = promisify(execFile)
-
-export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
 /** Resident set size of one process, MB; undefined once it has gone. */
 export function rssMb(pid: number): number | undefined {

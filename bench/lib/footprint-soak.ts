@@ -7,7 +7,8 @@
  * the last 10 s). The summary says whether either grew.
  */
 import { WebSocket } from 'ws'
-import { rssMb, sleep } from './footprint-proc.ts'
+import { sleep } from '../../src/shared/time.ts'
+import { rssMb } from './footprint-proc.ts'
 
 /** prom-client samples the loop every 10 ms and records the time between samples: the delay is beyond that. */
 const SAMPLING_MS = 10

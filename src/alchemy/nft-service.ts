@@ -4,8 +4,9 @@ import { getCode, hasCode, nodeAnswered } from '../chains/reads.ts'
 import type { Network } from '../chains/registry.ts'
 import { HalyardError, invalidRequest } from '../errors.ts'
 import { readCursor } from '../indexer/store.ts'
-import { Limiter } from '../nfts/fetcher.ts'
+
 import type { NftMetadata, NftService } from '../nfts/service.ts'
+import { Gate } from '../shared/gate.ts'
 import type { Database } from '../storage/schema.ts'
 import type { Address, Hex } from '../types.ts'
 import { holderKey, ownedKey, tokenKey } from './nft-page-key.ts'
@@ -294,6 +295,6 @@ function missingToken(tokenId: bigint, tokenType: AlchemyTokenType, error: strin
 
 /** `f` over `items`, at most CONCURRENCY at once, results in order. */
 function mapLimit<T, R>(items: readonly T[], f: (t: T) => Promise<R>): Promise<R[]> {
-  const limiter = new Limiter(CONCURRENCY)
+  const limiter = new Gate(CONCURRENCY)
   return Promise.all(items.map((t) => limiter.run(() => f(t))))
 }

@@ -25,10 +25,11 @@ import { DEV_ACCOUNT, Devnet } from '../devnet/demo.ts'
 import { rpc } from '../devnet/multicall3.ts'
 import { paymasterSignerKeyFile } from '../gas/paymaster-key.ts'
 import { createLogger } from '../logger.ts'
+import { releaseAdvisoryLock, tryAdvisoryLock } from '../storage/session-lock.ts'
 import type { Address, Hash, Hex } from '../types.ts'
 import type { RpcCaller } from './chain.ts'
 import { ANVIL_EXECUTOR_KEYS } from './executor.ts'
-import { releaseBuilderLock, tryBuilderLock } from './network.ts'
+import { builderLockKey } from './network.ts'
 import { parseUserOperation, toRpcUserOperation } from './schema.ts'
 import { type BundlerNetworkSpec, BundlerService } from './service.ts'
 import type {
@@ -121,8 +122,8 @@ export async function startBundlerFixture(backend: StorageBackend): Promise<Bund
     },
     builderLockHeld: () =>
       storage.db.connection().execute(async (conn) => {
-        if (!(await tryBuilderLock(conn, NETWORK))) return true
-        await releaseBuilderLock(conn, NETWORK)
+        if (!(await tryAdvisoryLock(conn, builderLockKey(NETWORK))).ok) return true
+        await releaseAdvisoryLock(conn, builderLockKey(NETWORK))
         return false
       }),
     async deployPaymaster(signer) {

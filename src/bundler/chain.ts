@@ -8,6 +8,7 @@ import {
   nodeError,
 } from '../chains/reads.ts'
 import type { RpcOutcome } from '../jsonrpc.ts'
+import { Gate } from '../shared/gate.ts'
 import type { Address, Hash, Hex } from '../types.ts'
 import { BundlerError, BundlerErrorCode, type RpcLog } from './types.ts'
 
@@ -278,27 +279,6 @@ export class BundlerChain {
       return { ok: false, message: out.error.message }
     }
     return { ok: true }
-  }
-}
-
-/** At most `limit` tasks at once; the rest wait in arrival order. */
-class Gate {
-  private running = 0
-  private readonly waiting: (() => void)[] = []
-
-  constructor(private readonly limit: number) {}
-
-  async run<T>(task: () => Promise<T>): Promise<T> {
-    // A finishing task hands its slot straight to the next waiter, so the count never overshoots.
-    if (this.running >= this.limit) await new Promise<void>((r) => this.waiting.push(r))
-    else this.running++
-    try {
-      return await task()
-    } finally {
-      const next = this.waiting.shift()
-      if (next) next()
-      else this.running--
-    }
   }
 }
 

@@ -1,5 +1,6 @@
 import { decodeFunctionResult, encodeFunctionData } from 'viem'
 import { entryPoint06Abi, entryPoint07Abi } from 'viem/account-abstraction'
+import { sleep } from '../shared/time.ts'
 import type { DB } from '../storage/database.ts'
 import type { Address, Hash, Hex } from '../types.ts'
 import { dropPending, liveOps } from './mempool-store.ts'
@@ -112,5 +113,3 @@ export class BundlerDebug {
     }
   }
 }
-
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms))

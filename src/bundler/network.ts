@@ -1,6 +1,6 @@
-import { sql } from 'kysely'
 import type { Logger } from '../logger.ts'
 import type { DB, Storage } from '../storage/database.ts'
+import { releaseAdvisoryLock, tryAdvisoryLock } from '../storage/session-lock.ts'
 import type { Address, Hex } from '../types.ts'
 import { type BuilderSettings, BundleBuilder, DEFAULT_BUILDER, type TickResult } from './builder.ts'
 import { openBundles } from './bundle-store.ts'
@@ -67,10 +67,10 @@ export class NetworkBundler {
   private queue: Promise<unknown> = Promise.resolve()
   /** The connection holding the builder lock, while this instance's loop holds it (PostgreSQL). */
   lockConn: DB | null = null
-  /** Ends the builder loop's current sleep (stop, a bundling mode change). */
+  /** Ends the builder loop's current sleep (a bundling mode change); set while the loop runs. */
   wake: (() => void) | null = null
   /** Set while the builder sleeps with nothing to do: a new op ends that sleep at once. */
-  idleWake: (() => void) | null = null
+  idling = false
   /** An op arrived since the builder's round began: it looks again instead of idling. */
   nudged = false
   lastDecay = 0
@@ -148,7 +148,7 @@ export class NetworkBundler {
    */
   nudge(): void {
     this.nudged = true
-    this.idleWake?.()
+    if (this.idling) this.wake?.()
   }
 
   entryPoint(address: Address): EntryPointRef {
@@ -184,11 +184,11 @@ export class NetworkBundler {
     }
     return this.exclusive(() =>
       db.connection().execute(async (conn) => {
-        if (!(await tryBuilderLock(conn, this.spec.slug))) return 'locked' as const
+        if (!(await tryAdvisoryLock(conn, builderLockKey(this.spec.slug))).ok) return 'locked' as const
         try {
           return await this.builder.tick(conn, opts)
         } finally {
-          await releaseBuilderLock(conn, this.spec.slug)
+          await releaseAdvisoryLock(conn, builderLockKey(this.spec.slug))
         }
       }),
     )
@@ -228,17 +228,3 @@ export class NetworkBundler {
 }
 
 export const builderLockKey = (network: string) => `halyard-bundler:${network}`
-
-export async function tryBuilderLock(conn: DB, network: string): Promise<boolean> {
-  const got = await sql<{ ok: boolean }>`
-    select pg_try_advisory_lock(hashtext(current_schema() || ':' || ${builderLockKey(network)})) as ok`.execute(
-    conn,
-  )
-  return got.rows[0]?.ok === true
-}
-
-export async function releaseBuilderLock(conn: DB, network: string): Promise<void> {
-  await sql`select pg_advisory_unlock(hashtext(current_schema() || ':' || ${builderLockKey(network)}))`.execute(
-    conn,
-  )
-}

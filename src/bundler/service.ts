@@ -2,8 +2,9 @@ import type { Registry } from 'prom-client'
 import { toHex } from 'viem'
 import type { Network } from '../chains/registry.ts'
 import type { Logger } from '../logger.ts'
-import type { DB, Storage } from '../storage/database.ts'
-import { withSessionLock } from '../storage/session-lock.ts'
+import { type BackgroundLoop, LoopSet } from '../shared/background-loop.ts'
+import type { Storage } from '../storage/database.ts'
+import { type LeaderTurn, leaderLoop } from '../storage/session-lock.ts'
 import type { Address, Hash, Hex } from '../types.ts'
 import type { TickResult } from './builder.ts'
 import { mergeOverrides, type StateOverride } from './chain.ts'
@@ -66,8 +67,7 @@ export function configuredEntryPoints(net: Network): EntryPointRef[] {
 
 export class BundlerService {
   private readonly nets = new Map<string, NetworkBundler>()
-  private stopping = false
-  private loops: Promise<void>[] = []
+  private readonly loops = new LoopSet(() => [...this.nets.values()].map((n) => this.leader(n)))
   readonly metrics: BundlerMetrics
   readonly debug: BundlerDebug
 
@@ -239,51 +239,45 @@ export class BundlerService {
 
   /** Starts one builder loop per network. */
   start(): void {
-    if (this.loops.length > 0) return
-    this.stopping = false
-    this.loops = [...this.nets.values()].map((n) => this.loop(n))
+    this.loops.start()
   }
 
   async stop(): Promise<void> {
-    this.stopping = true
-    for (const n of this.nets.values()) n.wake?.()
-    await Promise.all(this.loops)
-    this.loops = []
+    await this.loops.stop()
+    for (const n of this.nets.values()) n.wake = null
   }
 
-  private async loop(n: NetworkBundler): Promise<void> {
-    const log = this.opts.logger.child({ component: 'bundler', network: n.spec.slug })
-    while (!this.stopping) {
-      try {
-        await n.locateSimulations().catch(() => {})
-        const postgres = this.opts.storage.kind === 'postgres'
-        await withSessionLock(this.opts.storage, builderLockKey(n.spec.slug), async (conn, lost) => {
-          if (!postgres) return this.rounds(n, conn, lost)
-          log.info('bundler builder lock acquired')
-          // A round asleep hears of the loss at once, not at the end of its nap.
-          lost.addEventListener('abort', () => n.wake?.(), { once: true })
-          n.lockConn = conn
-          try {
-            await this.rounds(n, conn, lost)
-          } finally {
-            n.lockConn = null
-          }
-          // The session went and the lock with it: what this round did is in the database
-          // (accepted ops, sent bundles), so whoever takes the lock next carries on from there.
-          if (lost.aborted && !this.stopping)
-            log.warn('bundler builder lost its database session; contending for the lock again')
-        })
-      } catch (err) {
-        if (!this.stopping) log.warn({ err: (err as Error).message }, 'bundler builder failed; retrying')
-      }
-      await this.sleep(n, this.opts.lockRetryMs ?? 2000)
-    }
+  /** The network's builder, run by whichever instance holds its builder lock. */
+  private leader(n: NetworkBundler): BackgroundLoop {
+    const postgres = this.opts.storage.kind === 'postgres'
+    const loop = leaderLoop({
+      storage: this.opts.storage,
+      key: builderLockKey(n.spec.slug),
+      name: 'bundler builder',
+      failure: 'bundler builder failed; retrying',
+      logger: this.opts.logger.child({ component: 'bundler', network: n.spec.slug }),
+      retryMs: this.opts.lockRetryMs ?? 2000,
+      beforeAttempt: () => n.locateSimulations().catch(() => {}),
+      // The session went and the lock with it: what this round did is in the database
+      // (accepted ops, sent bundles), so whoever takes the lock next carries on from there.
+      lead: async (turn) => {
+        if (postgres) n.lockConn = turn.conn
+        try {
+          await this.rounds(n, turn)
+        } finally {
+          n.lockConn = null
+        }
+      },
+    })
+    n.wake = () => loop.wake()
+    return loop
   }
 
   /** Builder rounds while this instance holds the lock; manual mode follows bundles but builds none. */
-  private async rounds(n: NetworkBundler, db: DB, lost: AbortSignal): Promise<void> {
+  private async rounds(n: NetworkBundler, turn: LeaderTurn): Promise<void> {
+    const db = turn.conn
     let failures = 0
-    while (!this.stopping && !lost.aborted) {
+    while (!turn.ended.aborted) {
       try {
         n.nudged = false
         // A node refusing the lookup or deployment leaves simulations on the full override.
@@ -293,31 +287,25 @@ export class BundlerService {
         failures = 0
         // A bundle just sent is looked for again soon (anvil and fast chains mine it at once),
         // then at the poll interval while it waits.
-        if (r === 'sent') await this.sleep(n, Math.min(n.spec.pollMs ?? 250, FIRST_LOOK_MS))
-        else if (r !== 'idle') await this.sleep(n, n.spec.pollMs ?? 250)
-        else if (!n.nudged) await this.sleep(n, n.spec.idleMs ?? 1000, { idle: true })
+        if (r === 'sent') await turn.sleep(Math.min(n.spec.pollMs ?? 250, FIRST_LOOK_MS))
+        else if (r !== 'idle') await turn.sleep(n.spec.pollMs ?? 250)
+        else if (!n.nudged) await this.idle(n, turn, n.spec.idleMs ?? 1000)
       } catch (err) {
-        if (lost.aborted) return
+        if (turn.lost.aborted) return
         if (++failures >= 5) throw err
         this.opts.logger.debug({ network: n.spec.slug, err: (err as Error).message }, 'bundler round failed')
-        await this.sleep(n, Math.min(10_000, (n.spec.pollMs ?? 250) * 2 ** failures))
+        await turn.sleep(Math.min(10_000, (n.spec.pollMs ?? 250) * 2 ** failures))
       }
     }
   }
 
-  /** Sleeps `ms`; `stop()` ends it early, and so does a new op when `idle`. */
-  private sleep(n: NetworkBundler, ms: number, opts: { idle?: boolean } = {}): Promise<void> {
-    if (this.stopping) return Promise.resolve()
-    return new Promise((resolve) => {
-      const done = () => {
-        clearTimeout(t)
-        n.wake = null
-        n.idleWake = null
-        resolve()
-      }
-      const t = setTimeout(done, ms)
-      n.wake = done
-      if (opts.idle) n.idleWake = done
-    })
+  /** Sleeps with nothing to do: a new op (nudge) ends it early, as do stop and a mode change. */
+  private async idle(n: NetworkBundler, turn: LeaderTurn, ms: number): Promise<void> {
+    n.idling = true
+    try {
+      await turn.sleep(ms)
+    } finally {
+      n.idling = false
+    }
   }
 }

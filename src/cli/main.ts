@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util'
 import { loadEnv } from '../config/env.ts'
-import { ConfigError } from '../config/validation.ts'
 import { HalyardError } from '../errors.ts'
+import { ConfigError } from '../shared/validation.ts'
 import { readAdminFile } from './data-dir.ts'
 import { USAGE, UsageError } from './usage.ts'
 

@@ -1,9 +1,9 @@
 import path from 'node:path'
 import { z } from 'zod'
 import { parseCidr } from '../net/address-policy.ts'
+import { ConfigError, describeZodError, parseDuration } from '../shared/validation.ts'
 import { databaseEnvShape } from '../storage/pg-pool.ts'
 import { pgliteEnvShape } from '../storage/pglite-settings.ts'
-import { ConfigError, describeZodError, parseDuration } from './validation.ts'
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
 

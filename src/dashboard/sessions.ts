@@ -2,8 +2,8 @@ import { createHash, randomBytes } from 'node:crypto'
 import type { AuthService } from '../auth/service.ts'
 import { HalyardError } from '../errors.ts'
 import type { RateLimiter } from '../limits/limiter.ts'
+import { enqueueMail } from '../mail/outbox.ts'
 import type { DB } from '../storage/database.ts'
-import { enqueueMail } from '../webhooks/outbox.ts'
 import { type SessionRow, SessionStore, type SessionWithAccount } from './session-store.ts'
 
 /** A sign-in link works once, for this long. */

@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import { parseDecimal } from '../prices/decimal.ts'
+import { parseDecimal } from '../shared/decimal.ts'
 import { isAddress, toLowerAddress } from '../types.ts'
 import { ceilingsConfigSchema } from './sponsor-ceilings.ts'
 

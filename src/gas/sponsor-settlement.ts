@@ -4,8 +4,9 @@ import type { RawLog, RpcCaller } from '../bundler/chain.ts'
 import { opFromHandleOps } from '../bundler/receipts.ts'
 import type { EntryPointVersion } from '../bundler/types.ts'
 import type { Logger } from '../logger.ts'
+import { type BackgroundLoop, LoopSet } from '../shared/background-loop.ts'
 import type { Storage } from '../storage/database.ts'
-import { withSessionLock } from '../storage/session-lock.ts'
+import { type LeaderTurn, leaderLoop } from '../storage/session-lock.ts'
 import type { Address, Hash, Hex } from '../types.ts'
 import type { SettleResult, SponsoredOpEvent, SponsorStore } from './sponsor-store.ts'
 
@@ -81,9 +82,7 @@ export function sponsoredEvents(network: SettlementNetwork, logs: readonly RawLo
 
 export class SponsorSettlement {
   private readonly nets = new Map<string, SettlementNetwork>()
-  private stopping = false
-  private loops: Promise<void>[] = []
-  private wake: (() => void) | null = null
+  private readonly loops = new LoopSet(() => [...this.nets.values()].map((n) => this.leader(n)))
 
   constructor(private readonly opts: SettlementOptions) {
     for (const n of opts.networks) this.nets.set(n.slug, n)
@@ -146,65 +145,38 @@ export class SponsorSettlement {
   }
 
   start(): void {
-    if (this.loops.length > 0) return
-    this.stopping = false
-    this.loops = [...this.nets.values()].map((n) => this.loop(n))
+    this.loops.start()
   }
 
-  async stop(): Promise<void> {
-    this.stopping = true
-    this.wake?.()
-    await Promise.all(this.loops)
-    this.loops = []
+  stop(): Promise<void> {
+    return this.loops.stop()
   }
 
-  private async loop(net: SettlementNetwork): Promise<void> {
-    const log = this.opts.logger.child({ component: 'sponsor-settlement', network: net.slug })
-    const { storage } = this.opts
-    while (!this.stopping) {
-      try {
-        // The lock's session only holds the lock (rounds use the pool); when it goes, the lock
-        // went with it, and the rounds stop before another instance's begin.
-        await withSessionLock(storage, lockKey(net.slug), async (_conn, lost) => {
-          const onLost = () => this.wake?.()
-          lost.addEventListener('abort', onLost, { once: true })
-          try {
-            await this.rounds(net, lost)
-          } finally {
-            lost.removeEventListener('abort', onLost)
-          }
-          if (lost.aborted && !this.stopping)
-            log.warn('sponsorship settlement lost its database session; contending for the lock again')
-        })
-      } catch (err) {
-        if (!this.stopping)
-          log.warn({ err: (err as Error).message }, 'sponsorship settlement failed; retrying')
-      }
-      await this.sleep(this.opts.pollMs ?? 2_000)
-    }
+  /**
+   * The network's settlement, run by whichever instance holds its lock. The lock's session only
+   * holds the lock (rounds use the pool); when it goes, the lock went with it, and the rounds
+   * stop before another instance's begin.
+   */
+  private leader(net: SettlementNetwork): BackgroundLoop {
+    const pollMs = this.opts.pollMs ?? 2_000
+    return leaderLoop({
+      storage: this.opts.storage,
+      key: lockKey(net.slug),
+      name: 'sponsorship settlement',
+      failure: 'sponsorship settlement failed; retrying',
+      logger: this.opts.logger.child({ component: 'sponsor-settlement', network: net.slug }),
+      retryMs: pollMs,
+      lead: (turn) => this.rounds(net, turn),
+    })
   }
 
   /** Polls while this instance holds the lock; a full range means more is waiting. */
-  private async rounds(net: SettlementNetwork, lost: AbortSignal): Promise<void> {
-    while (!this.stopping && !lost.aborted) {
+  private async rounds(net: SettlementNetwork, turn: LeaderTurn): Promise<void> {
+    while (!turn.ended.aborted) {
       const r = await this.pollOnce(net.slug)
       const caughtUp = !r || r.to - r.from + 1n < BigInt(net.maxRange ?? 2000)
-      if (caughtUp) await this.sleep(this.opts.pollMs ?? 2_000)
+      if (caughtUp) await turn.sleep(this.opts.pollMs ?? 2_000)
     }
-  }
-
-  private sleep(ms: number): Promise<void> {
-    if (this.stopping) return Promise.resolve()
-    return new Promise((resolve) => {
-      const t = setTimeout(done, ms)
-      const self = this
-      function done() {
-        clearTimeout(t)
-        self.wake = null
-        resolve()
-      }
-      this.wake = done
-    })
   }
 
   private net(network: string): SettlementNetwork {

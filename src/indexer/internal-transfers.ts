@@ -1,5 +1,6 @@
 import type { Network } from '../chains/registry.ts'
 import type { Logger } from '../logger.ts'
+import { sleep } from '../shared/time.ts'
 import type { Hash } from '../types.ts'
 import type { BlockTrace, TraceMethod, TraceOutcome, TraceReader } from './traces.ts'
 
@@ -238,5 +239,3 @@ function offReason(network: Network): string | undefined {
 }
 
 const UNCHECKED: State = { kind: 'unchecked', retryAt: 0, unreached: 0 }
-
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms))

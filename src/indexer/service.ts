@@ -3,9 +3,12 @@ import type { Kysely } from 'kysely'
 import type { Network, NetworkRegistry } from '../chains/registry.ts'
 import type { Logger } from '../logger.ts'
 import type { Metrics } from '../metrics.ts'
+import { type BackgroundLoop, LoopSet } from '../shared/background-loop.ts'
+import { sleep } from '../shared/time.ts'
+import { WakeSignal } from '../shared/wake-signal.ts'
 import type { Storage } from '../storage/database.ts'
 import type { Database } from '../storage/schema.ts'
-import { sleepUnless, withSessionLock } from '../storage/session-lock.ts'
+import { leaderLoop } from '../storage/session-lock.ts'
 import { NetworkFollower } from './follower.ts'
 import type { HeadSignal, HeadSignalReason } from './head-signal.ts'
 import { IndexerHealth } from './health.ts'
@@ -60,9 +63,7 @@ export class IndexerService {
   private readonly events = new EventEmitter()
   private readonly cursors = new Map<string, Cursor>()
   private started = false
-  private stopping = false
-  private readonly abort = new AbortController()
-  private loops: Promise<void>[] = []
+  private readonly loops = new LoopSet(() => this.indexedNetworks().map((n) => this.leader(n)))
   private readonly health: IndexerHealth
   /** Malformed logs are skipped and reported here, by the follower and by consumers. */
   readonly skippedLogs: SkippedLogs
@@ -129,13 +130,11 @@ export class IndexerService {
     this.started = true
     // Ask each node whether it traces now, so the query side's first question finds an answer.
     for (const n of this.indexedNetworks()) this.tracing.availability(n)
-    this.loops = this.indexedNetworks().map((n) => this.run(n))
+    this.loops.start()
   }
 
-  async stop(): Promise<void> {
-    this.stopping = true
-    this.abort.abort()
-    await Promise.all(this.loops)
+  stop(): Promise<void> {
+    return this.loops.stop()
   }
 
   /** The last indexed block of a network (as committed), or null before the first block. */
@@ -163,7 +162,8 @@ export class IndexerService {
     }
   }
 
-  private async run(network: Network): Promise<void> {
+  /** The network's follower, run by whichever instance holds its leader lock. */
+  private leader(network: Network): BackgroundLoop {
     const log = this.opts.logger.child({ network: network.slug })
     const cfg = network.config.indexer
     const follower = new NetworkFollower({
@@ -191,27 +191,22 @@ export class IndexerService {
       liveMs:
         this.opts.pollMs ?? Math.max(basePollMs, Math.min(MAX_LIVE_POLL_MS, network.config.blockTimeMs)),
     }
-    while (!this.stopping) {
-      try {
-        const postgres = this.opts.storage.kind === 'postgres'
-        const lockKey = `halyard-indexer:${network.slug}`
-        const got = await withSessionLock(this.opts.storage, lockKey, async (conn, lost) => {
-          if (postgres) log.info('indexer lock acquired')
-          await this.follow(network, follower, conn, poll, log, lost)
-          // The session went and the lock with it: another instance may follow now.
-          if (lost.aborted && !this.stopping)
-            log.warn('indexer lost its database session; contending for the lock again')
-        })
-        // Another instance follows this network: its failures are not ours to report.
-        if (got === 'busy') this.health.forget(network.slug)
-      } catch (err) {
-        log.warn({ err: (err as Error).message }, 'indexer stopped on repeated errors; restarting')
-      }
+    return leaderLoop({
+      storage: this.opts.storage,
+      key: `halyard-indexer:${network.slug}`,
+      name: 'indexer',
+      failure: 'indexer stopped on repeated errors; restarting',
+      logger: log,
+      retryMs: this.opts.lockRetryMs ?? 2000,
+      lead: ({ conn, ended }) => this.follow(network, follower, conn, poll, log, ended),
+      // Another instance follows this network: its failures are not ours to report.
+      onBusy: () => this.health.forget(network.slug),
       // Not following any more (lock lost, or another instance has it): cursor() reads the DB.
-      this.cursors.delete(network.slug)
-      follower.reset()
-      await this.sleep(this.opts.lockRetryMs ?? 2000)
-    }
+      afterAttempt: () => {
+        this.cursors.delete(network.slug)
+        follower.reset()
+      },
+    })
   }
 
   /**
@@ -225,11 +220,12 @@ export class IndexerService {
     db: Kysely<Database>,
     poll: PollIntervals,
     log: Logger,
-    lost: AbortSignal,
+    /** Stopping, or the session holding the lock gone: either ends the follow. */
+    ended: AbortSignal,
   ) {
-    // Stopping, or the session holding the lock gone: either ends the follow.
-    const ended = AbortSignal.any([this.abort.signal, lost])
-    const waker = new Waker(ended)
+    // A head signal that arrives while the follower is stepping is kept, so the next sleep ends
+    // at once (the step may have read the head just before the new block).
+    const waker = new WakeSignal<HeadSignalReason>(ended)
     const watch = this.opts.heads?.watch(network, (reason) => waker.wake(reason))
     let failures = 0
     // After a push, poll at the base rate until a block comes: the node that answers our HTTP
@@ -246,8 +242,9 @@ export class IndexerService {
             eager = false
             continue
           }
-          const reason = await waker.wait(watch?.live && !eager ? poll.liveMs : poll.baseMs)
-          if (reason === 'stop') return
+          const woke = await waker.sleep(watch?.live && !eager ? poll.liveMs : poll.baseMs)
+          if (woke === 'stop') return
+          const reason: WakeReason = woke === 'timeout' || woke === 'wake' ? 'poll' : woke
           if (reason !== 'poll') eager = true
           this.opts.onWake?.(network.slug, reason)
         } catch (err) {
@@ -260,26 +257,12 @@ export class IndexerService {
           // Debug until it persists: an upstream blip is routine, the give-up below is a warning.
           log.debug({ err: (err as Error).message, failures }, 'indexer step failed')
           if (failures >= 5) throw err
-          await sleepUnless(ended, Math.min(10_000, poll.baseMs * 2 ** failures))
+          await sleep(Math.min(10_000, poll.baseMs * 2 ** failures), ended)
         }
       }
     } finally {
       watch?.close()
     }
-  }
-
-  private sleep(ms: number): Promise<void> {
-    if (this.abort.signal.aborted) return Promise.resolve()
-    return new Promise((resolve) => {
-      const t = setTimeout(done, ms)
-      const signal = this.abort.signal
-      function done() {
-        clearTimeout(t)
-        signal.removeEventListener('abort', done)
-        resolve()
-      }
-      signal.addEventListener('abort', done)
-    })
   }
 }
 
@@ -288,45 +271,4 @@ interface PollIntervals {
   baseMs: number
   /** While a head signal is live: only the safety net for a lost push. */
   liveMs: number
-}
-
-/**
- * The follower's sleep between polls, cut short by a head signal. A signal that arrives while
- * the follower is stepping is kept, so the next sleep ends at once (the step may have read the
- * head just before the new block).
- */
-class Waker {
-  private pending: HeadSignalReason | undefined
-  private resolve: ((reason: WakeReason | 'stop') => void) | undefined
-
-  constructor(private readonly abort: AbortSignal) {}
-
-  wake(reason: HeadSignalReason): void {
-    const resolve = this.resolve
-    if (resolve) {
-      this.resolve = undefined
-      resolve(reason)
-    } else this.pending = reason
-  }
-
-  wait(ms: number): Promise<WakeReason | 'stop'> {
-    if (this.abort.aborted) return Promise.resolve('stop')
-    const pending = this.pending
-    if (pending) {
-      this.pending = undefined
-      return Promise.resolve(pending)
-    }
-    return new Promise((resolve) => {
-      const finish = (reason: WakeReason | 'stop') => {
-        clearTimeout(timer)
-        this.abort.removeEventListener('abort', onAbort)
-        this.resolve = undefined
-        resolve(reason)
-      }
-      const onAbort = () => finish('stop')
-      const timer = setTimeout(() => finish('poll'), ms)
-      this.abort.addEventListener('abort', onAbort)
-      this.resolve = finish
-    })
-  }
 }

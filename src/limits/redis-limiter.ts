@@ -2,6 +2,7 @@ import { Redis } from 'ioredis'
 import { type Lease, leaseWanted, spend, unspent } from './lease.ts'
 import { DAY_MS, decide, type LimitCost, type LimitDecision, type RateLimiter } from './limiter.ts'
 import type { PlanLimits } from './plans.ts'
+import { batchesOf, finite, type Group, sameLimits, scriptCall } from './redis-batch.ts'
 import { type OutageOptions, type RedisFallback, RedisOutage, withinDeadline } from './redis-outage.ts'
 import { LIMITS_SCRIPT, RECONCILE_SCRIPT } from './redis-scripts.ts'
 
@@ -17,28 +18,6 @@ export interface RedisLimiterOptions extends Partial<Omit<OutageOptions, 'fallba
   fallback?: RedisFallback
 }
 
-interface Pending {
-  cost: LimitCost
-  nowMs: number
-  resolve(d: LimitDecision): void
-  reject(err: unknown): void
-}
-
-/** One account's calls in one second (and day) with one set of limits, within a flush. */
-interface Group {
-  accountId: string
-  second: number
-  day: number
-  limits: PlanLimits
-  calls: Pending[]
-  /** Unspent lease of this account and second, subtracted before the calls are decided. */
-  back: { requests: number; computeUnits: number }
-  /** The lease to reserve after the calls (lease.ts), if any. */
-  want: { requests: number; computeUnits: number } | undefined
-}
-
-/** Calls per script run: bounds the script's time inside Redis (it blocks other clients). */
-const MAX_BATCH = 256
 /**
  * How long a script run may wait for Redis (connected or not) before its calls are decided
  * without it (redis-outage.ts): a Redis that accepts connections and never answers must not
@@ -54,14 +33,6 @@ const DEADLINE_SHARE = 0.8
 const PROBE_MS = 250
 /** Replies faster than this are used to estimate the offset of Redis's clock from ours. */
 const CLOCK_SAMPLE_MAX_RTT_MS = 20
-
-const sameLimits = (a: PlanLimits, b: PlanLimits) =>
-  a === b ||
-  (a.requestsPerSecond === b.requestsPerSecond &&
-    a.requestsPerDay === b.requestsPerDay &&
-    a.computeUnitsPerSecond === b.computeUnitsPerSecond)
-
-const finite = (n: number) => (Number.isFinite(n) ? n : 0)
 
 export class RedisRateLimiter implements RateLimiter {
   private readonly redis: LimitRedis
@@ -297,33 +268,7 @@ export class RedisRateLimiter implements RateLimiter {
     const groups = this.groups
     this.groups = []
     this.latest.clear()
-    const runs: Promise<void>[] = []
-    let batch: Group[] = []
-    let size = 0
-    for (const g of groups) {
-      // A group larger than a batch is split: its parts run in order and see each other's
-      // counts; the first part gives back, the last asks for the lease.
-      const n = Math.max(1, Math.ceil(g.calls.length / MAX_BATCH))
-      for (let i = 0; i < n; i++) {
-        const part =
-          n === 1
-            ? g
-            : {
-                ...g,
-                calls: g.calls.slice(i * MAX_BATCH, (i + 1) * MAX_BATCH),
-                back: i === 0 ? g.back : { requests: 0, computeUnits: 0 },
-                want: i === n - 1 ? g.want : undefined,
-              }
-        if (size > 0 && size + part.calls.length > MAX_BATCH) {
-          runs.push(this.run(batch))
-          batch = []
-          size = 0
-        }
-        batch.push(part)
-        size += part.calls.length
-      }
-    }
-    if (batch.length > 0) runs.push(this.run(batch))
+    const runs = batchesOf(groups).map((batch) => this.run(batch))
     return Promise.all(runs)
   }
 
@@ -331,35 +276,7 @@ export class RedisRateLimiter implements RateLimiter {
     // One deadline for the whole wait (first connect included): Redis counts the run only
     // before it, and the calls are decided without Redis once it has passed.
     const startedAt = Date.now()
-    const keys: string[] = []
-    const args: number[] = [this.deadline(startedAt)]
-    for (const g of batch) {
-      const { limits } = g
-      keys.push(`${this.prefix}:${g.accountId}:s:${g.second}`, `${this.prefix}:${g.accountId}:d:${g.day}`)
-      args.push(
-        limits.requestsPerSecond ?? -1,
-        limits.requestsPerDay ?? -1,
-        limits.computeUnitsPerSecond ?? -1,
-        g.back.requests,
-        g.back.computeUnits,
-        g.want?.requests ?? 0,
-        g.want?.computeUnits ?? 0,
-        0,
-      )
-      const runsAt = args.length - 1
-      let runs = 0
-      let run = -1 // where in args the current run's call count is
-      for (const { cost } of g.calls) {
-        if (run >= 0 && args[run + 1] === cost.requests && args[run + 2] === cost.computeUnits) {
-          args[run] = (args[run] ?? 0) + 1
-        } else {
-          run = args.length
-          args.push(1, cost.requests, cost.computeUnits)
-          runs++
-        }
-      }
-      args[runsAt] = runs
-    }
+    const { keys, args } = scriptCall(this.prefix, batch, this.deadline(startedAt))
     let out: number[]
     let gaveUp = false
     let sentAt = startedAt

@@ -136,24 +136,3 @@ function clean(v: unknown, depth: number): unknown {
   }
   return out
 }
-
-/** At most `max` tasks at once; the rest wait in arrival order. */
-export class Limiter {
-  private running = 0
-  private readonly waiting: (() => void)[] = []
-
-  constructor(private readonly max: number) {}
-
-  async run<T>(fn: () => Promise<T>): Promise<T> {
-    // A finishing task hands its slot straight to the next waiter, so none can jump the queue.
-    if (this.running >= this.max) await new Promise<void>((r) => this.waiting.push(r))
-    else this.running++
-    try {
-      return await fn()
-    } finally {
-      const next = this.waiting.shift()
-      if (next) next()
-      else this.running--
-    }
-  }
-}

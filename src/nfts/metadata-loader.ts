@@ -2,9 +2,10 @@ import type { Kysely } from 'kysely'
 import type { Network } from '../chains/registry.ts'
 import type { Logger } from '../logger.ts'
 import type { DataApiConfig } from '../prices/config.ts'
+import { Gate } from '../shared/gate.ts'
 import type { Database } from '../storage/schema.ts'
 import type { Address } from '../types.ts'
-import { type FetchPolicy, Limiter, loadDocument } from './fetcher.ts'
+import { type FetchPolicy, loadDocument } from './fetcher.ts'
 import { parseMetadata } from './parse.ts'
 import * as store from './store.ts'
 import { type Gateways, toGatewayUrl } from './uri.ts'
@@ -29,7 +30,7 @@ export interface MetadataLoaderDeps {
  * the background, and cut short on shutdown.
  */
 export class MetadataLoader {
-  private readonly limiters = new Map<string, Limiter>()
+  private readonly limiters = new Map<string, Gate>()
   private readonly inflight = new Map<string, Promise<store.StoredMetadata>>()
   private readonly background = new Set<Promise<unknown>>()
   private readonly abort = new AbortController()
@@ -119,10 +120,10 @@ export class MetadataLoader {
   }
 
   /** Bounds background work on one network (metadata fetches, contract detection). */
-  limiter(net: Network): Limiter {
+  limiter(net: Network): Gate {
     let l = this.limiters.get(net.slug)
     if (!l) {
-      l = new Limiter(this.deps.config(net).nftMetadata.concurrency)
+      l = new Gate(this.deps.config(net).nftMetadata.concurrency)
       this.limiters.set(net.slug, l)
     }
     return l

@@ -1,7 +1,8 @@
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { type FetchPolicy, Limiter, loadDocument } from './fetcher.ts'
+import { Gate } from '../shared/gate.ts'
+import { type FetchPolicy, loadDocument } from './fetcher.ts'
 import { parseMetadata } from './parse.ts'
 import { expandId, resolveUri, toGatewayUrl } from './uri.ts'
 
@@ -215,9 +216,9 @@ describe('fetching metadata through the SSRF-safe fetch', () => {
   })
 })
 
-describe('Limiter', () => {
+describe('Gate', () => {
   it('never runs more than its bound at once, and runs everything', async () => {
-    const limiter = new Limiter(3)
+    const limiter = new Gate(3)
     let running = 0
     let peak = 0
     const done = await Promise.all(

@@ -7,8 +7,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { FailoverPool } from '../chains/upstream-pool.ts'
 import { type AnvilProcess, startAnvil } from '../devnet/anvil.ts'
 import { Devnet } from '../devnet/demo.ts'
+import { formatUnits, multiplyDecimal, numberToDecimal } from '../shared/decimal.ts'
 import type { Address } from '../types.ts'
-import { formatUnits, multiplyDecimal, numberToDecimal } from './decimal.ts'
 import {
   CachedPriceSource,
   ChainlinkPriceSource,

@@ -2,10 +2,10 @@ import { readFileSync, statSync } from 'node:fs'
 import { decodeFunctionResult, encodeFunctionData, parseAbi } from 'viem'
 import { z } from 'zod'
 import { type ChainNode, call } from '../chains/reads.ts'
-import { describeZodError } from '../config/validation.ts'
+import { formatUnits, numberToDecimal } from '../shared/decimal.ts'
+import { describeZodError } from '../shared/validation.ts'
 import type { Address } from '../types.ts'
 import type { PriceSourceConfig } from './config.ts'
-import { formatUnits, numberToDecimal } from './decimal.ts'
 
 /** `native` for the chain's currency, else a lowercase token contract address. */
 export type TokenKey = 'native' | Address

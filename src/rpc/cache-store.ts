@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis'
 import { LRUCache } from 'lru-cache'
+import { withTimeout } from '../shared/time.ts'
 
 /**
  * Where cached JSON-RPC results live: the result's JSON text under a key. Values are only
@@ -90,7 +91,7 @@ export class TieredResultCache implements ResultCache {
   async getRemote(key: string): Promise<string | undefined> {
     if (this.redis.status !== 'ready') return undefined
     try {
-      const v = await withTimeout(this.redis.get(REDIS_PREFIX + key), REDIS_TIMEOUT_MS)
+      const v = await withTimeout(this.redis.get(REDIS_PREFIX + key), REDIS_TIMEOUT_MS, () => undefined)
       if (typeof v !== 'string') return undefined
       this.memory.set(key, v)
       return v
@@ -104,20 +105,4 @@ export class TieredResultCache implements ResultCache {
     if (json.length > REDIS_MAX_ENTRY || this.redis.status !== 'ready') return
     this.redis.set(REDIS_PREFIX + key, json, 'EX', REDIS_TTL_SECONDS).catch(() => {})
   }
-}
-
-function withTimeout<T>(p: Promise<T>, ms: number): Promise<T | undefined> {
-  return new Promise((resolve, reject) => {
-    const t = setTimeout(() => resolve(undefined), ms)
-    p.then(
-      (v) => {
-        clearTimeout(t)
-        resolve(v)
-      },
-      (e) => {
-        clearTimeout(t)
-        reject(e)
-      },
-    )
-  })
 }

@@ -3,6 +3,7 @@ import { chainId, malformedAnswer, nodeError } from '../chains/reads.ts'
 import type { NetworkRegistry } from '../chains/registry.ts'
 import { definePublicRoute } from '../http/route.ts'
 import type { Metrics } from '../metrics.ts'
+import { withTimeout } from '../shared/time.ts'
 import type { DB } from '../storage/database.ts'
 import { probeWrite } from '../storage/write-probe.ts'
 import { clusterWorker } from './cluster.ts'
@@ -87,21 +88,5 @@ export function registerOpsRoutes(app: FastifyInstance, deps: Deps) {
       reply.header('content-type', deps.metrics.registry.contentType)
       return clusterMetrics ? clusterMetrics.scrape() : deps.metrics.registry.metrics()
     },
-  })
-}
-
-function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
-  return new Promise((resolve, reject) => {
-    const t = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms)
-    p.then(
-      (v) => {
-        clearTimeout(t)
-        resolve(v)
-      },
-      (e) => {
-        clearTimeout(t)
-        reject(e)
-      },
-    )
   })
 }

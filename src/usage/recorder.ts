@@ -1,4 +1,5 @@
 import type { Logger } from '../logger.ts'
+import { BackgroundLoop } from '../shared/background-loop.ts'
 import type { DB } from '../storage/database.ts'
 import { utcDay } from './service.ts'
 import { addUsage, type UsageDelta } from './store.ts'
@@ -41,7 +42,7 @@ export class UsageRecorder {
   /** When `current` stops being today (start of the next UTC day), in ms. */
   private dayEndsAt: number
   private flushing: Promise<void> | undefined
-  private timer: NodeJS.Timeout | undefined
+  private loop: BackgroundLoop | undefined
   private midnight: NodeJS.Timeout | undefined
 
   constructor(
@@ -127,19 +128,26 @@ export class UsageRecorder {
 
   /** Flushes every `intervalMs` until stop(). */
   start(intervalMs = DEFAULT_FLUSH_INTERVAL_MS): void {
-    if (this.timer) return
-    this.timer = setInterval(() => {
-      this.flush().catch((err: Error) => this.logger.warn({ err: err.message }, 'usage flush failed'))
-    }, intervalMs)
-    this.timer.unref()
+    if (this.loop) return
+    this.loop = new BackgroundLoop({
+      failure: 'usage flush failed',
+      logger: this.logger,
+      round: async () => {
+        await this.flush()
+        return intervalMs
+      },
+      retryMs: () => intervalMs,
+      unref: true,
+    })
+    this.loop.start()
     this.armMidnight()
   }
 
   /** Stops the timer and writes what is left (the server's close, before storage closes). */
   async stop(): Promise<void> {
-    if (this.timer) clearInterval(this.timer)
+    await this.loop?.stop()
     if (this.midnight) clearTimeout(this.midnight)
-    this.timer = undefined
+    this.loop = undefined
     this.midnight = undefined
     await this.flush()
   }

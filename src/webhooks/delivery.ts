@@ -1,13 +1,15 @@
 import type { Logger } from '../logger.ts'
+import { BackgroundLoop } from '../shared/background-loop.ts'
 import type { DB } from '../storage/database.ts'
 import type { DeliveryOptions } from './delivery-options.ts'
+import { LaneQueue } from './lane-queue.ts'
 import { type Lane, lanesOf } from './lanes.ts'
+import { LeaseKeeper } from './lease-keeper.ts'
 import { OutcomeWriter } from './outcome-writer.ts'
 import { RetryAlarm } from './retry-alarm.ts'
 import { WebhookSender } from './sender.ts'
 import type { AttemptOutcome, ClaimedEvent } from './store.ts'
 import * as store from './store.ts'
-import { WakeSignal } from './wake-signal.ts'
 
 /**
  * The delivery worker (spec 6.1 form A). Every instance may run one: events are claimed from
@@ -31,8 +33,6 @@ export const IDLE_POLL_MAX_MS = 1_000
 
 /** The longest lease: how long a dead instance's events wait before another instance takes them. */
 export const LEASE_MAX_MS = 6_000
-/** Leases are renewed this many times per lease: a renewal delayed by a busy process or database is not the end of it. */
-const RENEW_SHARE = 4
 
 export type PauseHandler = (webhookId: string, lastError: string) => Promise<void>
 
@@ -55,22 +55,9 @@ export interface LeaseStamp {
 }
 
 export class DeliveryWorker {
-  private inflight = 0
-  /**
-   * Lanes claimed ahead, waiting for a free slot (at most `concurrency`, at most twice the
-   * per-host cap per host). Claiming ahead keeps the claim query off the path between one
-   * delivery ending and the next starting: a claim costs tens of milliseconds under load,
-   * while a delivery to a fast receiver takes one.
-   */
-  private ready: Lane[] = []
-  /** Lanes in flight per host (the cap applies to these). */
-  private readonly perHost = new Map<string, number>()
-  /** Lanes claimed per host, in flight or waiting (what the next claim leaves out). */
-  private readonly claimedPerHost = new Map<string, number>()
-  private readonly webhookHost = new Map<string, string>()
-  private stopping = false
-  private loop: Promise<void> | undefined
-  private readonly signal = new WakeSignal()
+  /** Claimed lanes waiting for a slot, and the slots in use (lane-queue.ts). */
+  private readonly lanesQueue: LaneQueue
+  private readonly loop: BackgroundLoop
   private readonly active = new Set<Promise<void>>()
   private readonly sender: WebhookSender
   private readonly outcomes: OutcomeWriter
@@ -79,14 +66,8 @@ export class DeliveryWorker {
   /** Empty claims in a row (reset by any wake): sets how far the idle poll has backed off. */
   private idleClaims = 0
   private readonly retries = new RetryAlarm(() => this.wake())
-  /**
-   * Events this worker holds under its lease (claimed, waiting, in flight, or sent and not yet
-   * recorded) and the lanes they belong to: renewed together every quarter of a lease (RENEW_SHARE).
-   */
-  private readonly held = new Set<string>()
-  private readonly lanes = new Set<Lane>()
-  private renewTimer: NodeJS.Timeout | undefined
-  private renewing = false
+  /** Events this worker holds under its lease, renewed while it lives (lease-keeper.ts). */
+  private readonly leases: LeaseKeeper
 
   private readonly db: DB
   private readonly opts: DeliveryOptions
@@ -101,6 +82,14 @@ export class DeliveryWorker {
     this.onPause = deps.onPause
     this.logger = logger
     this.onDisable = deps.onDisable
+    this.loop = new BackgroundLoop({
+      failure: 'webhook claim failed',
+      logger,
+      round: () => this.claimRound(),
+      retryMs: (failures) => Math.min(5000, opts.pollMs * 2 ** failures),
+    })
+    this.lanesQueue = new LaneQueue(opts.concurrency, opts.perHostCap)
+    this.leases = new LeaseKeeper(db, this.leaseMs(), logger)
     this.sender = new WebhookSender(deps.secretKey, opts)
     this.outcomes = new OutcomeWriter({
       db,
@@ -111,41 +100,20 @@ export class DeliveryWorker {
     })
   }
 
+  /** Stopping or stopped: lanes give their events back instead of sending. */
+  private get stopping(): boolean {
+    return this.loop.stopSignal.aborted
+  }
+
   start(): void {
-    if (this.loop) return
-    this.loop = this.run()
-    this.renewTimer = setInterval(() => void this.renewLeases(), Math.floor(this.leaseMs() / RENEW_SHARE))
-    this.renewTimer.unref()
-  }
-
-  /**
-   * Extends the leases this worker holds. On success every live lane counts as leased from when
-   * the renewal began; a renewal that fails leaves the leases to run out (another instance may
-   * then send an event again: at-least-once).
-   */
-  private async renewLeases(): Promise<void> {
-    if (this.renewing || this.held.size === 0) return
-    this.renewing = true
-    const at = Date.now()
-    const lanes = [...this.lanes]
-    try {
-      await store.renew(this.db, [...this.held], this.leaseMs())
-      for (const lane of lanes) if (lane.claimedAt < at) lane.claimedAt = at
-    } catch (err) {
-      this.logger.warn({ err: (err as Error).message }, 'renewing webhook leases failed')
-    } finally {
-      this.renewing = false
-    }
-  }
-
-  /** Events leave this worker's hands: given back, or their outcome recorded. */
-  private letGo(seqs: readonly string[]): void {
-    for (const seq of seqs) this.held.delete(seq)
+    if (this.loop.active) return
+    this.loop.start()
+    this.leases.start()
   }
 
   /** Gives events back to the queue (unattempted) and stops renewing them. */
   private giveBack(seqs: string[]): Promise<void> {
-    this.letGo(seqs)
+    this.leases.letGo(seqs)
     return store.release(this.db, seqs)
   }
 
@@ -174,19 +142,15 @@ export class DeliveryWorker {
    */
   wake(): void {
     this.idleClaims = 0
-    this.signal.wake()
+    this.loop.wake()
   }
 
   async stop(): Promise<void> {
-    this.stopping = true
     this.retries.stop()
-    clearInterval(this.renewTimer)
-    this.wake()
-    await this.loop
-    const waiting = this.ready
-    this.ready = []
-    for (const lane of waiting) {
-      this.lanes.delete(lane)
+    this.leases.stop()
+    await this.loop.stop()
+    for (const lane of this.lanesQueue.drain()) {
+      this.leases.dropLane(lane)
       this.track(this.giveBack(lane.events.map((e) => e.seq)))
     }
     await Promise.allSettled([...this.active])
@@ -194,56 +158,45 @@ export class DeliveryWorker {
     await this.sender.close()
   }
 
-  private async run(): Promise<void> {
-    let failures = 0
-    while (!this.stopping) {
-      this.signal.beginRound()
-      let claimed = 0
-      const room = 2 * this.opts.concurrency - this.inflight - this.ready.length
-      // Claim in batches: the claim query costs about the same for 32 lanes as for 256 (it
-      // probes every active webhook's head), so while lanes are waiting, wait for room.
-      const idle = this.inflight === 0 && this.ready.length === 0
-      const minBatch = idle ? 1 : Math.max(1, this.opts.concurrency >> 1)
-      if (room >= minBatch) {
-        try {
-          const t0 = performance.now()
-          const events = await store.claim(
-            this.db,
-            room,
-            this.opts.perLane,
-            this.leaseMs(),
-            this.saturatedWebhooks(),
-          )
-          failures = 0
-          if (events.length > 0) {
-            const ms = Math.round(performance.now() - t0)
-            this.logger.debug({ ms, events: events.length, room }, 'webhook claim')
-          }
-          const lanes = lanesOf(events)
-          claimed = lanes.size
-          this.idleClaims = claimed > 0 ? 0 : this.idleClaims + 1
-          const claimedAt = Date.now()
-          for (const lane of lanes.values()) {
-            // A lease of ours that ran out while this process was stalled (renewals queued behind
-            // a busy database) comes back to us: its head is still being sent or recorded here,
-            // so sending it again would be a duplicate this process can avoid. The lane's other
-            // events are left to their new lease (claimed again once it runs out, in order).
-            if (this.held.has((lane[0] as ClaimedEvent).seq)) continue
-            this.queue(lane, claimedAt, this.rollbacks)
-          }
-          this.dispatch()
-        } catch (err) {
-          if (this.stopping) break
-          failures++
-          this.logger.warn({ err: (err as Error).message }, 'webhook claim failed')
-        }
-      }
-      if (claimed > 0 && this.inflight + this.ready.length < 2 * this.opts.concurrency) continue
-      const backoff = Math.min(IDLE_POLL_MAX_MS, this.opts.pollMs * 2 ** Math.max(0, this.idleClaims - 1))
-      await this.signal.sleep(
-        failures > 0 ? Math.min(5000, this.opts.pollMs * 2 ** failures) : Math.max(this.opts.pollMs, backoff),
+  /** One claim (when there is room for one); answers the pause before the next. */
+  private async claimRound(): Promise<number> {
+    let claimed = 0
+    const room = 2 * this.opts.concurrency - this.lanesQueue.inflight - this.lanesQueue.waiting
+    // Claim in batches: the claim query costs about the same for 32 lanes as for 256 (it
+    // probes every active webhook's head), so while lanes are waiting, wait for room.
+    const idle = this.lanesQueue.inflight === 0 && this.lanesQueue.waiting === 0
+    const minBatch = idle ? 1 : Math.max(1, this.opts.concurrency >> 1)
+    if (room >= minBatch) {
+      const t0 = performance.now()
+      const events = await store.claim(
+        this.db,
+        room,
+        this.opts.perLane,
+        this.leaseMs(),
+        this.lanesQueue.saturatedWebhooks(),
       )
+      if (events.length > 0) {
+        const ms = Math.round(performance.now() - t0)
+        this.logger.debug({ ms, events: events.length, room }, 'webhook claim')
+      }
+      const lanes = lanesOf(events)
+      claimed = lanes.size
+      this.idleClaims = claimed > 0 ? 0 : this.idleClaims + 1
+      const claimedAt = Date.now()
+      for (const lane of lanes.values()) {
+        // A lease of ours that ran out while this process was stalled (renewals queued behind
+        // a busy database) comes back to us: its head is still being sent or recorded here,
+        // so sending it again would be a duplicate this process can avoid. The lane's other
+        // events are left to their new lease (claimed again once it runs out, in order).
+        if (this.leases.holds((lane[0] as ClaimedEvent).seq)) continue
+        this.queue(lane, claimedAt, this.rollbacks)
+      }
+      this.dispatch()
     }
+    if (claimed > 0 && this.lanesQueue.inflight + this.lanesQueue.waiting < 2 * this.opts.concurrency)
+      return 0
+    const backoff = Math.min(IDLE_POLL_MAX_MS, this.opts.pollMs * 2 ** Math.max(0, this.idleClaims - 1))
+    return Math.max(this.opts.pollMs, backoff)
   }
 
   /**
@@ -257,22 +210,13 @@ export class DeliveryWorker {
     return Math.min(this.opts.timeoutMs * 2 + 2_000, LEASE_MAX_MS)
   }
 
-  /** Webhooks of hosts that already have twice their cap of lanes claimed (in flight or waiting). */
-  private saturatedWebhooks(): string[] {
-    const out: string[] = []
-    for (const [webhook, host] of this.webhookHost) {
-      if ((this.claimedPerHost.get(host) ?? 0) >= 2 * this.opts.perHostCap) out.push(webhook)
-    }
-    return out
-  }
-
   /**
    * How many lanes the matcher may lease to this worker as it inserts a block's events (see
    * store.insertEvents): 0 while the worker is not running, so events then wait for a claim.
    */
   adoptionRoom(): number {
-    if (!this.loop || this.stopping) return 0
-    return Math.max(0, 4 * this.opts.concurrency - this.inflight - this.ready.length)
+    if (!this.loop.active) return 0
+    return Math.max(0, 4 * this.opts.concurrency - this.lanesQueue.inflight - this.lanesQueue.waiting)
   }
 
   /** Events per lane: what the matcher leases per webhook at most. */
@@ -292,7 +236,7 @@ export class DeliveryWorker {
    */
   adopt(events: readonly ClaimedEvent[], stamp: LeaseStamp): void {
     if (events.length === 0) return
-    if (this.stopping || !this.loop) {
+    if (!this.loop.active) {
       this.track(
         store.release(
           this.db,
@@ -310,50 +254,26 @@ export class DeliveryWorker {
   }
 
   private queue(events: ClaimedEvent[], claimedAt: number, rollbacks: number): void {
-    const first = events[0] as ClaimedEvent
-    let host = ''
-    try {
-      host = new URL(first.url).host
-    } catch {}
-    if (this.webhookHost.size > 100_000) this.webhookHost.clear()
-    this.webhookHost.set(first.webhook_id, host)
-    this.claimedPerHost.set(host, (this.claimedPerHost.get(host) ?? 0) + 1)
-    const lane = { events, host, claimedAt, rollbacks }
-    this.ready.push(lane)
-    this.lanes.add(lane)
-    for (const e of events) this.held.add(e.seq)
+    const lane = this.lanesQueue.add(events, claimedAt, rollbacks)
+    this.leases.hold(lane)
   }
 
   /**
-   * Starts waiting lanes while slots are free, skipping hosts at their cap (a slow receiver's
-   * lanes wait; everyone else's go). A lane that waited so long that its lease could run out
-   * before its first send ends is given back unattempted.
+   * Starts waiting lanes while slots are free (lane-queue.ts). A lane that waited so long that
+   * its lease could run out before its first send ends, or that a reorg overtook, is given back
+   * unattempted.
    */
   private dispatch(): void {
-    if (this.ready.length === 0 || this.inflight >= this.opts.concurrency) return
-    const keep: Lane[] = []
     const now = Date.now()
-    let i = 0
-    // Stops at the first lane that finds every slot taken: with hundreds of lanes waiting, each
-    // finished delivery would otherwise walk the whole queue.
-    for (; i < this.ready.length && this.inflight < this.opts.concurrency && !this.stopping; i++) {
-      const lane = this.ready[i] as Lane
-      if (now - lane.claimedAt > this.freshForMs() || lane.rollbacks !== this.rollbacks) {
-        this.unclaim(lane.host)
-        this.lanes.delete(lane)
+    this.lanesQueue.dispatch(
+      () => this.stopping,
+      (lane) => now - lane.claimedAt > this.freshForMs() || lane.rollbacks !== this.rollbacks,
+      (lane) => {
+        this.leases.dropLane(lane)
         this.track(this.giveBack(lane.events.map((e) => e.seq)))
-        continue
-      }
-      if ((this.perHost.get(lane.host) ?? 0) >= this.opts.perHostCap) keep.push(lane)
-      else this.launch(lane)
-    }
-    this.ready = i === 0 ? this.ready : keep.concat(this.ready.slice(i))
-  }
-
-  private unclaim(host: string): void {
-    const left = (this.claimedPerHost.get(host) ?? 1) - 1
-    if (left <= 0) this.claimedPerHost.delete(host)
-    else this.claimedPerHost.set(host, left)
+      },
+      (lane) => this.launch(lane),
+    )
   }
 
   private track(p: Promise<unknown>): void {
@@ -369,29 +289,22 @@ export class DeliveryWorker {
   /** Sends one webhook's claimed events in order; the first that fails ends the lane. */
   private launch(lane: Lane): void {
     const first = lane.events[0] as ClaimedEvent
-    const host = lane.host
-    this.inflight++
-    this.perHost.set(host, (this.perHost.get(host) ?? 0) + 1)
     const release = () => {
-      this.inflight--
-      const left = (this.perHost.get(host) ?? 1) - 1
-      if (left <= 0) this.perHost.delete(host)
-      else this.perHost.set(host, left)
-      this.unclaim(host)
+      this.lanesQueue.finished(lane.host)
       this.dispatch()
       this.wake()
     }
     const p = this.runLane(lane)
       .catch((err) => {
         // Its events are left to their lease, which is no longer renewed: they come back.
-        this.letGo(lane.events.map((e) => e.seq))
+        this.leases.letGo(lane.events.map((e) => e.seq))
         this.logger.error(
           { err: (err as Error).message, webhook: first.webhook_id },
           'webhook delivery bookkeeping failed',
         )
       })
       .finally(() => {
-        this.lanes.delete(lane)
+        this.leases.dropLane(lane)
         release()
         this.active.delete(p)
       })
@@ -407,7 +320,7 @@ export class DeliveryWorker {
     const { events: lane, rollbacks } = live
     for (let i = 0; i < lane.length; i++) {
       const rest = () => lane.slice(i).map((e) => e.seq)
-      // claimedAt moves on with each renewal (renewLeases).
+      // claimedAt moves on with each renewal (lease-keeper.ts).
       const stale = i > 0 && (Date.now() - live.claimedAt > this.freshForMs() || this.rollbacks !== rollbacks)
       if (this.stopping || stale) {
         // Stopping, past half the lease, or a reorg: the rest goes back to the queue.
@@ -423,7 +336,7 @@ export class DeliveryWorker {
         // Later events wait behind this one (block order): record it, give them back unattempted.
         await new Promise<void>((done) =>
           this.outcomes.record(outcome, () => {
-            this.held.delete(seq)
+            this.leases.letGo([seq])
             done()
           }),
         )
@@ -431,7 +344,7 @@ export class DeliveryWorker {
         return
       }
       // Held (and renewed) until recorded: until then it still heads its webhook's queue.
-      this.outcomes.record(outcome, () => this.held.delete(seq))
+      this.outcomes.record(outcome, () => this.leases.letGo([seq]))
     }
   }
 

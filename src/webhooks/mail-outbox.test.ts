@@ -5,8 +5,8 @@ import { describeEachStorage, type TestStorage } from '../../test/helpers/storag
 import { until } from '../../test/helpers/until.ts'
 import { type AnvilProcess, startAnvil } from '../devnet/anvil.ts'
 import { DEV_ACCOUNT, Devnet } from '../devnet/demo.ts'
+import { claimMail, enqueueMail, markMailFailed } from '../mail/outbox.ts'
 import type { Address, Hash } from '../types.ts'
-import { claimMail, enqueueMail, markMailFailed } from './outbox.ts'
 import { Receiver } from './testdata/receiver.ts'
 import { SmtpSink } from './testdata/smtp-sink.ts'
 

@@ -1,4 +1,4 @@
-import type { Mail } from './mailer.ts'
+import type { Mail } from '../mail/sender.ts'
 import type { WebhookRow } from './store.ts'
 
 /** E-mails to the account holder when the service pauses or disables a webhook (via the mail outbox). */

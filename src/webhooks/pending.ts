@@ -5,6 +5,7 @@ import { quantity, transactionSchema } from '../chains/read-schemas.ts'
 import { getPendingTransactions, nodeAnswered, readUnchecked } from '../chains/reads.ts'
 import type { Network, NetworkRegistry } from '../chains/registry.ts'
 import type { Logger } from '../logger.ts'
+import { BackgroundLoop } from '../shared/background-loop.ts'
 import type { DB } from '../storage/database.ts'
 import type { WebhookConfig } from './config.ts'
 import { camelData, envelopeB } from './form-b.ts'
@@ -59,15 +60,13 @@ export interface PendingWatcherDeps {
 export class PendingWatcher {
   private readonly watching = new Map<string, { sub: PendingSubscriber; watchers: Watcher[] }>()
   private readonly seen = new Set<string>()
-  private timer: NodeJS.Timeout | undefined
-  private stopped = false
+  private readonly loop: BackgroundLoop
 
   private readonly db: DB
   private readonly networks: NetworkRegistry
   private readonly streams: () => PendingStreamSource | undefined
   private readonly logger: Logger
   private readonly onEvents: () => void
-  private readonly snapshotMs: number
 
   constructor(deps: PendingWatcherDeps) {
     this.db = deps.db
@@ -75,23 +74,25 @@ export class PendingWatcher {
     this.streams = deps.streams
     this.logger = deps.logger
     this.onEvents = deps.onEvents
-    this.snapshotMs = deps.snapshotMs ?? 1_000
+    const snapshotMs = deps.snapshotMs ?? 1_000
+    this.loop = new BackgroundLoop({
+      failure: 'pending-transaction watcher refresh failed',
+      logger: deps.logger,
+      round: async () => {
+        await this.refresh()
+        return snapshotMs
+      },
+      retryMs: () => snapshotMs,
+    })
   }
 
   start(): void {
-    this.stopped = false
-    const loop = async () => {
-      await this.refresh().catch((err) =>
-        this.logger.warn({ err: (err as Error).message }, 'pending-transaction watcher refresh failed'),
-      )
-      if (!this.stopped) this.timer = setTimeout(loop, this.snapshotMs)
-    }
-    this.timer = setTimeout(loop, 0)
+    this.loop.start()
   }
 
-  stop(): void {
-    this.stopped = true
-    if (this.timer) clearTimeout(this.timer)
+  /** Stops after the refresh in progress, then unsubscribes everywhere. */
+  async stop(): Promise<void> {
+    await this.loop.stop()
     for (const [slug, w] of this.watching) this.unsubscribe(slug, w.sub)
     this.watching.clear()
   }

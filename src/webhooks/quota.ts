@@ -1,5 +1,5 @@
-import { ConfigError } from '../config/validation.ts'
 import { invalidRequest } from '../errors.ts'
+import { ConfigError } from '../shared/validation.ts'
 
 /**
  * Webhook limits per plan (spec 8.6: the free tier includes 1,000 deliveries per day across

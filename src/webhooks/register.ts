@@ -1,13 +1,13 @@
 import { Counter } from 'prom-client'
 import type { FeatureHost } from '../http/host.ts'
 import type { IndexerService } from '../indexer/service.ts'
+import { Mailer } from '../mail/sender.ts'
 import type { NftService } from '../nfts/service.ts'
 import type { Address } from '../types.ts'
 import type { WsService } from '../ws/service.ts'
 import { CrossWake, instanceId } from './cross-wake.ts'
 import { DeliveryWorker } from './delivery.ts'
 import { camelData } from './form-b.ts'
-import { Mailer } from './mailer.ts'
 import { WebhookMatcher } from './matcher.ts'
 import { PendingWatcher } from './pending.ts'
 import { limitFor } from './quota.ts'
@@ -136,7 +136,7 @@ export function registerWebhooks(
   host.addTask({
     name: 'webhook-delivery',
     stop: async () => {
-      pending.stop()
+      await pending.stop()
       // Aborts the shared metadata fetches a delivery may be waiting on (the NFT API's routes
       // closed with the server before any task stops; its own task stops it again, a no-op).
       await nfts.stop()

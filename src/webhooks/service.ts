@@ -3,6 +3,7 @@ import type { NetworkRegistry } from '../chains/registry.ts'
 import { invalidRequest, notFound } from '../errors.ts'
 import type { Viewer } from '../http/access.ts'
 import type { Logger } from '../logger.ts'
+import type { Mailer } from '../mail/sender.ts'
 import type { DB } from '../storage/database.ts'
 import {
   type EventType,
@@ -13,7 +14,6 @@ import {
 } from './config.ts'
 import { encryptSecret, generateSigningSecret } from './crypto.ts'
 import { camelData, type DeliveryFormat, envelopeB } from './form-b.ts'
-import type { Mailer } from './mailer.ts'
 import { newEventId } from './matcher.ts'
 import { disableNotice, pauseNotice } from './notices.ts'
 import { DEFAULT_LIMITS, limitFor, type WebhookLimits, webhookCapError } from './quota.ts'

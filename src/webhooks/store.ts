@@ -1,9 +1,9 @@
 import { type Kysely, type Selectable, sql } from 'kysely'
 import type { Viewer } from '../http/access.ts'
+import { enqueueMail, type Mail } from '../mail/outbox.ts'
 import { inList } from '../storage/filters.ts'
 import type { Database } from '../storage/schema.ts'
 import type { MatchKey } from './config.ts'
-import { enqueueMail, type Mail } from './outbox.ts'
 import type { WebhooksTable, WebhookTables } from './tables.ts'
 
 // One module for the callers (`import * as store`), two files by job: the event queue is there.

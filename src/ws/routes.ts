@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import { describeZodError } from '../config/validation.ts'
+import { describeZodError } from '../shared/validation.ts'
 import type { Address, Hash } from '../types.ts'
 import {
   MINED,

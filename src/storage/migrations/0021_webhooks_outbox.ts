@@ -1,7 +1,7 @@
 import { type Kysely, type Migration, sql } from 'kysely'
 
 /**
- * Webhooks, second step (src/webhooks/outbox.ts, src/webhooks/store.ts):
+ * Webhooks, second step (src/mail/outbox.ts, src/webhooks/store.ts):
  *  - the mail outbox becomes a queue: a sender claims due unsent rows (FOR UPDATE SKIP LOCKED)
  *    and retries a failed send with backoff. `next_attempt_at` is both the retry time and,
  *    while a send is under way, the end of the sender's lease;

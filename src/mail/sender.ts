@@ -1,9 +1,9 @@
 import type { Kysely } from 'kysely'
 import nodemailer, { type Transporter } from 'nodemailer'
 import type { Logger } from '../logger.ts'
+import { BackgroundLoop } from '../shared/background-loop.ts'
 import type { Database } from '../storage/schema.ts'
 import { claimMail, type Mail, markMailFailed, markMailSent } from './outbox.ts'
-import { WakeSignal } from './wake-signal.ts'
 
 export type { Mail } from './outbox.ts'
 
@@ -47,9 +47,7 @@ export interface MailerDeps {
  */
 export class Mailer {
   private readonly transport: Transporter | undefined
-  private loop: Promise<void> | undefined
-  private stopping = false
-  private readonly signal = new WakeSignal()
+  private readonly loop: BackgroundLoop
 
   private readonly db: Kysely<Database>
   private readonly logger: Logger
@@ -70,12 +68,18 @@ export class Mailer {
           socketTimeout: 30_000,
         })
       : undefined
+    this.loop = new BackgroundLoop({
+      failure: 'mail outbox claim failed',
+      logger: this.logger,
+      round: async () => ((await this.drain()) >= this.opts.batch ? 0 : this.opts.pollMs),
+      retryMs: (failures) => Math.min(30_000, this.opts.pollMs * 2 ** failures),
+    })
   }
 
   /** Starts draining the outbox (rows left by a crash or an outage go out now). */
   start(): void {
-    if (!this.transport || this.loop) return
-    this.loop = this.run()
+    if (!this.transport || this.loop.active) return
+    this.loop.start()
   }
 
   /** A message was committed to the outbox: send it now (or, without SMTP, log it). */
@@ -84,34 +88,12 @@ export class Mailer {
       this.logger.info({ to: mail.to, subject: mail.subject }, 'e-mail written to the outbox (no SMTP_URL)')
       return
     }
-    this.signal.wake()
+    this.loop.wake()
   }
 
   async stop(): Promise<void> {
-    this.stopping = true
-    this.signal.wake()
-    await this.loop
+    await this.loop.stop()
     this.transport?.close()
-  }
-
-  private async run(): Promise<void> {
-    let failures = 0
-    while (!this.stopping) {
-      this.signal.beginRound()
-      let claimed = 0
-      try {
-        claimed = await this.drain()
-        failures = 0
-      } catch (err) {
-        if (this.stopping) break
-        failures++
-        this.logger.warn({ err: (err as Error).message }, 'mail outbox claim failed')
-      }
-      if (claimed >= this.opts.batch) continue
-      await this.signal.sleep(
-        failures > 0 ? Math.min(30_000, this.opts.pollMs * 2 ** failures) : this.opts.pollMs,
-      )
-    }
   }
 
   /** One claim and its sends; returns how many rows were claimed. */
@@ -120,7 +102,7 @@ export class Mailer {
     if (!transport) return 0
     const rows = await claimMail(this.db, this.opts.batch, this.opts.leaseMs)
     for (const row of rows) {
-      if (this.stopping) break // unsent claimed rows come back when their lease ends
+      if (this.loop.stopSignal.aborted) break // unsent claimed rows come back when their lease ends
       try {
         await transport.sendMail({
           from: this.from,
