@@ -1,7 +1,7 @@
 import { decodeFunctionResult, encodeFunctionData } from 'viem'
 import { entryPoint06Abi, entryPoint07Abi } from 'viem/account-abstraction'
 import type { DB } from '../storage/database.ts'
-import type { Address, Hash, Hex } from '../types.ts'
+import { type Address, type Hash, type Hex, toLowerAddress } from '../types.ts'
 import { dropPending, liveOps } from './mempool-store.ts'
 import type { BundlingMode, NetworkBundler } from './network.ts'
 import type { ReputationEntry } from './reputation.ts'
@@ -79,9 +79,7 @@ export class BundlerDebug {
   }
 
   async setReputation(network: string, rows: readonly ReputationCounters[]): Promise<'ok'> {
-    await this.net(network).reputation.set(
-      rows.map((r) => ({ ...r, address: r.address.toLowerCase() as Address })),
-    )
+    await this.net(network).reputation.set(rows.map((r) => ({ ...r, address: toLowerAddress(r.address) })))
     return 'ok'
   }
 
@@ -107,7 +105,7 @@ export class BundlerDebug {
     const stake = BigInt(info.stake)
     const unstakeDelaySec = BigInt(info.unstakeDelaySec)
     return {
-      stakeInfo: { addr: address.toLowerCase() as Address, stake, unstakeDelaySec },
+      stakeInfo: { addr: toLowerAddress(address), stake, unstakeDelaySec },
       isStaked: n.isStaked({ stake, unstakeDelaySec }),
     }
   }

@@ -38,7 +38,7 @@ const bytes = z
 const address = z
   .string({ error: 'must be a 0x-prefixed 20-byte hex address' })
   .refine(isAddress, 'must be a 0x-prefixed 20-byte hex address')
-  .transform((v) => toLowerAddress(v))
+  .transform(toLowerAddress)
 
 /** Absent, null and (for byte fields) "0x" all mean "none". */
 const optional = <T extends z.ZodType>(s: T) => s.nullish()
@@ -184,7 +184,7 @@ function unpackPaymaster(
       paymaster: p.slice(0, 42) as Address,
       paymasterVerificationGasLimit: BigInt(`0x${p.slice(42, 74)}`),
       paymasterPostOpGasLimit: BigInt(`0x${p.slice(74, 106)}`),
-      paymasterData: `0x${p.slice(106)}` as Hex,
+      paymasterData: `0x${p.slice(106)}`,
     }
   }
   if (o.paymaster == null) {

@@ -1,5 +1,5 @@
 import { decodeAbiParameters, decodeFunctionData, type Hex, hexToBigInt, parseAbi } from 'viem'
-import type { Address } from '../types.ts'
+import { type Address, toLowerAddress } from '../types.ts'
 
 /**
  * The calls a UserOperation will make, read from the account's callData, for `allowed_contracts`
@@ -27,9 +27,8 @@ const accountAbi = parseAbi([
   'function executeUserOpWithErrorString(address to, uint256 value, bytes data, uint8 operation)',
 ])
 
-const lower = (a: string) => a.toLowerCase() as Address
 const call = (to: string, value: bigint, data: Hex): AccountCall => ({
-  to: lower(to),
+  to: toLowerAddress(to),
   value,
   selector: data.length >= 10 ? (data.slice(0, 10).toLowerCase() as Hex) : null,
 })

@@ -2,7 +2,7 @@ import { createPublicClient, http } from 'viem'
 import type { Network } from '../chains/registry.ts'
 import { findPaymasterV06 } from '../devnet/account-abstraction.ts'
 import type { FeatureHost } from '../http/host.ts'
-import type { Address } from '../types.ts'
+import { type Address, toLowerAddress } from '../types.ts'
 import { loadPaymasterSigner } from './paymaster-key.ts'
 import { registerPaymasterMetrics } from './paymaster-metrics.ts'
 import { paymasterRegistry, registerPaymasterRoute } from './paymaster-rpc.ts'
@@ -111,7 +111,7 @@ async function devPaymasterV06(net: Network, signer: Address): Promise<Address |
   if (!url) return undefined
   try {
     const client = createPublicClient({ transport: http(url) })
-    return (await findPaymasterV06(client, signer.toLowerCase() as Address)) ?? undefined
+    return (await findPaymasterV06(client, toLowerAddress(signer))) ?? undefined
   } catch {
     // An unreachable devnet leaves v0.6 unsponsored; /ready reports the node itself.
     return undefined

@@ -367,7 +367,7 @@ export class SponsorService {
       const hash = v06PaymasterHash(op, chainId, ref.paymaster, senderNonce, validUntil, validAfter)
       const signature = await signPaymasterHash(this.opts.signer, hash)
       const paymasterAndData = v06PaymasterAndData(ref.paymaster, validUntil, validAfter, signature)
-      return { ...base, paymasterData: `0x${paymasterAndData.slice(42)}` as Hex, paymasterAndData }
+      return { ...base, paymasterData: `0x${paymasterAndData.slice(42)}`, paymasterAndData }
     }
     const hash = v07PaymasterHash(
       {

@@ -6,7 +6,7 @@ import type { EntryPointVersion } from '../bundler/types.ts'
 import type { Logger } from '../logger.ts'
 import type { Storage } from '../storage/database.ts'
 import { withSessionLock } from '../storage/session-lock.ts'
-import type { Address, Hash, Hex } from '../types.ts'
+import { type Address, type Hash, type Hex, toLowerAddress, toLowerHash } from '../types.ts'
 import type { SettleResult, SponsoredOpEvent, SponsorStore } from './sponsor-store.ts'
 
 /**
@@ -52,7 +52,7 @@ export function sponsoredEvents(network: SettlementNetwork, logs: readonly RawLo
   const out: SponsoredOpEvent[] = []
   for (const log of logs) {
     if (log.removed || log.topics[0]?.toLowerCase() !== USER_OPERATION_EVENT) continue
-    const ep = log.address.toLowerCase() as Address
+    const ep = toLowerAddress(log.address)
     const paymaster = ours.get(ep)
     if (!paymaster) continue
     const e = decodeEventLog({
@@ -66,12 +66,12 @@ export function sponsoredEvents(network: SettlementNetwork, logs: readonly RawLo
       network: network.slug,
       entryPoint: ep,
       paymaster,
-      sender: e.args.sender.toLowerCase() as Address,
+      sender: toLowerAddress(e.args.sender),
       nonce: e.args.nonce,
-      userOpHash: e.args.userOpHash.toLowerCase() as Hash,
+      userOpHash: toLowerHash(e.args.userOpHash),
       success: e.args.success,
       actualGasCost: e.args.actualGasCost,
-      transactionHash: log.transactionHash.toLowerCase() as Hash,
+      transactionHash: toLowerHash(log.transactionHash),
       blockNumber: BigInt(log.blockNumber),
       validAfter: null,
     })
