@@ -64,7 +64,8 @@ export class BundlerDebug {
         `another instance holds the builder lock of ${network}; send the request there`,
       )
     if (r !== 'sent') return null
-    const tx = n.builder.lastSent?.txHash as Hash
+    // A round that answers 'sent' has just set lastSent.
+    const tx = n.builder.lastSent?.txHash ?? null
     const until = Date.now() + waitMs
     while (Date.now() < until && (await n.round({ build: false })) === 'waiting')
       await sleep(n.spec.pollMs ?? 100)

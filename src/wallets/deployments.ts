@@ -69,7 +69,7 @@ export class WalletDeploymentTracker implements BlockConsumer {
     const candidates = [...proxies.keys()].filter((a) => !found.has(a))
     if (candidates.length > 0) {
       const known = await knownWallets(trx, block.network, candidates)
-      for (const a of known) found.set(a, deployment(a, proxies.get(a) as Hash, 'proxy'))
+      for (const [a, txHash] of proxies) if (known.has(a)) found.set(a, deployment(a, txHash, 'proxy'))
     }
     await saveDeployments(trx, [...found.values()])
   }
