@@ -75,7 +75,7 @@ const SIMULATE_VALIDATION = toFunctionSelector(
 
 /** EntryPointSimulations.simulateValidation(op) calldata. */
 export function simulateValidationV07Data(op: UserOperationV07): Hex {
-  return `${SIMULATE_VALIDATION}${word(32n)}${packedV07Digits(op)}` as Hex
+  return `${SIMULATE_VALIDATION}${word(32n)}${packedV07Digits(op)}`
 }
 
 const keccakDigits = (digits: string) => keccak256(`0x${digits}`).slice(2)

@@ -30,7 +30,7 @@ const accountAbi = parseAbi([
 const call = (to: string, value: bigint, data: Hex): AccountCall => ({
   to: toLowerAddress(to),
   value,
-  selector: data.length >= 10 ? (data.slice(0, 10).toLowerCase() as Hex) : null,
+  selector: data.length >= 10 ? `0x${data.slice(2, 10).toLowerCase()}` : null,
 })
 
 export function decodeAccountCalls(callData: Hex): AccountCall[] | null {

@@ -209,7 +209,7 @@ export class SponsorService {
       }
     return {
       paymaster: p.ref.paymaster,
-      paymasterData: `${validity}${STUB_SIGNATURE.slice(2)}` as Hex,
+      paymasterData: `${validity}${STUB_SIGNATURE.slice(2)}`,
       // Ours, not the op's: a client may send zeros before estimating.
       paymasterVerificationGasLimit: toHex(PAYMASTER_VERIFICATION_GAS),
       paymasterPostOpGasLimit: toHex(PAYMASTER_POST_OP_GAS),

@@ -232,7 +232,7 @@ function validAfterOf(net: SettlementNetwork, e: SponsoredOpEvent, input: Hex | 
   )
   if (!op) return null
   // Both versions: abi.encode(uint48 validUntil, uint48 validAfter) right after the paymaster fields.
-  const data = op.version === 'v07' ? op.paymasterData : (`0x${op.paymasterAndData.slice(42)}` as Hex)
+  const data: Hex = op.version === 'v07' ? op.paymasterData : `0x${op.paymasterAndData.slice(42)}`
   if (data.length < 2 + 128) return null
   return Number(BigInt(`0x${data.slice(66, 130)}`))
 }
