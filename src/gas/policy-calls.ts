@@ -45,9 +45,9 @@ export function decodeAccountCalls(callData: Hex): AccountCall[] | null {
     switch (decoded.functionName) {
       case 'execute': {
         const args = decoded.args
-        if (typeof args[0] === 'string' && args[0].length === 42)
-          return [call(args[0], args[1] as bigint, args[2] as Hex)]
-        return erc7579(args[0] as Hex, args[1] as Hex)
+        // execute(address,uint256,bytes) decodes to three values, ERC-7579 execute(bytes32,bytes) to two.
+        if (args.length === 3) return [call(args[0], args[1], args[2])]
+        return erc7579(args[0], args[1])
       }
       case 'executeBatch': {
         const args = decoded.args
