@@ -11,6 +11,8 @@ const HASH_RE = /^0x[0-9a-fA-F]{64}$/
 export const isAddress = (v: unknown): v is Address => typeof v === 'string' && ADDRESS_RE.test(v)
 export const isHash = (v: unknown): v is Hash => typeof v === 'string' && HASH_RE.test(v)
 export const toLowerAddress = (v: string): Address => v.toLowerCase() as Address
+/** A 32-byte hash already checked (schema or isHash), lowercase as storage keeps it. */
+export const toLowerHash = (v: string): Hash => v.toLowerCase() as Hash
 
 /**
  * What is wrong with an address a client sent, as the end of a message that starts with the

@@ -1,5 +1,5 @@
 import { concat, encodeAbiParameters, encodeFunctionData, getContractAddress, keccak256, toHex } from 'viem'
-import type { Address, Hex } from '../types.ts'
+import { type Address, type Hex, toLowerAddress } from '../types.ts'
 import { artifact, simpleAccountAbi } from './contracts.ts'
 
 /**
@@ -28,7 +28,7 @@ function embeddedProxyCreationCode(factoryRuntime: Hex): Hex {
     }
   }
   if (start < 0 || start >= end) throw new Error('SimpleAccountFactory artifact has no embedded proxy code')
-  return `0x${hex.slice(start, end)}` as Hex
+  return `0x${hex.slice(start, end)}`
 }
 
 let proxyCode: Hex | undefined
@@ -42,7 +42,7 @@ function proxyCreationCode(): Hex {
  * first CREATE, and a contract's nonce starts at 1 (EIP-161).
  */
 export function factoryImplementation(factory: Address): Address {
-  return getContractAddress({ from: factory, nonce: 1n }).toLowerCase() as Address
+  return toLowerAddress(getContractAddress({ from: factory, nonce: 1n }))
 }
 
 /** `SimpleAccountFactory(factory).getAddress(owner, salt)`, computed locally. */
@@ -58,5 +58,5 @@ export function simpleAccountAddress(factory: Address, owner: Address, salt: big
     salt: toHex(salt, { size: 32 }),
     bytecodeHash: keccak256(concat([proxyCreationCode(), args])),
   })
-  return address.toLowerCase() as Address
+  return toLowerAddress(address)
 }

@@ -66,7 +66,7 @@ async function checkFactoryDerivation(
   factory: Address,
   logger: Logger,
 ): Promise<string | null> {
-  const probe = '0x000000000000000000000000000000000000dead' as Address
+  const probe: Address = '0x000000000000000000000000000000000000dead'
   try {
     const data = encodeFunctionData({
       abi: simpleAccountFactoryAbi,

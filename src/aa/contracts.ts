@@ -1,6 +1,7 @@
 import { createRequire } from 'node:module'
 import { parseAbi } from 'viem'
 import { z } from 'zod'
+import { hex } from '../chains/read-schemas.ts'
 import type { Address, Hex } from '../types.ts'
 
 /**
@@ -9,11 +10,11 @@ import type { Address, Hex } from '../types.ts'
  * `@account-abstraction/contracts-v06`) and the ABI fragments the services call.
  */
 
-export const ENTRY_POINT_V06 = '0x5ff137d4b0fdcd49dca30c7cf57e578a026d2789' as Address
-export const ENTRY_POINT_V07 = '0x0000000071727de22e5e9d8baf0edac6f37da032' as Address
+export const ENTRY_POINT_V06: Address = '0x5ff137d4b0fdcd49dca30c7cf57e578a026d2789'
+export const ENTRY_POINT_V07: Address = '0x0000000071727de22e5e9d8baf0edac6f37da032'
 
 /** Arachnid's CREATE2 proxy, pre-deployed by anvil (REFERENCE.md): send `salt ‖ initCode`. */
-export const DETERMINISTIC_DEPLOYER = '0x4e59b44847b379578588920ca78fbf26c0b4956c' as Address
+export const DETERMINISTIC_DEPLOYER: Address = '0x4e59b44847b379578588920ca78fbf26c0b4956c'
 
 /**
  * The salts eth-infinitism used with the deterministic deployer: with them the npm artifacts land
@@ -21,17 +22,16 @@ export const DETERMINISTIC_DEPLOYER = '0x4e59b44847b379578588920ca78fbf26c0b4956
  * The factories use salt 0, which gives the factory addresses public tooling assumes
  * (permissionless: v0.7 `0x91E60e…8985`, v0.6 `0x9406Cc…6454`).
  */
-export const ZERO_SALT = `0x${'00'.repeat(32)}` as Hex
-export const ENTRY_POINT_V07_SALT =
-  '0x90d8084deab30c2a37c45e8d47f49f2f7965183cb6990a98943ef94940681de3' as Hex
+export const ZERO_SALT: Hex = `0x${'00'.repeat(32)}`
+export const ENTRY_POINT_V07_SALT: Hex = '0x90d8084deab30c2a37c45e8d47f49f2f7965183cb6990a98943ef94940681de3'
 
 export type EntryPointVersion = 'v06' | 'v07'
 
 const artifactSchema = z.object({
   contractName: z.string(),
   abi: z.array(z.unknown()),
-  bytecode: z.string().regex(/^0x[0-9a-fA-F]*$/),
-  deployedBytecode: z.string().regex(/^0x[0-9a-fA-F]*$/),
+  bytecode: hex,
+  deployedBytecode: hex,
 })
 
 export interface Artifact {
@@ -52,8 +52,8 @@ export function artifact(version: EntryPointVersion, name: string): Artifact {
   const a = artifactSchema.parse(raw)
   return {
     contractName: a.contractName,
-    bytecode: a.bytecode as Hex,
-    deployedBytecode: a.deployedBytecode as Hex,
+    bytecode: a.bytecode,
+    deployedBytecode: a.deployedBytecode,
   }
 }
 
@@ -94,7 +94,7 @@ export const verifyingPaymasterAbi = parseAbi([
 ])
 
 /** `AccountDeployed(bytes32,address,address,address)`, emitted by the EntryPoint (v0.6 and v0.7). */
-export const ACCOUNT_DEPLOYED_TOPIC =
-  '0xd51a9c61267aa6196961883ecf5ff2da6619c37dac0fa92122513fb32c032d2d' as Hex
+export const ACCOUNT_DEPLOYED_TOPIC: Hex =
+  '0xd51a9c61267aa6196961883ecf5ff2da6619c37dac0fa92122513fb32c032d2d'
 /** ERC-1967 `Upgraded(address)`: every proxy account emits it from its own address when constructed. */
-export const UPGRADED_TOPIC = '0xbc7cd75a20ee27fd9adebab32041f755214dbc6bffa90cc0225b39da2e5c2d3b' as Hex
+export const UPGRADED_TOPIC: Hex = '0xbc7cd75a20ee27fd9adebab32041f755214dbc6bffa90cc0225b39da2e5c2d3b'

@@ -34,7 +34,7 @@ export interface TokenRow {
 }
 
 interface JoinedRow {
-  contract: string
+  contract: Address
   token_id: string
   standard: string
   balance: string
@@ -52,7 +52,7 @@ interface JoinedRow {
 
 function toTokenRow(r: JoinedRow): TokenRow {
   return {
-    contract: r.contract as Address,
+    contract: r.contract,
     tokenId: BigInt(r.token_id),
     standard: r.standard as NftStandard,
     balance: BigInt(r.balance),
@@ -143,13 +143,13 @@ export async function tokenOwners(
   tokenId: bigint,
   o: { after?: Address; limit: number },
 ): Promise<{ owners: Address[]; more: boolean }> {
-  const r = await sql<{ holder: string }>`
+  const r = await sql<{ holder: Address }>`
     select holder from nft_balances
     where network = ${network} and contract = ${contract} and token_id = ${tokenId.toString()}::numeric
       and balance > 0 ${o.after ? sql`and holder > ${o.after}` : sql``}
     order by holder
     limit ${o.limit + 1}`.execute(db)
-  const owners = r.rows.map((x) => x.holder as Address)
+  const owners = r.rows.map((x) => x.holder)
   return { owners: owners.slice(0, o.limit), more: owners.length > o.limit }
 }
 
@@ -160,13 +160,13 @@ export async function contractOwners(
   contract: Address,
   o: { after?: Address; limit: number },
 ): Promise<{ owners: Address[]; more: boolean }> {
-  const r = await sql<{ holder: string }>`
+  const r = await sql<{ holder: Address }>`
     select distinct holder from nft_balances
     where network = ${network} and contract = ${contract} and balance > 0
       ${o.after ? sql`and holder > ${o.after}` : sql``}
     order by holder
     limit ${o.limit + 1}`.execute(db)
-  const owners = r.rows.map((x) => x.holder as Address)
+  const owners = r.rows.map((x) => x.holder)
   return { owners: owners.slice(0, o.limit), more: owners.length > o.limit }
 }
 
@@ -189,14 +189,14 @@ export async function balancesBetween(
   first: Address,
   last: Address,
 ): Promise<Map<Address, { tokenId: bigint; balance: bigint }[]>> {
-  const r = await sql<{ holder: string; token_id: string; balance: string }>`
+  const r = await sql<{ holder: Address; token_id: string; balance: string }>`
     select holder, token_id::text as token_id, balance::text as balance from nft_balances
     where network = ${network} and contract = ${contract} and balance > 0
       and holder >= ${first} and holder <= ${last}
     order by holder, token_id`.execute(db)
   const out = new Map<Address, { tokenId: bigint; balance: bigint }[]>()
   for (const x of r.rows) {
-    const h = x.holder as Address
+    const h = x.holder
     const list = out.get(h) ?? []
     if (list.length === 0) out.set(h, list)
     list.push({ tokenId: BigInt(x.token_id), balance: BigInt(x.balance) })

@@ -1,5 +1,6 @@
 import type { Logger } from '../logger.ts'
 import type { DB } from '../storage/database.ts'
+import type { Hash } from '../types.ts'
 import { pendingOps, setOpState } from './builder-store.ts'
 import { insertBundle } from './bundle-store.ts'
 import type { BlockInfo, BundlerChain } from './chain.ts'
@@ -59,7 +60,7 @@ export interface BuilderDeps {
 export type TickResult = 'idle' | 'waiting' | 'sent'
 
 export interface SentBundle {
-  txHash: string
+  txHash: Hash
   ops: number
 }
 

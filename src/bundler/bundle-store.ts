@@ -10,14 +10,14 @@ import type { Address, Hash, Hex } from '../types.ts'
 
 export interface BundlerBundlesTable {
   network: string
-  tx_hash: string
-  entry_point: string
-  executor: string
+  tx_hash: Hash
+  entry_point: Address
+  executor: Address
   executor_nonce: string
-  raw_tx: string
+  raw_tx: Hex
   state: string
   block_number: string | null
-  block_hash: string | null
+  block_hash: Hash | null
   sent_block: string | null
   reason: string | null
   created_at: Generated<Date>
@@ -50,21 +50,20 @@ const COLUMNS = [
   'updated_at',
 ] as const
 
-function toBundle(r: {
-  tx_hash: string
-  entry_point: string
-  executor: string
-  executor_nonce: string
-  raw_tx: string
-  sent_block: string | null
-  updated_at: Date
-}): StoredBundle {
+function toBundle(
+  r: Pick<
+    BundlerBundlesTable,
+    'tx_hash' | 'entry_point' | 'executor' | 'executor_nonce' | 'raw_tx' | 'sent_block'
+  > & {
+    updated_at: Date
+  },
+): StoredBundle {
   return {
-    txHash: r.tx_hash as Hash,
-    entryPoint: r.entry_point as Address,
-    executor: r.executor as Address,
+    txHash: r.tx_hash,
+    entryPoint: r.entry_point,
+    executor: r.executor,
     executorNonce: BigInt(r.executor_nonce),
-    rawTx: r.raw_tx as Hex,
+    rawTx: r.raw_tx,
     sentBlock: r.sent_block === null ? null : BigInt(r.sent_block),
     updatedAt: r.updated_at,
   }
@@ -160,9 +159,10 @@ export async function minedSince(db: Db, network: string, fromBlock: bigint): Pr
     .where('block_number', '>=', fromBlock.toString())
     .where('block_hash', 'is not', null)
     .execute()
-  return rows.map((r) => ({
-    txHash: r.tx_hash as Hash,
-    blockNumber: BigInt(r.block_number ?? '0'),
-    blockHash: r.block_hash as Hash,
-  }))
+  // The query keeps only rows with a block hash; the check narrows the column's type.
+  return rows.flatMap((r) =>
+    r.block_hash === null
+      ? []
+      : [{ txHash: r.tx_hash, blockNumber: BigInt(r.block_number ?? '0'), blockHash: r.block_hash }],
+  )
 }

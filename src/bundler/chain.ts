@@ -64,8 +64,8 @@ export interface RawReceipt {
   [k: string]: unknown
 }
 
-const hexOf = (v: unknown): Hex | null =>
-  typeof v === 'string' && /^0x[0-9a-fA-F]*$/.test(v) ? (v as Hex) : null
+const isHex = (v: unknown): v is Hex => typeof v === 'string' && /^0x[0-9a-fA-F]*$/.test(v)
+const hexOf = (v: unknown): Hex | null => (isHex(v) ? v : null)
 
 /**
  * Revert data from a node's error: geth and anvil put it in `error.data` as hex; some nodes nest
@@ -147,7 +147,7 @@ export class BundlerChain {
     // A light view call (a nonce, a deposit) is not held behind simulations in the gate: it
     // would add a full simulation's wait to every accept for a call that costs the node nothing.
     const out = await this.execute('eth_call', params, opts.light ? this.direct : this.rpc)
-    return out.ok ? { ok: true, data: (hexOf(out.result) ?? '0x') as Hex } : out
+    return out.ok ? { ok: true, data: hexOf(out.result) ?? '0x' } : out
   }
 
   async estimateGas(tx: { to: Address; data: Hex; from: Address }): Promise<CallOutcome & { gas?: bigint }> {

@@ -2,7 +2,7 @@ import { decodeFunctionResult, encodeFunctionData } from 'viem'
 import { entryPoint06Abi, entryPoint07Abi } from 'viem/account-abstraction'
 import { sleep } from '../shared/time.ts'
 import type { DB } from '../storage/database.ts'
-import type { Address, Hash, Hex } from '../types.ts'
+import { type Address, type Hash, type Hex, toLowerAddress } from '../types.ts'
 import { dropPending, liveOps } from './mempool-store.ts'
 import type { BundlingMode, NetworkBundler } from './network.ts'
 import type { ReputationEntry } from './reputation.ts'
@@ -65,7 +65,8 @@ export class BundlerDebug {
         `another instance holds the builder lock of ${network}; send the request there`,
       )
     if (r !== 'sent') return null
-    const tx = n.builder.lastSent?.txHash as Hash
+    // A round that answers 'sent' has just set lastSent.
+    const tx = n.builder.lastSent?.txHash ?? null
     const until = Date.now() + waitMs
     while (Date.now() < until && (await n.round({ build: false })) === 'waiting')
       await sleep(n.spec.pollMs ?? 100)
@@ -80,9 +81,7 @@ export class BundlerDebug {
   }
 
   async setReputation(network: string, rows: readonly ReputationCounters[]): Promise<'ok'> {
-    await this.net(network).reputation.set(
-      rows.map((r) => ({ ...r, address: r.address.toLowerCase() as Address })),
-    )
+    await this.net(network).reputation.set(rows.map((r) => ({ ...r, address: toLowerAddress(r.address) })))
     return 'ok'
   }
 
@@ -108,7 +107,7 @@ export class BundlerDebug {
     const stake = BigInt(info.stake)
     const unstakeDelaySec = BigInt(info.unstakeDelaySec)
     return {
-      stakeInfo: { addr: address.toLowerCase() as Address, stake, unstakeDelaySec },
+      stakeInfo: { addr: toLowerAddress(address), stake, unstakeDelaySec },
       isStaked: n.isStaked({ stake, unstakeDelaySec }),
     }
   }

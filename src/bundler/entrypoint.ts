@@ -109,7 +109,7 @@ const stake = (s: { stake: bigint; unstakeDelaySec: bigint }): StakeInfo => ({
 
 /** EIP-1167 minimal proxy runtime: every call delegated to `target`, its return or revert passed on. */
 export function delegatingCode(target: Address): Hex {
-  return `0x363d3d373d3d3d363d73${target.slice(2).toLowerCase()}5af43d82803e903d91602b57fd5bf3` as Hex
+  return `0x363d3d373d3d3d363d73${target.slice(2).toLowerCase()}5af43d82803e903d91602b57fd5bf3`
 }
 
 /**

@@ -1,5 +1,5 @@
 import { keccak256, pad, toFunctionSelector } from 'viem'
-import type { Address } from '../types.ts'
+import { type Address, toLowerAddress } from '../types.ts'
 import type { SimulatedValidation } from './entrypoint.ts'
 import { type TraceLevel, traceValidation, type ValidationTrace } from './tracer.ts'
 import { BundlerError, BundlerErrorCode, type StakeInfo, type UserOperation } from './types.ts'
@@ -71,7 +71,7 @@ export interface RuleContext {
 /** Every rule the trace breaks, in trace order (the first is reported). */
 export function checkTrace(trace: ValidationTrace, ctx: RuleContext): Violation[] {
   const { op, simulation } = ctx
-  const sender = op.sender.toLowerCase() as Address
+  const sender = toLowerAddress(op.sender)
   const factory = factoryOf(op)
   const paymaster = paymasterOf(op)
   const entities: Record<EntityRole, { address: Address | null; info: StakeInfo }> = {

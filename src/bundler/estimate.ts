@@ -218,7 +218,7 @@ async function checkLimits(
  * as non-zero and fees as 8-byte values makes the estimate cover what the real op costs.
  */
 function worstCaseBytes(op: UserOperation): UserOperation {
-  const ff = (n: number) => `0x${'ff'.repeat(n)}` as Hex
+  const ff = (n: number): Hex => `0x${'ff'.repeat(n)}`
   const sig = ff(Math.max(size(op.signature), 65))
   const u64 = 0xffffffffffffffffn
   const fees = {
@@ -229,8 +229,8 @@ function worstCaseBytes(op: UserOperation): UserOperation {
   }
   if (op.version === 'v06') {
     const pm = op.paymasterAndData
-    const paymasterAndData =
-      pm.length > 42 ? (`${pm.slice(0, 42)}${'ff'.repeat((pm.length - 42) / 2)}` as Hex) : pm
+    const paymasterAndData: Hex =
+      pm.length > 42 ? `0x${pm.slice(2, 42)}${'ff'.repeat((pm.length - 42) / 2)}` : pm
     return { ...op, ...fees, signature: sig, paymasterAndData }
   }
   return { ...op, ...fees, signature: sig, paymasterData: op.paymaster ? ff(size(op.paymasterData)) : '0x' }

@@ -1,6 +1,6 @@
 import { keccak256 } from 'viem'
 import { privateKeyToAccount } from 'viem/accounts'
-import type { Address, Hash, Hex } from '../types.ts'
+import { type Address, type Hash, type Hex, toLowerAddress, toLowerHash } from '../types.ts'
 
 /**
  * An executor key: signs bundle transactions. The key never leaves this object (not logged,
@@ -16,7 +16,7 @@ export class Executor {
     private readonly chainId: number,
   ) {
     this.#account = privateKeyToAccount(privateKey)
-    this.address = this.#account.address.toLowerCase() as Address
+    this.address = toLowerAddress(this.#account.address)
   }
 
   async sign(tx: {
@@ -38,7 +38,7 @@ export class Executor {
       maxPriorityFeePerGas: tx.maxPriorityFeePerGas,
       value: 0n,
     })
-    return { hash: keccak256(raw).toLowerCase() as Hash, raw }
+    return { hash: toLowerHash(keccak256(raw)), raw }
   }
 
   toJSON() {

@@ -93,7 +93,7 @@ describe.each(storageBackends())('bundles in flight on $name', (backend) => {
     const bundle = await fx.storage.db
       .selectFrom('bundler_bundles')
       .select(['state', 'block_hash'])
-      .where('tx_hash', '=', after.receipt.transactionHash as string)
+      .where('tx_hash', '=', after.receipt.transactionHash as Hash)
       .executeTakeFirstOrThrow()
     expect(bundle).toEqual({ state: 'included', block_hash: after.receipt.blockHash })
   }, 120_000)

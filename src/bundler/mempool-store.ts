@@ -10,24 +10,24 @@ import type { EntryPointVersion, UserOperation, UserOpState } from './types.ts'
 
 export interface BundlerUserOpsTable {
   network: string
-  hash: string
-  entry_point: string
+  hash: Hash
+  entry_point: Address
   version: string
-  sender: string
+  sender: Address
   nonce: string
   user_op: unknown
   max_fee_per_gas: string
   max_priority_fee_per_gas: string
-  paymaster: string | null
-  factory: string | null
+  paymaster: Address | null
+  factory: Address | null
   prefund: string
   valid_until: string | null
   sender_staked: Generated<boolean>
   state: string
   reason: string | null
-  bundle_tx: string | null
+  bundle_tx: Hash | null
   block_number: string | null
-  block_hash: string | null
+  block_hash: Hash | null
   attempts: Generated<number>
   created_at: Generated<Date>
   updated_at: Generated<Date>
@@ -110,16 +110,16 @@ export function toStored(r: OpRow): StoredOp {
   const json = typeof r.user_op === 'string' ? JSON.parse(r.user_op) : r.user_op
   return {
     network: r.network,
-    hash: r.hash as Hash,
-    entryPoint: r.entry_point as Address,
+    hash: r.hash,
+    entryPoint: r.entry_point,
     op: parseUserOperation(json, r.version as EntryPointVersion),
     state: r.state as UserOpState,
     reason: r.reason,
     prefund: BigInt(r.prefund),
     validUntil: r.valid_until === null ? null : Number(r.valid_until),
-    bundleTx: r.bundle_tx as Hash | null,
+    bundleTx: r.bundle_tx,
     blockNumber: r.block_number === null ? null : BigInt(r.block_number),
-    blockHash: r.block_hash as Hash | null,
+    blockHash: r.block_hash,
     attempts: r.attempts,
     createdAt: r.created_at,
   }
@@ -207,8 +207,8 @@ export async function opStatus(
   return r
     ? {
         state: r.state as UserOpState,
-        entryPoint: r.entry_point as Address,
-        bundleTx: r.bundle_tx as Hash | null,
+        entryPoint: r.entry_point,
+        bundleTx: r.bundle_tx,
       }
     : null
 }

@@ -6,7 +6,7 @@ import type { Address } from '../types.ts'
 
 export interface BundlerReputationTable {
   network: string
-  address: string
+  address: Address
   ops_seen: Generated<string>
   ops_included: Generated<string>
   decayed_at: Generated<Date>
@@ -20,8 +20,8 @@ export interface ReputationCounters {
   opsIncluded: number
 }
 
-const toCounters = (r: { address: string; ops_seen: string; ops_included: string }): ReputationCounters => ({
-  address: r.address as Address,
+const toCounters = (r: { address: Address; ops_seen: string; ops_included: string }): ReputationCounters => ({
+  address: r.address,
   opsSeen: Number(r.ops_seen),
   opsIncluded: Number(r.ops_included),
 })

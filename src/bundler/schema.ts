@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import { type Address, type Hex, isAddress, toLowerAddress } from '../types.ts'
+import { type Address, type Hex, isAddress, toLowerAddress, toLowerHash } from '../types.ts'
 import {
   BundlerError,
   BundlerErrorCode,
@@ -33,12 +33,12 @@ const bytes = z
     (v) => v.length % 2 === 0 && /^0x[0-9a-fA-F]*$/.test(v),
     'must be 0x-prefixed hex bytes (an even number of hex digits)',
   )
-  .transform((v) => v.toLowerCase() as Hex)
+  .transform((v): Hex => `0x${v.slice(2).toLowerCase()}`)
 
 const address = z
   .string({ error: 'must be a 0x-prefixed 20-byte hex address' })
   .refine(isAddress, 'must be a 0x-prefixed 20-byte hex address')
-  .transform((v) => toLowerAddress(v))
+  .transform(toLowerAddress)
 
 /** Absent, null and (for byte fields) "0x" all mean "none". */
 const optional = <T extends z.ZodType>(s: T) => s.nullish()
@@ -152,7 +152,7 @@ function unpackFactory(o: V07Input): Pick<UserOperationV07, 'factory' | 'factory
       throw invalidFields('userOperation has both initCode and factory/factoryData: send one form, not both')
     if (o.initCode.length < 42)
       throw invalidFields('userOperation.initCode must start with the 20-byte factory address')
-    return { factory: o.initCode.slice(0, 42) as Address, factoryData: `0x${o.initCode.slice(42)}` as Hex }
+    return { factory: toLowerAddress(o.initCode.slice(0, 42)), factoryData: `0x${o.initCode.slice(42)}` }
   }
   if (o.factory == null) {
     if (unpacked) throw invalidFields('userOperation.factoryData is set without userOperation.factory')
@@ -181,10 +181,10 @@ function unpackPaymaster(
         'userOperation.paymasterAndData must hold paymaster (20 bytes), paymasterVerificationGasLimit and paymasterPostOpGasLimit (16 bytes each), then paymasterData',
       )
     return {
-      paymaster: p.slice(0, 42) as Address,
+      paymaster: toLowerAddress(p.slice(0, 42)),
       paymasterVerificationGasLimit: BigInt(`0x${p.slice(42, 74)}`),
       paymasterPostOpGasLimit: BigInt(`0x${p.slice(74, 106)}`),
-      paymasterData: `0x${p.slice(106)}` as Hex,
+      paymasterData: `0x${p.slice(106)}`,
     }
   }
   if (o.paymaster == null) {
@@ -229,7 +229,7 @@ export function parseEntryPoint(raw: unknown, supported: readonly Address[]): Ad
 export function parseUserOpHash(raw: unknown): Hex {
   if (typeof raw !== 'string' || !/^0x[0-9a-fA-F]{64}$/.test(raw))
     throw invalidFields('userOpHash must be a 0x-prefixed 32-byte hex hash')
-  return raw.toLowerCase() as Hex
+  return toLowerHash(raw)
 }
 
 const hexQuantity = (v: bigint): Hex => `0x${v.toString(16)}`

@@ -1,7 +1,7 @@
 import { concat, getContractAddress, keccak256, size } from 'viem'
 import { DETERMINISTIC_DEPLOYER, ZERO_SALT } from '../aa/contracts.ts'
 import type { Logger } from '../logger.ts'
-import type { Address, Hex } from '../types.ts'
+import { type Address, type Hex, toLowerAddress } from '../types.ts'
 import type { BundlerChain } from './chain.ts'
 import { entryPointSimulationsCode } from './entrypoint.ts'
 import type { Executor } from './executor.ts'
@@ -40,12 +40,14 @@ export function simulationsInitCode(): Hex {
 let address: Address | undefined
 /** Where the simulation code lives once deployed: the same on every network. */
 export function simulationsAddress(): Address {
-  address ??= getContractAddress({
-    opcode: 'CREATE2',
-    from: DETERMINISTIC_DEPLOYER,
-    salt: ZERO_SALT,
-    bytecodeHash: keccak256(simulationsInitCode()),
-  }).toLowerCase() as Address
+  address ??= toLowerAddress(
+    getContractAddress({
+      opcode: 'CREATE2',
+      from: DETERMINISTIC_DEPLOYER,
+      salt: ZERO_SALT,
+      bytecodeHash: keccak256(simulationsInitCode()),
+    }),
+  )
   return address
 }
 

@@ -23,7 +23,7 @@ import type { ValidationCall } from './entrypoint.ts'
  */
 
 /** 0x…48616c7944 ("HalyD"): no contract of ours lives there; the override is for this call only. */
-export const READER_ADDRESS = '0x00000000000000000000000000000048616c7944' as Address
+export const READER_ADDRESS: Address = '0x00000000000000000000000000000048616c7944'
 
 /** Hand-assembled; `{NAME}` is the 2-byte offset of the JUMPDEST marked `[NAME]`. */
 const READER_ASM = [
@@ -86,7 +86,7 @@ function assemble(): Hex {
       return at.toString(16).padStart(4, '0')
     }),
   ).join('')
-  return `0x${code}` as Hex
+  return `0x${code}`
 }
 
 /** The reader's runtime code. */
@@ -121,7 +121,7 @@ export async function readAccountState(
   simulate?: ValidationCall,
 ): Promise<(AccountState & { simulation?: CallOutcome }) | null> {
   const reads = `${addressWord(q.entryPoint)}${addressWord(q.sender)}${word(q.key)}${addressWord(q.factory)}${addressWord(q.paymaster)}`
-  const data = `0x${reads}${simulate ? simulate.data.slice(2) : ''}` as Hex
+  const data: Hex = `0x${reads}${simulate ? simulate.data.slice(2) : ''}`
   const override = mergeOverrides(simulate?.override ?? {}, { [READER_ADDRESS]: { code: READER_CODE } })
   let out: CallOutcome
   try {
@@ -143,7 +143,7 @@ export async function readAccountState(
   if (!simulate) return hex.length === 2 + 5 * 64 ? state : null
   const size = w(6)
   if (hex.length !== 2 + 7 * 64 + Number(size) * 2) return null
-  const returned = `0x${hex.slice(2 + 7 * 64)}` as Hex
+  const returned: Hex = `0x${hex.slice(2 + 7 * 64)}`
   return {
     ...state,
     // The node's own message for a revert at the top level; here the EntryPoint's revert data speaks.

@@ -1,5 +1,5 @@
 import { keccak256, toFunctionSelector } from 'viem'
-import type { Address, Hash, Hex } from '../types.ts'
+import { type Address, type Hash, type Hex, toLowerHash } from '../types.ts'
 import type { UserOperationV07 } from './types.ts'
 
 /**
@@ -75,7 +75,7 @@ const SIMULATE_VALIDATION = toFunctionSelector(
 
 /** EntryPointSimulations.simulateValidation(op) calldata. */
 export function simulateValidationV07Data(op: UserOperationV07): Hex {
-  return `${SIMULATE_VALIDATION}${word(32n)}${packedV07Digits(op)}` as Hex
+  return `${SIMULATE_VALIDATION}${word(32n)}${packedV07Digits(op)}`
 }
 
 const keccakDigits = (digits: string) => keccak256(`0x${digits}`).slice(2)
@@ -95,9 +95,7 @@ export function userOpHashV07(op: UserOperationV07, entryPoint: Address, chainId
     word(op.preVerificationGas, 'preVerificationGas') +
     gasFees(op) +
     keccakDigits(paymasterDigits(op))
-  return keccak256(
-    `0x${keccakDigits(inner)}${addressWord(entryPoint)}${word(BigInt(chainId))}`,
-  ).toLowerCase() as Hash
+  return toLowerHash(keccak256(`0x${keccakDigits(inner)}${addressWord(entryPoint)}${word(BigInt(chainId))}`))
 }
 
 /**
@@ -173,7 +171,7 @@ export function decodeValidationResultV07(data: Hex): ValidationResultV07 | null
       prefund,
       accountValidationData,
       paymasterValidationData,
-      paymasterContext: `0x${d.slice(start * 2, (start + len) * 2)}` as Hex,
+      paymasterContext: `0x${d.slice(start * 2, (start + len) * 2)}`,
     },
     senderInfo: { stake: s0, unstakeDelaySec: s1 },
     factoryInfo: { stake: f0, unstakeDelaySec: f1 },

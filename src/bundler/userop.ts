@@ -1,6 +1,6 @@
 import { concat, encodeAbiParameters, encodeFunctionData, pad, toHex } from 'viem'
 import { entryPoint06Abi, entryPoint07Abi, getUserOperationHash } from 'viem/account-abstraction'
-import type { Address, Hash, Hex } from '../types.ts'
+import { type Address, type Hash, type Hex, toLowerAddress, toLowerHash } from '../types.ts'
 import type { UserOperation, UserOperationV06, UserOperationV07 } from './types.ts'
 import { calldataGas, packedV07Digits, userOpHashV07 } from './userop-abi.ts'
 
@@ -16,7 +16,7 @@ export function initCodeOf(op: UserOperation): Hex {
 
 export function factoryOf(op: UserOperation): Address | null {
   const init = initCodeOf(op)
-  return init.length >= 42 ? (init.slice(0, 42).toLowerCase() as Address) : null
+  return init.length >= 42 ? toLowerAddress(init.slice(0, 42)) : null
 }
 
 export function paymasterAndDataOf(op: UserOperation): Hex {
@@ -32,7 +32,7 @@ export function paymasterAndDataOf(op: UserOperation): Hex {
 
 export function paymasterOf(op: UserOperation): Address | null {
   const p = paymasterAndDataOf(op)
-  return p.length >= 42 ? (p.slice(0, 42).toLowerCase() as Address) : null
+  return p.length >= 42 ? toLowerAddress(p.slice(0, 42)) : null
 }
 
 /** The v0.6 struct as the EntryPoint ABI takes it. */
@@ -75,12 +75,14 @@ export function packV07(op: UserOperationV07) {
 
 export function userOpHash(op: UserOperation, entryPoint: Address, chainId: number): Hash {
   if (op.version === 'v06')
-    return getUserOperationHash({
-      chainId,
-      entryPointAddress: entryPoint,
-      entryPointVersion: '0.6',
-      userOperation: v06Struct(op),
-    }).toLowerCase() as Hash
+    return toLowerHash(
+      getUserOperationHash({
+        chainId,
+        entryPointAddress: entryPoint,
+        entryPointVersion: '0.6',
+        userOperation: v06Struct(op),
+      }),
+    )
   return userOpHashV07(op, entryPoint, chainId)
 }
 

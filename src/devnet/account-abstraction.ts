@@ -26,7 +26,7 @@ import {
   ZERO_SALT,
 } from '../aa/contracts.ts'
 import { paymasterSignerKeyFile } from '../gas/paymaster-key.ts'
-import type { Address, Hash, Hex } from '../types.ts'
+import { type Address, type Hash, type Hex, toLowerAddress } from '../types.ts'
 import { DEV_ACCOUNT } from './demo.ts'
 import { rpc } from './multicall3.ts'
 
@@ -82,7 +82,7 @@ export async function ensureAccountAbstraction(
   const client = createPublicClient({ transport: http(rpcUrl) })
   const dev = createWalletClient({ transport: http(rpcUrl), account: DEV_ACCOUNT })
   const changed: string[] = []
-  const addr = (a: Address) => a.toLowerCase() as Address
+  const addr = (a: Address) => toLowerAddress(a)
   const oneArg = (a: Address) => encodeAbiParameters([{ type: 'address' }], [a])
 
   const contracts: DeterministicContract[] = [
@@ -175,7 +175,7 @@ async function ensurePaymasters(client: PublicClient, rpcUrl: string, dataDir: s
     writeFileSync(keyFile, key, { mode: 0o600 })
   }
   const account = privateKeyToAccount(key)
-  const signer = account.address.toLowerCase() as Address
+  const signer = toLowerAddress(account.address)
   const wallet = createWalletClient({ transport: http(rpcUrl), account })
   const chainId = await client.getChainId()
   const chain = {
@@ -184,7 +184,7 @@ async function ensurePaymasters(client: PublicClient, rpcUrl: string, dataDir: s
     nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 },
     rpcUrls: { default: { http: [rpcUrl] } },
   }
-  const address = getContractAddress({ from: signer, nonce: 0n }).toLowerCase() as Address
+  const address = toLowerAddress(getContractAddress({ from: signer, nonce: 0n }))
 
   const balance = await client.getBalance({ address: signer })
   if (balance < 2n * (PAYMASTER_DEPOSIT + PAYMASTER_STAKE) + parseEther('1')) {
@@ -254,9 +254,8 @@ async function ensurePaymasters(client: PublicClient, rpcUrl: string, dataDir: s
  */
 export async function findPaymasterV06(client: PublicClient, signer: Address): Promise<Address | null> {
   const sent = await client.getTransactionCount({ address: signer })
-  const candidates = Array.from(
-    { length: sent },
-    (_, i) => getContractAddress({ from: signer, nonce: BigInt(i) }).toLowerCase() as Address,
+  const candidates = Array.from({ length: sent }, (_, i) =>
+    toLowerAddress(getContractAddress({ from: signer, nonce: BigInt(i) })),
   )
   const found = await Promise.all(
     candidates.map(async (a) => {
@@ -278,7 +277,7 @@ async function verify(
   signer: Address,
   paymasterV06: Address,
 ) {
-  const probe = '0x000000000000000000000000000000000000dead' as Address
+  const probe: Address = '0x000000000000000000000000000000000000dead'
   for (const ep of [cfg.entryPoints.v06, cfg.entryPoints.v07]) {
     if (!(await hasCode(client, ep))) throw new Error(`no EntryPoint code at ${ep}`)
     await client.readContract({

@@ -10,11 +10,11 @@ import {
   stringToHex,
 } from 'viem'
 import { z } from 'zod'
-import type { Address, Hash } from '../types.ts'
+import { type Address, type Hash, toLowerAddress } from '../types.ts'
 import { type CompiledContract, compileSol } from './demo-contracts/compile.ts'
 
 /** Anvil's first pre-funded, unlocked account: the devnet's "dev account". */
-export const DEV_ACCOUNT = '0xf39fd6e51aad88f6f4ce6ab8827279cfffb92266' as Address
+export const DEV_ACCOUNT: Address = '0xf39fd6e51aad88f6f4ce6ab8827279cfffb92266'
 
 export type DemoContractName =
   | 'DemoERC20'
@@ -67,7 +67,7 @@ export class Devnet {
     )
     const receipt = await this.client.waitForTransactionReceipt({ hash, pollingInterval: 50 })
     if (!receipt.contractAddress || receipt.status !== 'success') throw new Error(`deploying ${name} failed`)
-    return receipt.contractAddress.toLowerCase() as Address
+    return toLowerAddress(receipt.contractAddress)
   }
 
   /** Sends a contract call and waits for it to be mined; throws if it reverted. */
@@ -151,11 +151,11 @@ export async function deployDemo(url: string, holder: Address = DEV_ACCOUNT): Pr
   }
   await Promise.all(sends)
   return {
-    usd: usd as Address,
-    gold: gold as Address,
-    maker: maker as Address,
-    nft: nft as Address,
-    items: items as Address,
+    usd,
+    gold,
+    maker,
+    nft,
+    items,
   }
 }
 

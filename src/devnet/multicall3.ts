@@ -2,7 +2,7 @@ import type { Address, Hex } from '../types.ts'
 import { compileSol } from './demo-contracts/compile.ts'
 
 /** The address Multicall3 has on most chains (REFERENCE.md). */
-export const MULTICALL3_ADDRESS = '0xca11bde05977b3631167028862be2a173976ca11' as Address
+export const MULTICALL3_ADDRESS: Address = '0xca11bde05977b3631167028862be2a173976ca11'
 
 /**
  * Puts Multicall3 at its canonical address on a devnet, once (idempotent: skipped when code is

@@ -1,5 +1,5 @@
 import { decodeAbiParameters, decodeFunctionData, type Hex, hexToBigInt, parseAbi } from 'viem'
-import type { Address } from '../types.ts'
+import { type Address, toLowerAddress } from '../types.ts'
 
 /**
  * The calls a UserOperation will make, read from the account's callData, for `allowed_contracts`
@@ -27,11 +27,10 @@ const accountAbi = parseAbi([
   'function executeUserOpWithErrorString(address to, uint256 value, bytes data, uint8 operation)',
 ])
 
-const lower = (a: string) => a.toLowerCase() as Address
 const call = (to: string, value: bigint, data: Hex): AccountCall => ({
-  to: lower(to),
+  to: toLowerAddress(to),
   value,
-  selector: data.length >= 10 ? (data.slice(0, 10).toLowerCase() as Hex) : null,
+  selector: data.length >= 10 ? `0x${data.slice(2, 10).toLowerCase()}` : null,
 })
 
 export function decodeAccountCalls(callData: Hex): AccountCall[] | null {
@@ -46,9 +45,9 @@ export function decodeAccountCalls(callData: Hex): AccountCall[] | null {
     switch (decoded.functionName) {
       case 'execute': {
         const args = decoded.args
-        if (typeof args[0] === 'string' && args[0].length === 42)
-          return [call(args[0], args[1] as bigint, args[2] as Hex)]
-        return erc7579(args[0] as Hex, args[1] as Hex)
+        // execute(address,uint256,bytes) decodes to three values, ERC-7579 execute(bytes32,bytes) to two.
+        if (args.length === 3) return [call(args[0], args[1], args[2])]
+        return erc7579(args[0], args[1])
       }
       case 'executeBatch': {
         const args = decoded.args

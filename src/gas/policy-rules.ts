@@ -122,11 +122,11 @@ export function parseRules(raw: unknown, root = 'rules'): PolicyRules {
 }
 
 export function selectorOf(m: string): Hex | null {
-  if (/^0x[0-9a-fA-F]{8}$/.test(m)) return m.toLowerCase() as Hex
+  if (/^0x[0-9a-fA-F]{8}$/.test(m)) return `0x${m.slice(2).toLowerCase()}`
   if (!/^[A-Za-z_$][A-Za-z0-9_$]*\(.*\)$/.test(m)) return null
   try {
     const item = parseAbiItem(`function ${m}`)
-    return item.type === 'function' ? (toFunctionSelector(item).toLowerCase() as Hex) : null
+    return item.type === 'function' ? `0x${toFunctionSelector(item).slice(2).toLowerCase()}` : null
   } catch {
     return null
   }

@@ -2,6 +2,7 @@ import type { ColumnType, Generated, Kysely, Selectable } from 'kysely'
 import type { Viewer } from '../http/access.ts'
 import { inList } from '../storage/filters.ts'
 import type { Database } from '../storage/schema.ts'
+import type { Address, Hash } from '../types.ts'
 
 /** Tables of migration 0060_sponsorship and the policies' CRUD SQL (reservations: sponsor-store.ts). */
 
@@ -30,7 +31,7 @@ export interface GasPoliciesTable {
 
 export interface GasPolicySendersTable {
   policy_id: string
-  sender: string
+  sender: Address
   ops_count: Numeric
   spend_usd: Numeric
   /** UTC day (YYYY-MM-DD) `day_ops` counts. */
@@ -44,9 +45,9 @@ export interface GasSponsorshipsTable {
   /** Migration 0134: the policy's account (null on rows written before it). */
   account_id: ColumnType<string | null, string | null | undefined, string | null>
   network: string
-  entry_point: string
-  paymaster: string
-  sender: string
+  entry_point: Address
+  paymaster: Address
+  sender: Address
   nonce: string
   max_cost_wei: string
   max_cost_usd: string | null
@@ -58,8 +59,8 @@ export interface GasSponsorshipsTable {
   state: 'reserved' | 'settled' | 'released'
   actual_cost_wei: string | null
   actual_cost_usd: string | null
-  user_op_hash: string | null
-  tx_hash: string | null
+  user_op_hash: Hash | null
+  tx_hash: Hash | null
   block_number: string | null
   success: boolean | null
   created_at: Date

@@ -4,7 +4,7 @@ import { findPaymasterV06 } from '../devnet/account-abstraction.ts'
 import type { FeatureHost } from '../http/host.ts'
 import type { RpcService } from '../rpc/service.ts'
 import type { DataApis } from '../tokens/register.ts'
-import type { Address } from '../types.ts'
+import { type Address, toLowerAddress } from '../types.ts'
 import { loadPaymasterSigner } from './paymaster-key.ts'
 import { registerPaymasterMetrics } from './paymaster-metrics.ts'
 import { paymasterRegistry, registerPaymasterRoute } from './paymaster-rpc.ts'
@@ -108,7 +108,7 @@ async function devPaymasterV06(net: Network, signer: Address): Promise<Address |
   if (!url) return undefined
   try {
     const client = createPublicClient({ transport: http(url) })
-    return (await findPaymasterV06(client, signer.toLowerCase() as Address)) ?? undefined
+    return (await findPaymasterV06(client, toLowerAddress(signer))) ?? undefined
   } catch {
     // An unreachable devnet leaves v0.6 unsponsored; /ready reports the node itself.
     return undefined

@@ -209,7 +209,7 @@ export class SponsorService {
       }
     return {
       paymaster: p.ref.paymaster,
-      paymasterData: `${validity}${STUB_SIGNATURE.slice(2)}` as Hex,
+      paymasterData: `${validity}${STUB_SIGNATURE.slice(2)}`,
       // Ours, not the op's: a client may send zeros before estimating.
       paymasterVerificationGasLimit: toHex(PAYMASTER_VERIFICATION_GAS),
       paymasterPostOpGasLimit: toHex(PAYMASTER_POST_OP_GAS),
@@ -367,7 +367,7 @@ export class SponsorService {
       const hash = v06PaymasterHash(op, chainId, ref.paymaster, senderNonce, validUntil, validAfter)
       const signature = await signPaymasterHash(this.opts.signer, hash)
       const paymasterAndData = v06PaymasterAndData(ref.paymaster, validUntil, validAfter, signature)
-      return { ...base, paymasterData: `0x${paymasterAndData.slice(42)}` as Hex, paymasterAndData }
+      return { ...base, paymasterData: `0x${paymasterAndData.slice(42)}`, paymasterAndData }
     }
     const hash = v07PaymasterHash(
       {

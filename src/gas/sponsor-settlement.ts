@@ -7,7 +7,7 @@ import type { Logger } from '../logger.ts'
 import { type BackgroundLoop, LoopSet } from '../shared/background-loop.ts'
 import type { Storage } from '../storage/database.ts'
 import { type LeaderTurn, leaderLoop } from '../storage/session-lock.ts'
-import type { Address, Hash, Hex } from '../types.ts'
+import { type Address, type Hash, type Hex, toLowerAddress, toLowerHash } from '../types.ts'
 import type { SettleResult, SponsoredOpEvent, SponsorStore } from './sponsor-store.ts'
 
 /**
@@ -53,7 +53,7 @@ export function sponsoredEvents(network: SettlementNetwork, logs: readonly RawLo
   const out: SponsoredOpEvent[] = []
   for (const log of logs) {
     if (log.removed || log.topics[0]?.toLowerCase() !== USER_OPERATION_EVENT) continue
-    const ep = log.address.toLowerCase() as Address
+    const ep = toLowerAddress(log.address)
     const paymaster = ours.get(ep)
     if (!paymaster) continue
     const e = decodeEventLog({
@@ -67,12 +67,12 @@ export function sponsoredEvents(network: SettlementNetwork, logs: readonly RawLo
       network: network.slug,
       entryPoint: ep,
       paymaster,
-      sender: e.args.sender.toLowerCase() as Address,
+      sender: toLowerAddress(e.args.sender),
       nonce: e.args.nonce,
-      userOpHash: e.args.userOpHash.toLowerCase() as Hash,
+      userOpHash: toLowerHash(e.args.userOpHash),
       success: e.args.success,
       actualGasCost: e.args.actualGasCost,
-      transactionHash: log.transactionHash.toLowerCase() as Hash,
+      transactionHash: toLowerHash(log.transactionHash),
       blockNumber: BigInt(log.blockNumber),
       validAfter: null,
     })
@@ -204,7 +204,7 @@ function validAfterOf(net: SettlementNetwork, e: SponsoredOpEvent, input: Hex | 
   )
   if (!op) return null
   // Both versions: abi.encode(uint48 validUntil, uint48 validAfter) right after the paymaster fields.
-  const data = op.version === 'v07' ? op.paymasterData : (`0x${op.paymasterAndData.slice(42)}` as Hex)
+  const data: Hex = op.version === 'v07' ? op.paymasterData : `0x${op.paymasterAndData.slice(42)}`
   if (data.length < 2 + 128) return null
   return Number(BigInt(`0x${data.slice(66, 130)}`))
 }

@@ -85,9 +85,7 @@ export class SponsorStore {
       .where('policy_id', '=', policyId)
       .where('sender', 'in', senders)
       .execute()
-    return new Map(
-      rows.map((r) => [r.sender as Address, { spendUsd: r.spend_usd, day: r.day, dayOps: r.day_ops }]),
-    )
+    return new Map(rows.map((r) => [r.sender, { spendUsd: r.spend_usd, day: r.day, dayOps: r.day_ops }]))
   }
 
   /** The account's ceilings and usage on `network` (sponsor-account-totals.ts). */

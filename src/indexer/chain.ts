@@ -1,6 +1,6 @@
 import { getContractAddress } from 'viem'
 import { type ChainNode, getBlock, getBlockNumber, getLogs, type Log } from '../chains/reads.ts'
-import type { Address, Hash } from '../types.ts'
+import { type Hash, toLowerAddress } from '../types.ts'
 import type { IndexedLog, IndexedTransaction } from './types.ts'
 
 /** The chain reads the indexer needs (chains/reads.ts), in the indexer's shapes. */
@@ -55,7 +55,7 @@ export class ChainReader {
         }
         // A creation's address follows from sender and nonce (CREATE): no receipt needed.
         if (tx.to === null && t.nonce !== undefined)
-          tx.created = getContractAddress({ from: t.from, nonce: t.nonce }).toLowerCase() as Address
+          tx.created = toLowerAddress(getContractAddress({ from: t.from, nonce: t.nonce }))
         return tx
       })
     }

@@ -7,7 +7,7 @@ export const TRANSFER_TOPIC = '0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11
 export const TRANSFER_SINGLE_TOPIC = '0xc3d58168c5ae7397731d063d5bbf3d657854427343f4c083240f7aacaa2d0f62'
 export const TRANSFER_BATCH_TOPIC = '0x4a39dc06d4c0dbc64b70af90fd698a233a518aa5d07e595d983b8c0526c8f7fb'
 
-export const ZERO_ADDRESS = '0x0000000000000000000000000000000000000000' as Address
+export const ZERO_ADDRESS: Address = '0x0000000000000000000000000000000000000000'
 
 /**
  * Items of one TransferBatch we store. A genuine batch pays at least one storage write per item,
@@ -123,7 +123,8 @@ function wordAt(data: Hex, offset: bigint | number | null): bigint | null {
 /** A 32-byte topic holding an address (upper 12 bytes zero), lowercase; null otherwise. */
 export function topicAddress(topic: Hex | undefined): Address | null {
   if (topic === undefined || topic.length !== 66 || !/^0x0{24}[0-9a-fA-F]{40}$/.test(topic)) return null
-  return `0x${topic.slice(26).toLowerCase()}` as Address
+  const address: Hex = `0x${topic.slice(26).toLowerCase()}`
+  return address
 }
 
 /** Byte length of 0x-hex data; null when it is not whole bytes. */

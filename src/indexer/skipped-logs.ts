@@ -1,6 +1,5 @@
 import type { Counter } from 'prom-client'
 import type { Logger } from '../logger.ts'
-import type { Hash } from '../types.ts'
 import type { IndexedLog } from './types.ts'
 
 /** Where a skipped log sits on the chain and why it was skipped. */
@@ -47,7 +46,7 @@ export class SkippedLogs {
       {
         network: s.network,
         block: s.blockNumber.toString(),
-        tx: s.log.txHash as Hash,
+        tx: s.log.txHash,
         logIndex: s.log.logIndex,
         contract: s.log.address,
         event: s.event,

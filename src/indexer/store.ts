@@ -7,15 +7,15 @@ import type { TokenTransfer } from './types.ts'
 export interface IndexerCursorsTable {
   network: string
   block_number: string
-  block_hash: string
+  block_hash: Hash
   updated_at: Date
 }
 
 export interface IndexerBlocksTable {
   network: string
   number: string
-  hash: string
-  parent_hash: string | null
+  hash: Hash
+  parent_hash: Hash | null
 }
 
 export interface TokenTransfersTable {
@@ -23,29 +23,29 @@ export interface TokenTransfersTable {
   block_number: string
   log_index: number
   batch_index: number
-  block_hash: string
+  block_hash: Hash
   block_timestamp: string
-  tx_hash: string
+  tx_hash: Hash
   standard: string
-  contract: string
-  from_address: string
-  to_address: string
+  contract: Address
+  from_address: Address
+  to_address: Address
   token_id: string | null
   value: string
 }
 
 export interface TokenHoldersTable {
   network: string
-  holder: string
-  contract: string
+  holder: Address
+  contract: Address
   first_block: string
 }
 
 export interface NftBalancesTable {
   network: string
-  contract: string
+  contract: Address
   token_id: string
-  holder: string
+  holder: Address
   standard: string
   balance: string
 }
@@ -57,15 +57,15 @@ export interface NativeTransfersTable {
   tx_index: number
   /** 0 for the transaction itself; 1.. for its value-moving frames, depth first. */
   trace_index: number
-  block_hash: string
+  block_hash: Hash
   block_timestamp: string
-  tx_hash: string
+  tx_hash: Hash
   category: 'external' | 'internal'
   /** The frame's path in the call tree ("0.1"); null for the transaction itself. */
   trace_path: string | null
-  from_address: string
+  from_address: Address
   /** null for a contract creation whose address is not known. */
-  to_address: string | null
+  to_address: Address | null
   value: string
 }
 
@@ -117,7 +117,7 @@ export async function readCursor(db: Db, network: string): Promise<Cursor | null
     .select(['block_number', 'block_hash'])
     .where('network', '=', network)
     .executeTakeFirst()
-  return row ? { number: BigInt(row.block_number), hash: row.block_hash as Hash } : null
+  return row ? { number: BigInt(row.block_number), hash: row.block_hash } : null
 }
 
 export async function writeCursor(db: Db, network: string, c: Cursor): Promise<void> {
@@ -153,7 +153,7 @@ export async function saveBlocks(
     .onConflict((oc) =>
       oc.columns(['network', 'number']).doUpdateSet((eb) => ({
         hash: eb.ref('excluded.hash'),
-        parent_hash: sql<string | null>`coalesce(excluded.parent_hash, indexer_blocks.parent_hash)`,
+        parent_hash: sql<Hash | null>`coalesce(excluded.parent_hash, indexer_blocks.parent_hash)`,
       })),
     )
     .execute()
@@ -169,7 +169,7 @@ export async function recentBlocks(db: Db, network: string, atOrBelow: bigint, l
     .orderBy('number', 'desc')
     .limit(limit)
     .execute()
-  return rows.map((r) => ({ number: BigInt(r.number), hash: r.hash as Hash }))
+  return rows.map((r) => ({ number: BigInt(r.number), hash: r.hash }))
 }
 
 export async function pruneBlocks(db: Db, network: string, below: bigint): Promise<void> {
@@ -344,10 +344,10 @@ export async function rollbackAbove(db: Db, network: string, ancestor: bigint): 
     nftDeltas(
       removed.map((r) => ({
         standard: r.standard as TokenTransfer['standard'],
-        contract: r.contract as Address,
+        contract: r.contract,
         tokenId: r.token_id === null ? null : BigInt(r.token_id),
-        from: r.from_address as Address,
-        to: r.to_address as Address,
+        from: r.from_address,
+        to: r.to_address,
         value: BigInt(r.value),
       })),
       -1n,

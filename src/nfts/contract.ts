@@ -1,7 +1,7 @@
 import { type Abi, decodeFunctionResult, encodeFunctionData, parseAbi } from 'viem'
 import { decodeTokenText, MAX_NAME_CHARS, MAX_SYMBOL_CHARS } from '../chains/token-text.ts'
 import type { CallResult, ContractCall } from '../tokens/multicall.ts'
-import type { Address } from '../types.ts'
+import { type Address, toLowerAddress } from '../types.ts'
 
 /** ERC-165 interface ids (REFERENCE.md). */
 export const ERC721_INTERFACE = '0x80ac58cd'
@@ -123,7 +123,7 @@ export async function readToken(
   const exists = want1155 ? dec<boolean>(r[at + 1], 'exists') : null
   const supply = want1155 ? dec<bigint>(r[at + 2], 'totalSupply', SUPPLY_OF_ABI as Abi) : null
   return {
-    owner: owner === null ? null : (owner.toLowerCase() as Address),
+    owner: owner === null ? null : toLowerAddress(owner),
     uri: want721 ? decText(r[1], 1_000_000) : null,
     uri1155: want1155 ? decText(r[at], 1_000_000) : null,
     exists1155: exists ?? (supply === null ? null : supply > 0n),

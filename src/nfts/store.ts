@@ -7,7 +7,7 @@ export type NftStandard = 'ERC721' | 'ERC1155'
 
 export interface NftContractsTable {
   network: string
-  contract: string
+  contract: Address
   standard: string
   name: string | null
   symbol: string | null
@@ -20,7 +20,7 @@ export interface NftContractsTable {
 
 export interface NftMetadataTable {
   network: string
-  contract: string
+  contract: Address
   token_id: string
   token_uri: string | null
   metadata: unknown
@@ -331,7 +331,7 @@ export async function ownedPage(
   return {
     total: Number(count.n),
     rows: rows.map((r) => ({
-      contract: r.contract as Address,
+      contract: r.contract,
       tokenId: BigInt(r.token_id),
       standard: r.standard as NftStandard,
       balance: BigInt(r.balance),

@@ -4,7 +4,7 @@ import { z } from 'zod'
 import { type ChainNode, call } from '../chains/reads.ts'
 import { formatUnits, numberToDecimal } from '../shared/decimal.ts'
 import { describeZodError } from '../shared/validation.ts'
-import type { Address } from '../types.ts'
+import { type Address, toLowerAddress } from '../types.ts'
 import type { PriceSourceConfig } from './config.ts'
 
 /** `native` for the chain's currency, else a lowercase token contract address. */
@@ -100,7 +100,7 @@ export class CoinGeckoPriceSource implements PriceSource {
       const body = await this.get(url)
       for (const [k, v] of Object.entries(body)) {
         const p = v.usd === undefined ? null : numberToDecimal(v.usd)
-        if (p !== null) out.set(k.toLowerCase() as Address, p)
+        if (p !== null) out.set(toLowerAddress(k), p)
       }
     }
     if (tokens.includes('native') && this.cfg.nativeCoinId) {
@@ -144,9 +144,7 @@ export class ChainlinkPriceSource implements PriceSource {
     private readonly node: ChainNode,
     private readonly cfg: Extract<PriceSourceConfig, { source: 'chainlink' }>,
   ) {
-    this.feeds = new Map(
-      Object.entries(cfg.feeds).map(([k, v]) => [k.toLowerCase(), v.toLowerCase() as Address]),
-    )
+    this.feeds = new Map(Object.entries(cfg.feeds).map(([k, v]) => [k.toLowerCase(), toLowerAddress(v)]))
   }
 
   async prices(tokens: readonly TokenKey[]): Promise<Map<TokenKey, string>> {

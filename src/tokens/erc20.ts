@@ -13,7 +13,7 @@ export const SELECTORS = {
 
 export const call = (target: Address, selector: Hex, arg?: Address): ContractCall => ({
   target,
-  data: arg ? (`${selector}${arg.slice(2).toLowerCase().padStart(64, '0')}` as Hex) : selector,
+  data: arg ? `${selector}${arg.slice(2).toLowerCase().padStart(64, '0')}` : selector,
 })
 
 /** A uint256 answer, or null when the call failed or returned something else. */

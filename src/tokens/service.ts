@@ -12,7 +12,7 @@ import { MultiReader } from './multicall.ts'
 import * as store from './store.ts'
 
 /** The pseudo-contract of the native currency in balance lists (Moralis/1inch convention). */
-export const NATIVE_CONTRACT = '0xeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee' as Address
+export const NATIVE_CONTRACT: Address = '0xeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee'
 
 /** Wire shapes, spec 2.1 and 2.2. Unknown values are `null`, never invented. */
 export interface TokenBalance {

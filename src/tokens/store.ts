@@ -4,7 +4,7 @@ import type { Address } from '../types.ts'
 
 export interface TokenMetadataTable {
   network: string
-  contract: string
+  contract: Address
   name: string | null
   symbol: string | null
   decimals: number | null
@@ -38,7 +38,7 @@ export async function touchedContracts(db: Db, network: string, holder: Address)
     .orderBy('first_block')
     .orderBy('contract')
     .execute()
-  return rows.map((r) => r.contract as Address)
+  return rows.map((r) => r.contract)
 }
 
 /**
@@ -76,7 +76,7 @@ export async function touchedContractsPage(
     .orderBy('contract')
     .limit(limit + 1)
     .execute()
-  return { contracts: rows.slice(0, limit).map((r) => r.contract as Address), more: rows.length > limit }
+  return { contracts: rows.slice(0, limit).map((r) => r.contract), more: rows.length > limit }
 }
 
 export async function readMetas(
@@ -91,7 +91,7 @@ export async function readMetas(
     .where('network', '=', network)
     .where('contract', 'in', contracts)
     .execute()
-  return rows.map((r) => ({ ...r, contract: r.contract as Address }))
+  return rows
 }
 
 export async function saveMetas(db: Db, network: string, metas: readonly TokenMeta[]): Promise<void> {

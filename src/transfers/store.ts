@@ -154,17 +154,18 @@ function boundWithin(after: Position, source: 0 | 1): [number, number] {
   return source < after.source ? [INT_MAX, INT_MAX] : [-1, -1]
 }
 
+/** A row of the union over token_transfers and native_transfers (indexer/store.ts types their columns). */
 interface RawRow {
   block_number: string | number | bigint
   source: number
   a: number
   b: number
   block_timestamp: string | number | bigint
-  tx_hash: string
+  tx_hash: Hash
   category: string
-  contract: string | null
-  from_address: string
-  to_address: string | null
+  contract: Address | null
+  from_address: Address
+  to_address: Address | null
   token_id: string | null
   value: string
 }
@@ -177,11 +178,11 @@ function toRow(r: RawRow): TransferRow {
     a: Number(r.a),
     b: Number(r.b),
     timestamp: BigInt(r.block_timestamp),
-    txHash: r.tx_hash as Hash,
+    txHash: r.tx_hash,
     category: source === 0 ? (r.category as Category) : (STANDARD[r.category] ?? 'erc20'),
-    contract: r.contract as Address | null,
-    from: r.from_address as Address,
-    to: r.to_address as Address | null,
+    contract: r.contract,
+    from: r.from_address,
+    to: r.to_address,
     tokenId: r.token_id === null ? null : BigInt(r.token_id),
     value: BigInt(r.value),
   }

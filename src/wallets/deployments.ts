@@ -2,7 +2,7 @@ import { ACCOUNT_DEPLOYED_TOPIC, UPGRADED_TOPIC } from '../aa/contracts.ts'
 import { topicAddress } from '../indexer/decode.ts'
 import type { ReportSkippedLog } from '../indexer/skipped-logs.ts'
 import type { BlockConsumer, DbTransaction, IndexedBlock } from '../indexer/types.ts'
-import type { Address, Hash } from '../types.ts'
+import { type Address, type Hash, toLowerAddress } from '../types.ts'
 import { knownWallets, type NewDeployment, rollbackDeployments, saveDeployments } from './store.ts'
 
 /**
@@ -45,7 +45,7 @@ export class WalletDeploymentTracker implements BlockConsumer {
     })
     for (const log of block.logs) {
       const topic0 = log.topics[0]?.toLowerCase()
-      const emitter = log.address.toLowerCase() as Address
+      const emitter = toLowerAddress(log.address)
       if (topic0 === ACCOUNT_DEPLOYED_TOPIC && eps.has(emitter)) {
         // AccountDeployed(bytes32 indexed userOpHash, address indexed sender, address, address).
         // Only a configured EntryPoint counts, but that is an operator's setting, not a guarantee.
@@ -69,7 +69,7 @@ export class WalletDeploymentTracker implements BlockConsumer {
     const candidates = [...proxies.keys()].filter((a) => !found.has(a))
     if (candidates.length > 0) {
       const known = await knownWallets(trx, block.network, candidates)
-      for (const a of known) found.set(a, deployment(a, proxies.get(a) as Hash, 'proxy'))
+      for (const [a, txHash] of proxies) if (known.has(a)) found.set(a, deployment(a, txHash, 'proxy'))
     }
     await saveDeployments(trx, [...found.values()])
   }

@@ -4,26 +4,26 @@ import type { Address, Hash, Page } from '../types.ts'
 
 export interface WalletsTable {
   network: string
-  address: string
-  owner: string
+  address: Address
+  owner: Address
   salt: string
-  factory: string
+  factory: Address
   created_at: Generated<Date>
 }
 
 export interface WalletKeysTable {
   key_id: string
   network: string
-  address: string
+  address: Address
   created_at: Generated<Date>
 }
 
 export interface WalletDeploymentsTable {
   network: string
-  address: string
-  tx_hash: string | null
+  address: Address
+  tx_hash: Hash | null
   block_number: string
-  block_hash: string | null
+  block_hash: Hash | null
   deployed_at: Date | null
   /** `entrypoint` (AccountDeployed), `proxy` (the proxy's own Upgraded log) or `code` (found by eth_getCode). */
   source: string
@@ -62,7 +62,7 @@ export interface NewDeployment {
   address: Address
   txHash: Hash | null
   blockNumber: bigint
-  blockHash: string | null
+  blockHash: Hash | null
   deployedAt: Date | null
   source: 'entrypoint' | 'proxy' | 'code'
 }
@@ -123,12 +123,12 @@ function walletQuery(db: Db, keyId: string) {
 
 type Selected = {
   network: string
-  address: string
-  owner: string
+  address: Address
+  owner: Address
   salt: string
-  factory: string
+  factory: Address
   created_at: Date
-  tx_hash: string | null
+  tx_hash: Hash | null
   block_number: string | null
   deployed_at: Date | null
 }
@@ -136,16 +136,16 @@ type Selected = {
 function toRow(r: Selected): WalletRow {
   return {
     network: r.network,
-    address: r.address as Address,
-    owner: r.owner as Address,
+    address: r.address,
+    owner: r.owner,
     salt: BigInt(r.salt),
-    factory: r.factory as Address,
+    factory: r.factory,
     createdAt: r.created_at,
     deployment:
       r.block_number === null
         ? null
         : {
-            txHash: r.tx_hash as Hash | null,
+            txHash: r.tx_hash,
             blockNumber: BigInt(r.block_number),
             deployedAt: r.deployed_at,
           },
@@ -204,7 +204,7 @@ export async function knownWallets(
     .where('network', '=', network)
     .where('address', 'in', addresses)
     .execute()
-  return new Set(rows.map((r) => r.address as Address))
+  return new Set(rows.map((r) => r.address))
 }
 
 /** Records first deployments; an address already recorded keeps its earlier deployment. */

@@ -1,7 +1,7 @@
 import { z } from 'zod'
 import { invalidRequest } from '../errors.ts'
 import { describeZodError } from '../shared/validation.ts'
-import { type Address, addressProblem, type Hash } from '../types.ts'
+import { type Address, addressProblem, type Hash, toLowerAddress, toLowerHash } from '../types.ts'
 
 /**
  * Webhook `config` per event type (DESIGN.md, README "Webhooks"): address_activity
@@ -33,11 +33,11 @@ const address = z
     const problem = addressProblem(s)
     if (problem !== undefined) ctx.addIssue({ code: 'custom', message: problem })
   })
-  .transform((s) => s.toLowerCase() as Address)
+  .transform(toLowerAddress)
 const hash = z
   .string()
   .regex(/^0x[0-9a-fA-F]{64}$/, 'must be a 0x-prefixed 32-byte hex hash')
-  .transform((s) => s.toLowerCase() as Hash)
+  .transform(toLowerHash)
 const list = <T extends z.ZodType>(item: T, required: boolean) => {
   const base = z.array(item).max(MAX_ITEMS, `at most ${MAX_ITEMS} entries per webhook`)
   return required ? base.min(1, 'must list at least one entry') : base.optional()

@@ -1,6 +1,6 @@
 import { z } from 'zod'
 import { describeZodError } from '../shared/validation.ts'
-import type { Address, Hash } from '../types.ts'
+import { type Address, type Hash, toLowerAddress, toLowerHash } from '../types.ts'
 import {
   MINED,
   type MinedFilter,
@@ -40,12 +40,12 @@ const hash32 = z.string().regex(/^0x[0-9a-fA-F]{64}$/, 'must be a 32-byte 0x hex
 const address = z
   .string()
   .regex(/^0x[0-9a-fA-F]{40}$/, 'must be a 20-byte 0x address')
-  .transform((a) => a.toLowerCase() as Address)
+  .transform(toLowerAddress)
 
 const topicSlot = z.union([
   z.null(),
-  hash32.transform((t) => t.toLowerCase() as Hash),
-  z.array(hash32.transform((t) => t.toLowerCase() as Hash)).max(32, 'has more than 32 alternatives'),
+  hash32.transform(toLowerHash),
+  z.array(hash32.transform(toLowerHash)).max(32, 'has more than 32 alternatives'),
 ])
 
 /** The `logs` filter: `address` and `topics` exactly as in eth_getLogs. */
@@ -163,8 +163,8 @@ export function toHead(raw: unknown): Head | undefined {
   for (const [k, v] of Object.entries(parsed.data)) if (!NOT_HEADER.has(k)) wire[k] = v
   return {
     number: BigInt(parsed.data.number),
-    hash: parsed.data.hash.toLowerCase() as Hash,
-    parentHash: parsed.data.parentHash.toLowerCase() as Hash,
+    hash: toLowerHash(parsed.data.hash),
+    parentHash: toLowerHash(parsed.data.parentHash),
     wire,
   }
 }
@@ -172,7 +172,7 @@ export function toHead(raw: unknown): Head | undefined {
 export const upstreamLogSchema = z
   .object({
     address,
-    topics: z.array(hash32.transform((t) => t.toLowerCase() as Hash)),
+    topics: z.array(hash32.transform(toLowerHash)),
     data: hexString,
     blockHash: hash32,
   })

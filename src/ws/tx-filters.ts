@@ -1,6 +1,6 @@
 import { z } from 'zod'
 import { describeZodError } from '../shared/validation.ts'
-import type { Address } from '../types.ts'
+import { type Address, toLowerAddress } from '../types.ts'
 
 /**
  * Alchemy's transaction subscriptions (issue 19), as the Alchemy-compatible root serves them:
@@ -17,7 +17,7 @@ export const MAX_FILTER_ADDRESSES = 1000
 const address = z
   .string()
   .regex(/^0x[0-9a-fA-F]{40}$/, 'must be a 20-byte 0x address')
-  .transform((a) => a.toLowerCase() as Address)
+  .transform(toLowerAddress)
 
 /** An address or a list of them (a union would report "Invalid input" rather than which entry). */
 const oneOrMany = z.preprocess(

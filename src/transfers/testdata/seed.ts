@@ -1,6 +1,6 @@
 import { type Kysely, sql } from 'kysely'
 import type { Database } from '../../storage/schema.ts'
-import type { Address } from '../../types.ts'
+import type { Address, Hex } from '../../types.ts'
 import type { Category } from '../store.ts'
 
 /**
@@ -23,7 +23,7 @@ export interface SeedRow {
   txHash: string
 }
 
-const addr = (n: number) => `0x${n.toString(16).padStart(40, '0')}` as Address
+const addr = (n: number): Hex => `0x${n.toString(16).padStart(40, '0')}`
 export const SEED_OTHER = addr(0xb0b)
 export const SEED_TOKEN = addr(0x7070)
 export const SEED_NFT = addr(0x7171)

@@ -1,7 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process'
 import path from 'node:path'
 import { encodeAbiParameters, keccak256 } from 'viem'
-import type { Address } from '../../types.ts'
+import type { Address, Hex } from '../../types.ts'
 import type { Receiver } from './receiver.ts'
 
 /** What the webhook crash tests share: a Halyard child process (crash-worker.ts) and the spray's holders. */
@@ -29,9 +29,9 @@ export function startWorker(env: Record<string, string>) {
 
 /** The addresses DemoERC20.spray(seed, count, …) mints to. */
 export function sprayed(seed: bigint, count: number): Address[] {
-  return Array.from({ length: count }, (_, i) => {
+  return Array.from({ length: count }, (_, i): Hex => {
     const h = keccak256(encodeAbiParameters([{ type: 'uint256' }, { type: 'uint256' }], [seed, BigInt(i)]))
-    return `0x${h.slice(-40)}` as Address
+    return `0x${h.slice(-40)}`
   })
 }
 
