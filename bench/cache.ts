@@ -1,6 +1,6 @@
 /**
  * npm run bench:cache — what one `set` costs the RPC result cache (src/rpc/cache-store.ts) when
- * it is full and every insert evicts, against the same cache while it still has room. Issue 21:
+ * it is full and every insert evicts, against the same cache while it still has room. The target:
  * eviction must be O(1), so full stays within 3× of empty (it was ~50× with a Map scan).
  *
  * Entries are balance-sized (a ~90-byte key, a ~20-byte hex quantity), the budget is the

@@ -1,5 +1,5 @@
 /**
- * npm run bench:footprint — Halyard's start time and memory (issue 20), beside their floors in
+ * npm run bench:footprint — Halyard's start time and memory, beside their floors in
  * the same run.
  *
  * Modes, each a real `node bin/halyard.mjs …` process (what `npm start` and `npx halyard serve`
@@ -59,7 +59,7 @@ interface Mode {
   args: string[]
   env: NodeJS.ProcessEnv
   readyWhen: RegExp
-  /** Targets from issue 20. */
+  /** Targets (README "Footprint"). */
   target: { readyS?: number; rssMb: number }
 }
 

@@ -20,7 +20,7 @@
  *                        (counted by the limiter on every call) next to the enterprise key
  * One process runs on PGlite, with the Redis limiter when REDIS_URL is set (else in-process);
  * the workers run `HALYARD_WORKERS`-style (src/server/cluster.ts) on PostgreSQL and Redis and
- * need DATABASE_URL and REDIS_URL. Prints req/s, p50, p99 and the ratios issue 13 targets:
+ * need DATABASE_URL and REDIS_URL. Prints req/s, p50, p99 and the target ratios:
  * uncached ≥ 0.8 × nginx, cached ≥ 0.7 × bare node:http, limited ≥ 0.8 × unlimited.
  *
  * BENCH_PROFILE=1 runs Halyard under `--cpu-prof` and prints, per Halyard row, the top

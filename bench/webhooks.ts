@@ -17,7 +17,7 @@
  *    per second (mine → last event acknowledged), with the ratio to the baseline.
  * DATABASE_URL (default postgres://postgres@127.0.0.1:5432/test) names the server.
  * BENCH_PER_BLOCK=1 prints each latency block's timeline.
- * BENCH_FORMAT=B creates the webhooks with delivery form B (spec 6.2) instead of A.
+ * BENCH_FORMAT=B creates the webhooks with delivery form B instead of A.
  * BENCH_UPSTREAM_WS=1 gives the network anvil's WebSocket URL, so the indexer wakes on each
  * pushed head instead of at its next poll; BENCH_BLOCK_TIME_MS (default 80: a 20 ms head poll)
  * sets the network's block time, and with it the poll interval (12000: a mainnet-like 1 s poll).

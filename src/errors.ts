@@ -37,7 +37,7 @@ export const unauthorized = (message: string) => new HalyardError('unauthorized'
 export const forbidden = (message: string) => new HalyardError('forbidden', message)
 export const notFound = (message: string) => new HalyardError('not_found', message)
 
-/** Body shape of every error response (spec section 7). */
+/** Body shape of every error response (README "Keys, scopes, plans, errors"). */
 export interface ErrorBody {
   error: { code: ErrorCode; message: string; status: number }
 }

@@ -27,7 +27,7 @@ export function addressProblem(v: unknown): string | undefined {
   return 'has a wrong EIP-55 checksum (its mixed case does not match); send it checksummed or in lowercase'
 }
 
-/** One page of a listing (spec section 4): `page` from 1, `limit` at most 100. */
+/** One page of a listing: `page` from 1, `limit` at most 100. */
 export interface Page {
   page: number
   limit: number

@@ -1,5 +1,5 @@
 /**
- * The footprint bench's soak (issue 20): a running Halyard held at a plan's request limit for
+ * The footprint bench's soak: a running Halyard held at a plan's request limit for
  * FOOTPRINT_SOAK_S (600) seconds — paced JSON-RPC calls, each for a new address so caches see
  * distinct keys — while WebSocket clients keep connecting, subscribing (newHeads, logs) and
  * leaving. Every 10 s: the process's RSS and its event-loop delay, read from its own /metrics

@@ -13,7 +13,7 @@ import type { Address, Hex } from '../types.ts'
 export const ENTRY_POINT_V06: Address = '0x5ff137d4b0fdcd49dca30c7cf57e578a026d2789'
 export const ENTRY_POINT_V07: Address = '0x0000000071727de22e5e9d8baf0edac6f37da032'
 
-/** Arachnid's CREATE2 proxy, pre-deployed by anvil (REFERENCE.md): send `salt ‖ initCode`. */
+/** Arachnid's CREATE2 proxy (Arachnid/deterministic-deployment-proxy), pre-deployed by anvil: send `salt ‖ initCode`. */
 export const DETERMINISTIC_DEPLOYER: Address = '0x4e59b44847b379578588920ca78fbf26c0b4956c'
 
 /**

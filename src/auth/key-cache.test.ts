@@ -8,7 +8,7 @@ import { AuthService } from './service.ts'
 import { AuthStore } from './store.ts'
 
 /**
- * The API-key cache against a flood of random well-formed keys (issue 21): every such key is a
+ * The API-key cache against a flood of random well-formed keys: every such key is a
  * real lookup in the store (PGlite), and none of them may push a known key out. The clock is
  * injected and held still, so "answered from the cache" is not a race with the 1 s freshness.
  */

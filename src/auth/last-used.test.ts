@@ -5,7 +5,7 @@ import { AuthService } from './service.ts'
 import { AuthStore } from './store.ts'
 
 /**
- * "Last used" per API key (issue 16) against real PGlite: authenticating only marks the key in
+ * "Last used" per API key (the dashboard's keys page) against real PGlite: authenticating only marks the key in
  * memory; the flush writes last_used_at for the keys used, and leaves the others null.
  */
 describe('API key last used', () => {

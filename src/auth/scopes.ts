@@ -1,4 +1,4 @@
-/** Spec section 5: the scopes a key may hold. A key created without scopes has all of them. */
+/** The scopes a key may hold (README "Keys, scopes, plans, errors"). A key created without scopes has all of them. */
 export const SCOPES = [
   'rpc:read',
   'rpc:write',

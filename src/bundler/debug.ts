@@ -13,7 +13,7 @@ import { BundlerError, BundlerErrorCode } from './types.ts'
 /**
  * Operator controls, the `debug_bundler_*` methods of the ERC-4337 bundler spec tests, as plain
  * methods (the JSON-RPC route exposes them only where the network config enables them). Results
- * use JavaScript numbers and strings; the route turns quantities into hex where the spec wants it.
+ * use JavaScript numbers and strings; the route turns quantities into hex where the ERC-4337 spec tests want it.
  */
 
 export interface StakeStatus {

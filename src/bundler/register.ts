@@ -47,7 +47,7 @@ function bundlerSpec(net: Network, devMode: boolean): { spec: BundlerNetworkSpec
     executorKeys: keys,
     validation: { mode: cfg?.mode ?? 'safe' },
     ...(cfg?.minExecutorBalance ? { minExecutorBalance: nativeToWei(cfg.minExecutorBalance) } : {}),
-    // Dev mode's anvil runs EVM calls one at a time fastest (DESIGN.md, bench:bundler).
+    // Dev mode's anvil runs EVM calls one at a time fastest (measured with bench:bundler).
     maxConcurrentExecutions: cfg?.maxConcurrentExecutions ?? (devMode ? 1 : 4),
     // One transaction of ~4.7M gas from the executor: free on a devnet, an operator's choice elsewhere.
     deploySimulations: cfg?.deploySimulations ?? devMode,
@@ -56,7 +56,7 @@ function bundlerSpec(net: Network, devMode: boolean): { spec: BundlerNetworkSpec
 }
 
 /**
- * The ERC-4337 bundler (spec 4.7, issue 14): the JSON-RPC endpoint on the shared endpoint, one
+ * The ERC-4337 bundler (ERC-4337; README "ERC-4337 bundler"): the JSON-RPC endpoint on the shared endpoint, one
  * builder loop per network (started with the server, stopped before storage closes), and the
  * executor balance in `/ready`.
  */

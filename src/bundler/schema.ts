@@ -14,7 +14,7 @@ import {
  * Wire → domain for UserOperations (ERC-7769 params). Quantities are 0x hex (uint256, or uint128
  * where v0.7 packs two into 32 bytes); byte strings are 0x hex with whole bytes; addresses are
  * lowercased. v0.7 takes the unpacked RPC shape or the packed `initCode`/`paymasterAndData` form
- * (DESIGN.md), never both at once. Every refusal is -32602 naming the field.
+ * (the PackedUserOperation fields of ERC-4337 v0.7), never both at once. Every refusal is -32602 naming the field.
  */
 
 const UINT128_MAX = (1n << 128n) - 1n

@@ -47,7 +47,7 @@ export interface UserOperationV07 {
 
 export type UserOperation = UserOperationV06 | UserOperationV07
 
-/** ERC-7769 error codes (REFERENCE.md), plus -32521 for a call that reverts during estimation. */
+/** ERC-7769 error codes, plus -32521 for a call that reverts during estimation. */
 export const BundlerErrorCode = {
   invalidFields: -32602,
   simulateValidation: -32500,

@@ -7,7 +7,7 @@ import { ManagedPool } from './managed-pool.ts'
 import { MAX_COOLDOWN_MS, UpstreamState } from './upstream-state.ts'
 
 /**
- * Circuit-breaker backoff (issue 21): the cooldown grows on repeated failure up to its maximum
+ * Circuit-breaker backoff: the cooldown grows on repeated failure up to its maximum
  * and resets only after the upstream has stayed healthy for a while. Time is an injected clock
  * (the pool's and the state's `now`), so minutes of backoff take no real time.
  */

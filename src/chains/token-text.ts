@@ -10,7 +10,7 @@ import type { Hex } from '../types.ts'
  * - control characters (C0, DEL, C1) and bidirectional overrides are removed: PostgreSQL text
  *   cannot hold U+0000, and a symbol that reorders the text around it misleads whoever reads it;
  * - an answer longer than `maxChars` is refused (null), not cut: a cut URI or name is wrong.
- * Null means "no usable answer"; callers show null (or "" where the spec wants a string).
+ * Null means "no usable answer"; callers show null (or "" where a wire shape wants a string).
  */
 
 /** Longest name / symbol kept (longer ones are junk, not names). */

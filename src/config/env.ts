@@ -93,7 +93,7 @@ const envSchema = z.object({
     .string()
     .regex(/^\d+(ms|s|m|h)(,\d+(ms|s|m|h))*$/, 'must be comma-separated durations such as 10s,1m,10m,1h,6h')
     .optional(),
-  // Form B's retry delays (spec 6.2; default 1s,5s,30s,5m,30m,2h,8h).
+  // Form B's retry delays (default 1s,5s,30s,5m,30m,2h,8h).
   HALYARD_WEBHOOK_RETRY_SCHEDULE_B: z
     .string()
     .regex(/^\d+(ms|s|m|h)(,\d+(ms|s|m|h))*$/, 'must be comma-separated durations such as 1s,5s,30s,5m')

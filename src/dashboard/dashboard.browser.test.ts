@@ -8,7 +8,7 @@ import { until } from '../../test/helpers/until.ts'
 import { browserFixture, describeBrowser } from './browser-fixture.ts'
 
 /**
- * The dashboard in a real browser (issue 16): sign-in by e-mailed link, API keys made and
+ * The dashboard in a real browser: sign-in by e-mailed link, API keys made and
  * revoked in the page and used on /v1/rpc, single-use links, cross-site POSTs, hostile input.
  */
 describeBrowser('dashboard in Chromium: sign-in, API keys, CSRF, hostile input', () => {

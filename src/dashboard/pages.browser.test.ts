@@ -8,7 +8,7 @@ import { browserFixture, describeBrowser } from './browser-fixture.ts'
 const A = '0x00000000000000000000000000000000000a11ce'
 
 /**
- * The dashboard's pages in a real browser (issue 16): a paused webhook resumed from its page
+ * The dashboard's pages in a real browser: a paused webhook resumed from its page
  * and then delivered; sign out everywhere; axe-core on every page (no serious or critical
  * violations) with a screenshot of each (docs/screenshots, shown in the README).
  */

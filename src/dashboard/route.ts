@@ -44,7 +44,7 @@ type Out = Html | undefined
 /**
  * Dashboard routes are public routes (no API key) with the dashboard's own gate: the session
  * cookie, and on every POST the Origin check plus — once signed in — the session's CSRF token.
- * A refusal is an HTML page for browsers and the spec's error body for everyone else.
+ * A refusal is an HTML page for browsers and the JSON error body for everyone else.
  */
 export class DashboardRoutes {
   constructor(

@@ -24,7 +24,7 @@ function rulesJson(text: string): unknown {
   }
 }
 
-/** Gas policies (spec 4.6, issue 15): list with spend, create, edit rules, pause and resume. */
+/** Gas policies (README "Gas sponsorship"): list with spend, create, edit rules, pause and resume. */
 export function registerGasPages(
   r: DashboardRoutes,
   policies: PolicyService,

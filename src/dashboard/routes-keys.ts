@@ -17,7 +17,7 @@ const createKeyForm = z.object({
 
 const KEYS = '/dashboard/settings/api-keys'
 
-/** Settings → API Keys (spec 5): list, create (key shown once), revoke with confirmation. */
+/** Settings → API Keys: list, create (key shown once), revoke with confirmation. */
 export function registerKeyPages(r: DashboardRoutes, auth: AuthService): void {
   const page = async (session: SessionWithAccount, top?: Html) =>
     layout({

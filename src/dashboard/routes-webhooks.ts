@@ -36,7 +36,7 @@ function parseConfigText(text: string): unknown {
   }
 }
 
-/** Webhooks (spec 3.2, 4.5): list with status filter, create, a webhook's page and its actions. */
+/** Webhooks (README "Webhooks"): list with status filter, create, a webhook's page and its actions. */
 export function registerWebhookPages(
   r: DashboardRoutes,
   webhooks: WebhookService,

@@ -45,7 +45,7 @@ export function clientIp(site: DashboardSite, request: FastifyRequest): string {
  * A dashboard request must name the public host. Pages and links are built for that host only;
  * answering another name is how a forged Host once steered e-mailed links elsewhere, and it is
  * what DNS rebinding relies on. Refused with 400 invalid_request: RFC 9110 has 421 Misdirected
- * Request for exactly this, but the spec's error codes stop at 400/401/403/404/429/500, and RFC
+ * Request for exactly this, but Halyard's error codes stop at 400/401/403/404/429/500, and RFC
  * 9112 section 3.2 answers an unusable Host with 400.
  */
 export function checkHost(site: DashboardSite, request: FastifyRequest): void {
@@ -199,7 +199,7 @@ export async function requireSession(
   return s
 }
 
-/** Answers an error: an HTML page for browsers, the spec's error body for everyone else. */
+/** Answers an error: an HTML page for browsers, the JSON error body for everyone else. */
 export function sendError(
   request: FastifyRequest,
   reply: FastifyReply,

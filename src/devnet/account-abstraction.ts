@@ -339,7 +339,7 @@ async function hasCode(client: PublicClient, address: Address): Promise<boolean>
 
 async function waitAll(client: PublicClient, rpcUrl: string, txs: { name: string; hash: Hash }[]) {
   // The dev chain mines a block a second: mining now spares each of the three rounds of
-  // deployments up to a second (issue 20, the first start). On an automining node this adds
+  // deployments up to a second (the first start's time, bench:footprint). On an automining node this adds
   // one empty block.
   if (txs.length > 0) await rpc(rpcUrl, 'evm_mine', [])
   await Promise.all(

@@ -1,7 +1,7 @@
 import type { Address, Hex } from '../types.ts'
 import { compileSol } from './demo-contracts/compile.ts'
 
-/** The address Multicall3 has on most chains (REFERENCE.md). */
+/** The address Multicall3 has on most chains (mds1/multicall's deployment list). */
 export const MULTICALL3_ADDRESS: Address = '0xca11bde05977b3631167028862be2a173976ca11'
 
 /**

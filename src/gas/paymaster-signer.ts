@@ -5,7 +5,7 @@ import type { Address, Hex } from '../types.ts'
 
 /**
  * What the VerifyingPaymaster of `@account-abstraction/contracts` checks, computed locally
- * (REFERENCE.md, "VerifyingPaymaster"): the hash its `getHash` returns for v0.7 and v0.6, and the
+ * (eth-infinitism/account-abstraction, `VerifyingPaymaster.sol`): the hash its `getHash` returns for v0.7 and v0.6, and the
  * paymaster data laid out as its `parsePaymasterAndData` reads it. The signer signs the hash as
  * an EIP-191 message, as the contract recovers it.
  */

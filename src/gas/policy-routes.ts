@@ -7,7 +7,7 @@ import { defineRoute } from '../http/route.ts'
 import { createPolicySchema, POLICY_ID, type PolicyService, updatePolicySchema } from './policy-service.ts'
 
 /**
- * Spec 4.6 `POST /gas/policies` plus list, read (with the spend so far), update and delete.
+ * `POST /gas/policies` plus list, read (with the spend so far), update and delete.
  * Wire shapes only; the service validates the rules. Policies belong to the caller's account:
  * another account's id is a 404, and so is a mainnet policy for a test key (visibleTo), which
  * lists leave out. Scope `gas:manage`.
@@ -21,7 +21,7 @@ const policyId = idParam(
 )
 const byId = z.object({ id: policyId })
 
-/* Response bodies (spec 2.9 plus the spend so far), for the OpenAPI document. */
+/* Response bodies (a policy plus the spend so far), for the OpenAPI document. */
 const policy = z.object({
   id: z.string(),
   name: z.string(),

@@ -6,7 +6,7 @@ import { type Address, isAddress, toLowerAddress } from '../types.ts'
 import { compareDecimal, isDecimal, normalizeDecimal } from './policy-decimal.ts'
 
 /**
- * A policy's `rules` (spec 2.9 keys plus what Alchemy's and Pimlico's gas managers offer).
+ * A policy's `rules` (Halyard's base keys plus what Alchemy's and Pimlico's gas managers offer).
  * Validated once, on create and update; stored normalised (addresses lowercase, decimals
  * canonical, times ISO 8601). Unknown keys, wrong types and impossible values are a 400 naming
  * the key.

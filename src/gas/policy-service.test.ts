@@ -19,7 +19,7 @@ describe.each(storageBackends())('gas policies on $name', (backend) => {
     await storage?.close()
   })
 
-  it('creates a policy as the spec shows it: gp_ id, active, rules normalised', async () => {
+  it('creates a policy in its documented shape: gp_ id, active, rules normalised', async () => {
     const p = await svc.create('acct_a', {
       name: 'Onboarding',
       chain: CHAIN,

@@ -10,7 +10,7 @@ const estimate = z.object({
   estimated_seconds: z.number().int(),
 })
 
-/** Spec 2.8: the response body, for the OpenAPI document. */
+/** The response body, for the OpenAPI document. */
 const gasPrices = z.object({
   chain: z.string(),
   block_number: z.number().int(),
@@ -19,7 +19,7 @@ const gasPrices = z.object({
   updated_at: z.string().meta({ format: 'date-time' }),
 })
 
-/** Spec 4.6 `GET /gas/{chain}/prices`. */
+/** `GET /gas/{chain}/prices`. */
 export function registerGasPriceRoutes(app: FastifyInstance, gas: GasPriceService) {
   defineRoute(app, {
     method: 'GET',

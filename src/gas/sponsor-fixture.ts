@@ -214,7 +214,7 @@ export function withSponsorship(op: UserOperation, r: SponsorResult): UserOperat
   }
 }
 
-/** The spec's sponsor body for `op`. */
+/** The `POST /v1/gas/sponsor` request body for `op`. */
 export function sponsorBody(op: UserOperation, policyId: string, version: EntryPointVersion = op.version) {
   const { signature: _s, paymasterAndData: _p, ...userOperation } = toRpcUserOperation(op)
   return {

@@ -6,7 +6,7 @@ import type { Hex } from '../types.ts'
 
 /**
  * The UserOperation a sponsorship request carries, parsed with the bundler's schema (one
- * definition of the wire shape). The spec's sponsor body leaves out `initCode`,
+ * definition of the wire shape). The `POST /gas/sponsor` body leaves out `initCode`,
  * `paymasterAndData` and `signature`; the paymaster hash covers the init code, so it may be sent
  * as `initCode` or `factory`/`factoryData`, on either version.
  */

@@ -6,7 +6,7 @@ import { defineRoute } from '../http/route.ts'
 import { type SponsorService, sponsorBodySchema } from './sponsor-service.ts'
 
 /**
- * Spec 4.6 `POST /gas/sponsor` (scope `gas:manage`). On the ERC-7677 endpoint (paymaster-rpc.ts)
+ * `POST /gas/sponsor` (scope `gas:manage`). On the ERC-7677 endpoint (paymaster-rpc.ts)
  * the same failures go through the JSON-RPC funnel (http/jsonrpc-errors.ts): -32602 for bad
  * params or an unknown policy, -32003 when a rule refuses (data.rule), -32005 with
  * data.retryAfter for rate_limit and max_per_user_per_day (SponsorshipRefused.jsonRpcError).

@@ -47,8 +47,8 @@ import {
 import { SponsorStore } from './sponsor-store.ts'
 
 /**
- * Signs paymaster data for the configured VerifyingPaymasters (`POST /v1/gas/sponsor`, spec
- * 2.11, and ERC-7677 `pm_getPaymasterStubData` / `pm_getPaymasterData`). Each signature is
+ * Signs paymaster data for the configured VerifyingPaymasters (`POST /v1/gas/sponsor`
+ * and ERC-7677 `pm_getPaymasterStubData` / `pm_getPaymasterData`). Each signature is
  * reserved against its policy in the transaction that decides it (sponsor-reserve.ts) before it
  * leaves; settlement and release are sponsor-settlement.ts.
  */
@@ -101,7 +101,7 @@ export interface SponsorResult {
   sponsorship_id: string
 }
 
-/** The spec's `POST /gas/sponsor` body (4.6); `entryPoint` picks v0.6 (v0.7 by default). */
+/** The `POST /gas/sponsor` request body; `entryPoint` picks v0.6 (v0.7 by default). */
 export const sponsorBodySchema = z
   .object({
     chain: z
@@ -175,7 +175,7 @@ export class SponsorService {
     return [...(this.nets.get(chain)?.refs.keys() ?? [])]
   }
 
-  /** `POST /v1/gas/sponsor`: the spec's 2.11 body, reserved against the policy. */
+  /** `POST /v1/gas/sponsor`: the sponsorship answer, reserved against the policy. */
   async sponsor(viewer: Viewer, raw: unknown): Promise<SponsorResult> {
     if (typeof raw !== 'object' || raw === null || Array.isArray(raw))
       throw invalidRequest('body must be a JSON object')

@@ -103,7 +103,7 @@ describe('gas sponsorship over HTTP', () => {
     expect((await send('POST', '/paymaster/ethereum/devnet', pm, reader)).status).toBe(403)
   })
 
-  it('returns the spec 2.11 body; put into the op it passes on-chain and the spend settles', async () => {
+  it('returns the sponsorship body; put into the op it passes on-chain and the spend settles', async () => {
     const created = await send('POST', '/gas/policies', {
       name: 'mint',
       chain: NETWORK,

@@ -18,7 +18,7 @@ export function headerKey(headers: IncomingHttpHeaders): string | undefined {
 }
 
 /**
- * The key a WebSocket upgrade presents: the headers first, then `?apiKey=` (spec 4.8: browsers
+ * The key a WebSocket upgrade presents: the headers first, then `?apiKey=` (browsers
  * cannot set headers on a WebSocket).
  */
 export function keyFrom(headers: IncomingHttpHeaders, queryKey: unknown): string | undefined {

@@ -15,7 +15,7 @@ const NOTHING_USED = { second: 0, cu: 0, day: 0 }
 
 /**
  * What X-RateLimit-Limit and -Remaining say when no requests-per-second limit applies
- * (enterprise, unless set per account). Spec 8.1 makes the header a number of requests per
+ * (enterprise, unless set per account). The header is documented as a number of requests per
  * second, and clients parse it as one: the largest 32-bit signed integer, a ceiling no window
  * reaches. Nothing is counted against it, so Remaining stays at it.
  */

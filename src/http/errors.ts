@@ -40,7 +40,7 @@ export function installErrorHandling(app: FastifyInstance, charger: Charger, bod
 
 export function toHalyardError(error: unknown, bodyLimit: number): HalyardError {
   if (error instanceof HalyardError) return error
-  // Still a 500 (spec section 7), but one that says which network's upstream failed and how.
+  // Still a 500, but one that says which network's upstream failed and how.
   if (error instanceof UpstreamUnavailableError)
     return new HalyardError('internal_error', error.publicMessage)
   if (error instanceof DatabaseUnavailableError)
@@ -90,7 +90,7 @@ const requestIdOf = (req: IncomingMessage | undefined) => (req && requestIds.get
  * request's own when it had reached Fastify), on a connection that is then closed: the stream
  * cannot be trusted past the error.
  *
- * Decision: the deadline answer is 400 invalid_request, not 408: the spec's error table pairs
+ * Decision: the deadline answer is 400 invalid_request, not 408: the error table (README) pairs
  * invalid_request with 400 only (and `status` must equal the HTTP status); what failed is the
  * request itself, which never arrived whole. It is not charged (installErrorHandling).
  */

@@ -15,7 +15,7 @@ import type { ClientAddress } from './peer.ts'
  * lane takes a request only when everything the gate would check is already known to pass from
  * the headers alone (a key resolved within the last second, the network, the scope); anything
  * else — a first sight of a key, a chunked body, a query string — goes to Fastify unchanged,
- * so every refusal keeps its one writer there. bench:rpc measured the lane (issue 13).
+ * so every refusal keeps its one writer there. bench:rpc measured the lane.
  *
  * What a lane answers must be what the Fastify route would answer: the JSON-RPC lane and its
  * route share the endpoint (rpc/endpoint.ts), the charger and the metric series, and the

@@ -59,7 +59,7 @@ export const intString = (name: string, min: number, max: number, dflt: number) 
 }
 
 /**
- * Spec section 4: `page` (default 1) and `limit` (default per endpoint, maximum 100). Anything
+ * Listings: `page` (default 1) and `limit` (default per endpoint, maximum 100). Anything
  * but a plain decimal integer in range is a 400 naming the parameter; a page past the end is a
  * valid, empty page.
  */

@@ -45,7 +45,7 @@ export interface RouteMeta {
   readonly parseParams: boolean
   /** Names the route in refusals: "this API key lacks the data:read scope required for …". */
   readonly what: string
-  /** The WebSocket path: `?apiKey=` is read there too (spec 4.8), even on a plain GET. */
+  /** The WebSocket path: `?apiKey=` is read there too (browsers cannot set headers on a WebSocket), even on a plain GET. */
   readonly keyInQuery: boolean
   /**
    * The path parameter holding the key (the Alchemy-compatible root, where clients can set

@@ -2,7 +2,7 @@ import { decodeAbiParameters } from 'viem'
 import type { Address, Hex } from '../types.ts'
 import type { IndexedLog, TokenTransfer } from './types.ts'
 
-/** Event topics (REFERENCE.md): keccak256 of the event signatures. */
+/** Event topics: keccak256 of the event signatures (ERC-20/721 Transfer, ERC-1155 TransferSingle and TransferBatch). */
 export const TRANSFER_TOPIC = '0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef'
 export const TRANSFER_SINGLE_TOPIC = '0xc3d58168c5ae7397731d063d5bbf3d657854427343f4c083240f7aacaa2d0f62'
 export const TRANSFER_BATCH_TOPIC = '0x4a39dc06d4c0dbc64b70af90fd698a233a518aa5d07e595d983b8c0526c8f7fb'

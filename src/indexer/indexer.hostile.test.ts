@@ -14,7 +14,7 @@ const FROM = pad(A)
 const TO = pad(B)
 
 /**
- * Issue 21: one malformed transfer log used to stop a network's indexer for good (and with it
+ * One malformed transfer log used to stop a network's indexer for good (and with it
  * balances, NFT ownership and every webhook). Here a hostile "contract" (a constructor that only
  * emits a log) sends every malformed shape in its own transaction; an ordinary ERC-20 transfer
  * mined after all of them must still be indexed, shown and delivered, and each skip counted.

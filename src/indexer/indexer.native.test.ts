@@ -15,7 +15,7 @@ import { IndexerService } from './service.ts'
 import type { BlockConsumer, IndexedBlock } from './types.ts'
 
 /**
- * Issue 19 item 4: native value transfers in the index, on anvil. Every transaction is an
+ * Native value transfers in the index, on anvil. Every transaction is an
  * 'external' row (value possibly 0); value a contract forwards is an 'internal' row from the
  * call tracer. Four networks over the same anvil: direct (traces), `off` (configured not to
  * trace), `notrace` (a relay that answers debug_* and trace_* with "method not found", as a

@@ -16,7 +16,7 @@ interface Ready {
 }
 
 /**
- * Issue 21: while a network's indexer cannot advance, `GET /ready` must say so, naming the
+ * While a network's indexer cannot advance, `GET /ready` must say so, naming the
  * network and the reason, and turn ready again once it recovers. The indexer's upstream is a
  * proxy in front of anvil that can refuse eth_getLogs — a method only the indexer calls here,
  * so the network's own readiness check (eth_chainId) keeps passing and the failure is the

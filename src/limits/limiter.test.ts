@@ -204,7 +204,7 @@ it('answers without Redis, not a hang, when Redis accepts the connection and nev
   await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve))
   const { port } = silent.address() as { port: number }
   const url = `redis://127.0.0.1:${port}`
-  // Fails closed: the spec's error as a 503 with Retry-After.
+  // Fails closed: the JSON error body as a 503 with Retry-After.
   const closed = new RedisRateLimiter(url, 'halyard:test:silent', { timeoutMs: 100, fallback: 'closed' })
   // Fails open (the default): the local allowance decides, within the plan's limits.
   const local = new RedisRateLimiter(url, 'halyard:test:silent', { timeoutMs: 100 })

@@ -1,4 +1,4 @@
-/** Spec section 8. `null` means unlimited (enterprise, unless set per account). */
+/** Plan limits (README "Keys, scopes, plans, errors"). `null` means unlimited (enterprise, unless set per account). */
 export interface PlanLimits {
   readonly requestsPerSecond: number | null
   readonly requestsPerDay: number | null

@@ -75,7 +75,7 @@ describe('address policy', () => {
   })
 })
 
-/** Every IPv6 spelling that carries an IPv4 (issue 21), built from the IPv4 it carries. */
+/** Every IPv6 spelling that carries an IPv4, built from the IPv4 it carries. */
 const hex = (v4: string) => {
   const [a, b, c, d] = v4.split('.').map(Number) as [number, number, number, number]
   return [(a << 8) | b, (c << 8) | d] as const

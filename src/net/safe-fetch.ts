@@ -32,7 +32,7 @@ export interface SafeFetchOptions {
   method?: string
   headers?: Record<string, string>
   body?: string | Uint8Array
-  /** Whole-request deadline in ms (default 15 000, the spec's webhook timeout). */
+  /** Whole-request deadline in ms (default 15 000, the webhook receiver timeout). */
   timeoutMs?: number
   /** Response body cap in bytes (default 1 MiB). */
   maxBytes?: number

@@ -3,7 +3,7 @@ import { decodeTokenText, MAX_NAME_CHARS, MAX_SYMBOL_CHARS } from '../chains/tok
 import type { CallResult, ContractCall } from '../tokens/multicall.ts'
 import { type Address, toLowerAddress } from '../types.ts'
 
-/** ERC-165 interface ids (REFERENCE.md). */
+/** ERC-165 interface ids of ERC-721 and ERC-1155, as those standards define them. */
 export const ERC721_INTERFACE = '0x80ac58cd'
 export const ERC1155_INTERFACE = '0xd9b67a26'
 

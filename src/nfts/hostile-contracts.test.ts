@@ -27,7 +27,7 @@ const abiBytesString = (bytes: Hex): Hex => {
 const word = (n: bigint) => toHex(n, { size: 32 })
 
 /**
- * Issue 21: token and NFT contract reads are chain data too. Names with control characters,
+ * Token and NFT contract reads are chain data too. Names with control characters,
  * bidi overrides or invalid UTF-8, bytes32 names, reverting and gas-burning `tokenURI` — each
  * from a hand-assembled contract (test/helpers/evm-code.ts) — must give clean text or null,
  * never a 500.

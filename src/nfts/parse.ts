@@ -27,7 +27,7 @@ const MAX_IMAGE = 256_000
 /**
  * Reads name, description, image and traits. Documents in the wild disagree on shapes: `image`
  * or `image_url`; `attributes` as an array of {trait_type, value} or as a plain object; values
- * as strings, numbers or booleans — all become strings (spec 2.3). For ERC-1155, `{id}` inside
+ * as strings, numbers or booleans — all become strings. For ERC-1155, `{id}` inside
  * values is substituted like in the URI (EIP-1155 asks clients to do so).
  */
 export function parseMetadata(doc: Record<string, unknown>, erc1155Id: bigint | null): ParsedMetadata {

@@ -4,7 +4,7 @@ import { registerNftRoutes } from './routes.ts'
 import { NftService } from './service.ts'
 
 /**
- * NFT API (spec 4.3): reads holdings from the indexer's tables and contract views through the
+ * NFT API (README "Data APIs"): reads holdings from the indexer's tables and contract views through the
  * Token API's Multicall3 reader; loopback metadata servers are reachable in dev mode only.
  */
 export function registerNfts(host: FeatureHost, deps: { data: DataApis }): NftService {

@@ -6,7 +6,7 @@ import type { NftService } from './service.ts'
 
 const EVM_SLUG = { from: 'slug', param: 'chain', kinds: ['evm'] } as const
 
-/* Response bodies (spec 2.3 to 2.5), for the OpenAPI document. */
+/* Response bodies, for the OpenAPI document. */
 const standard = z.enum(['ERC721', 'ERC1155'])
 const nftMetadata = z.object({
   contract: z.string(),
@@ -55,7 +55,7 @@ const ownedNfts = z.object({
   total: z.number().int(),
 })
 
-/** Spec 4.3: NFT metadata, collection, owned NFTs. */
+/** NFT metadata, collection, owned NFTs. */
 export function registerNftRoutes(app: FastifyInstance, nfts: NftService): void {
   defineRoute(app, {
     method: 'GET',

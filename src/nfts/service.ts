@@ -8,7 +8,7 @@ import type { Trait } from './parse.ts'
 import * as store from './store.ts'
 import { expandId } from './uri.ts'
 
-/** Wire shapes: spec 2.3, 2.4, 2.5 (plus a few fields that explain a null). */
+/** Wire shapes (plus a few fields that explain a null). */
 export interface NftMetadata {
   contract: Address
   token_id: string

@@ -12,7 +12,7 @@ import type { RouteMeta } from '../http/route-meta.ts'
 
 export type JsonSchema = Record<string, unknown>
 
-/** Spec section 7: the body of every error response. */
+/** The body of every error response. */
 export const errorBodySchema = z.object({
   error: z.object({
     code: z.enum(Object.keys(ERROR_STATUS) as [ErrorCode, ...ErrorCode[]]),
@@ -253,7 +253,7 @@ function successResponses(method: string, url: string, meta: RouteMeta): Record<
     }
   if (meta.keyInQuery && method === 'GET')
     return { '101': { description: 'Switching Protocols: a WebSocket speaking JSON-RPC 2.0' } }
-  // Not declared: some JSON (the spec's shapes, README), any 2xx.
+  // Not declared: some JSON (the shapes README documents), any 2xx.
   return { '2XX': ANY_JSON }
 }
 

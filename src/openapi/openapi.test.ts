@@ -225,7 +225,7 @@ describe('GET /v1/openapi.json', () => {
     }
   })
 
-  it('documents the error body of spec section 7', () => {
+  it('documents the error body', () => {
     const validate = compile(doc.components.schemas.Error!)
     expect(validate({ error: { code: 'not_found', message: 'x', status: 404 } })).toBe(true)
     expect(validate({ error: { code: 'teapot', message: 'x', status: 418 } })).toBe(false)

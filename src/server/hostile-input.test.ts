@@ -9,7 +9,7 @@ import { sweptRoutes } from './hostile-schemas.ts'
 
 /**
  * The project's non-negotiable: every endpoint answers malformed, missing, oversized and hostile
- * input with the spec's error body (`{"error":{code,message,status}}`) and a message naming the
+ * input with the JSON error body (`{"error":{code,message,status}}`) and a message naming the
  * problem — never a 500, never a hang.
  *
  * Routes come from the running app (printRoutes) with what each declares (defineRoute), not from

@@ -257,7 +257,7 @@ describe('HTTP edges (PGlite)', () => {
       expect(ok.status).toBe(200)
     })
 
-    it('is accepted on WebSocket upgrades (spec 4.8)', async () => {
+    it('is accepted on WebSocket upgrades', async () => {
       const ws = new WebSocket(`${h.halyard.wsOrigin}/v1/ws/ethereum/devnet?apiKey=${key}`)
       try {
         const reply = await new Promise<unknown>((resolve, reject) => {

@@ -70,7 +70,7 @@ describe('an unreachable upstream', () => {
     const err = (down.json as unknown as RpcErr).error
     expect(err?.code).toBe(-32603)
     expect(err?.message).toMatch(/upstream/i)
-    // REST routes: still the spec's 500 internal_error, but naming the network and the failure.
+    // REST routes: still the documented 500 internal_error, but naming the network and the failure.
     for (const path of [
       `/tokens/ethereum-devnet/balances/${HOLDER}`,
       `/tokens/ethereum-devnet/metadata/${HOLDER}`,

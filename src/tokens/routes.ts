@@ -6,7 +6,7 @@ import type { TokenService } from './service.ts'
 
 const EVM_SLUG = { from: 'slug', param: 'chain', kinds: ['evm'] } as const
 
-/* Response bodies (spec 2.1, 2.2), for the OpenAPI document. Unknown values are null, never "0". */
+/* Response bodies, for the OpenAPI document. Unknown values are null, never "0". */
 const decimal = z.string().regex(/^\d+(\.\d+)?$/)
 const tokenBalanceList = z.object({
   address: z.string(),
@@ -39,7 +39,7 @@ const tokenMetadata = z.object({
   logo_url: z.string().nullable(),
 })
 
-/** Spec 4.2: token balances and token metadata. */
+/** Token balances and token metadata. */
 export function registerTokenRoutes(app: FastifyInstance, tokens: TokenService) {
   defineRoute(app, {
     method: 'GET',

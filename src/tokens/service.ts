@@ -14,7 +14,7 @@ import * as store from './store.ts'
 /** The pseudo-contract of the native currency in balance lists (Moralis/1inch convention). */
 export const NATIVE_CONTRACT: Address = '0xeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee'
 
-/** Wire shapes, spec 2.1 and 2.2. Unknown values are `null`, never invented. */
+/** Wire shapes. Unknown values are `null`, never invented. */
 export interface TokenBalance {
   contract: Address
   symbol: string | null

@@ -15,7 +15,7 @@ import { type AddressFilter, type Category, readTransfers, type TransferRow } fr
 
 /**
  * `alchemy_getAssetTransfers` answered from Halyard's index, in Alchemy's shapes (alchemy-sdk
- * 3.6.5, ../shared/REFERENCE.md): one params object, Alchemy's defaults (order asc,
+ * 3.6.5): one params object, Alchemy's defaults (order asc,
  * excludeZeroValue true, maxCount 0x3e8) and its result fields. An ERC-1155 TransferBatch is one
  * transfer with an `erc1155Metadata` entry per id, as Alchemy shows it; `maxCount` counts
  * transfers, and a batch is never split across pages.

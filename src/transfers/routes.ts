@@ -92,7 +92,7 @@ const transferList = z.object({
   next_cursor: z.string().nullable().describe('null on the last page'),
 })
 
-/** Halyard's transfer API (issue 19): native and token transfers of an address, keyset-paged. */
+/** Halyard's transfer API: native and token transfers of an address, keyset-paged. */
 export function registerTransferRoutes(app: FastifyInstance, transfers: TransferService): void {
   defineRoute(app, {
     method: 'GET',

@@ -31,7 +31,7 @@ const createBodySchema = z.object({
   salt: uint256('salt', { jsonNumber: true }).optional(),
 })
 
-/* Response bodies (spec 2.6), for the OpenAPI document. */
+/* Response bodies, for the OpenAPI document. */
 const walletStatus = z.enum(['counterfactual', 'deployed'])
 const createdWallet = z.object({
   address: z.string(),
@@ -57,7 +57,7 @@ const chainQuery = z
   .min(1, 'chain must not be empty')
   .optional()
 
-/** A network named by a body or query parameter: unknown is a 404 (DESIGN.md) naming the parameter. */
+/** A network named by a body or query parameter: unknown is a 404 naming the parameter. */
 function networkParam(networks: NetworkRegistry, slug: string, name: string): Network {
   try {
     return networks.getBySlug(slug)
@@ -67,7 +67,7 @@ function networkParam(networks: NetworkRegistry, slug: string, name: string): Ne
   }
 }
 
-/** Spec 4.4: smart wallets, listed per calling key. */
+/** Smart wallets, listed per calling key. */
 export function registerWalletRoutes(
   app: FastifyInstance,
   networks: NetworkRegistry,

@@ -16,7 +16,7 @@ export type WalletStatus = 'counterfactual' | 'deployed'
 /** topic0 of `UserOperationEvent` (the same signature in EntryPoint v0.6 and v0.7). */
 const [USER_OPERATION_EVENT] = encodeEventTopics({ abi: entryPoint07Abi, eventName: 'UserOperationEvent' })
 
-/** Wire shapes, spec 2.6 and 4.4. */
+/** Wire shapes. */
 export interface CreatedWallet {
   address: Address
   owner: Address
@@ -27,7 +27,7 @@ export interface CreatedWallet {
 }
 
 export interface Wallet extends CreatedWallet {
-  /** Present once deployed (spec 2.6): UserOperations executed, read live from the chain. */
+  /** Present once deployed: UserOperations executed, read live from the chain. */
   nonce?: number
   deployed_at?: string | null
   deploy_tx?: Hash | null
@@ -68,7 +68,7 @@ export function walletFactory(net: Network): Address {
 }
 
 /**
- * Smart wallets (spec 2.6, 3.1, 4.4): counterfactual SimpleAccount v0.7 addresses computed
+ * Smart wallets: counterfactual SimpleAccount v0.7 addresses computed
  * locally, linked to the API key that asked for them; status from the deployments the indexer
  * recorded (src/wallets/deployments.ts), with a live code check for deployments it could not
  * have seen (before the wallet existed here, or with indexing off).

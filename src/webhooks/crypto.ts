@@ -32,7 +32,7 @@ export function decryptSecret(stored: string, key: Buffer): string {
   return Buffer.concat([decipher.update(Buffer.from(enc, 'base64')), decipher.final()]).toString('utf8')
 }
 
-/** Spec 6.1: lowercase hex HMAC-SHA256, keyed with the signing secret, over `{timestamp}.{raw body}`. */
+/** Form A signature: lowercase hex HMAC-SHA256, keyed with the signing secret, over `{timestamp}.{raw body}`. */
 export function sign(secret: string, timestamp: number, rawBody: string): string {
   return createHmac('sha256', secret).update(`${timestamp}.${rawBody}`).digest('hex')
 }

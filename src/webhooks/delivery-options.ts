@@ -8,11 +8,11 @@ import type { NftMetadataSource } from './nft-metadata.ts'
  * from either.
  */
 export interface DeliveryOptions {
-  /** Receiver timeout (spec 8: 15 s). */
+  /** Receiver timeout (15 s). */
   timeoutMs: number
   /** Delays before retry 1..n (spec: 10 s, 1 min, 10 min, 1 h, 6 h). After the last retry fails the webhook is paused. */
   scheduleMs: readonly number[]
-  /** Form B's delays before retry 1..n (spec 6.2: 1 s … 8 h); after the last the event is failed, the webhook stays active. */
+  /** Form B's delays before retry 1..n (1 s … 8 h); after the last the event is failed, the webhook stays active. */
   scheduleBMs?: readonly number[]
   /** Concurrent lanes (one webhook each). */
   concurrency: number

@@ -12,7 +12,7 @@ import type { AttemptOutcome, ClaimedEvent } from './store.ts'
 import * as store from './store.ts'
 
 /**
- * The delivery worker (spec 6.1 form A). Every instance may run one: events are claimed from
+ * The delivery worker (form A, README "Webhooks"). Every instance may run one: events are claimed from
  * PostgreSQL with FOR UPDATE SKIP LOCKED (store.claim) — only each webhook's oldest undelivered
  * event, so per webhook events go out in block order, one at a time — and leased, so a crash
  * mid-send makes the event claimable again after the lease (at-least-once; the event id never
@@ -365,7 +365,7 @@ export class DeliveryWorker {
       return
     }
     if (o.next === 'pending' && o.retryAt) this.retries.at(o.retryAt.getTime())
-    // Form B (spec 6.2): the event is marked failed and that is all; the webhook stays active.
+    // Form B: the event is marked failed and that is all; the webhook stays active.
     if (o.next !== 'failed' || o.ev.format === 'B') return
     await this.onPause(o.ev.webhook_id, o.error ?? `HTTP ${o.statusCode}`).catch((err) =>
       this.logger.error({ err: (err as Error).message, webhook: o.ev.webhook_id }, 'pausing webhook failed'),

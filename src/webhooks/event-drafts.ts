@@ -7,8 +7,8 @@ import type { TokenMetadata } from './token-metadata.ts'
 import type { InternalTransfer } from './traces.ts'
 
 /**
- * The `data` of each event type (spec 6.1 form A), built for one candidate webhook from the
- * block items its matched keys point at. Payloads the spec leaves open are documented in
+ * The `data` of each event type (form A), built for one candidate webhook from the
+ * block items its matched keys point at. Payloads of mined_transaction and log are documented in
  * matcher.ts and README "Webhooks".
  */
 
@@ -32,7 +32,7 @@ export interface Draft {
   /** [transaction index, log index or -1] — block order within the block. */
   order: [number, number]
   data: Record<string, unknown>
-  /** Form B `data` where the spec fixes it (TOKEN_TRANSFER); else camelData(data). */
+  /** Form B `data` where form B has its own shape (TOKEN_TRANSFER); else camelData(data). */
   dataB?: Record<string, unknown>
 }
 

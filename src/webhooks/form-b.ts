@@ -2,7 +2,7 @@ import { createHmac } from 'node:crypto'
 import { z } from 'zod'
 
 /**
- * Delivery form B (spec 6.2): a per-webhook choice (`format: "B"`; "A" is the default).
+ * Delivery form B: a per-webhook choice (`format: "B"`; "A" is the default).
  *  - headers: `X-Service-Signature: sha256=<hex HMAC-SHA256(secret, raw body)>`,
  *    `X-Webhook-Event` (the upper-case type), `X-Webhook-Idempotency-Key` (the `evt_` id);
  *  - envelope `{id, type, createdAt, chain, chainId, data}`, createdAt ISO 8601 with ms;
@@ -24,7 +24,7 @@ export const FORM_B_SCHEDULE_MS = [1_000, 5_000, 30_000, 300_000, 1_800_000, 7_2
 /** Upper-case type names (form B's `type` and X-Webhook-Event): the event_type upper-cased. */
 export const upperType = (eventType: string) => eventType.toUpperCase()
 
-/** Spec 6.2: `sha256=` + lowercase hex HMAC-SHA256 of the raw payload, keyed with the secret. */
+/** Form B signature: `sha256=` + lowercase hex HMAC-SHA256 of the raw payload, keyed with the secret. */
 export function signFormB(secret: string, rawBody: string): string {
   return `sha256=${createHmac('sha256', secret).update(rawBody).digest('hex')}`
 }

@@ -17,13 +17,13 @@ import type { TokenMetadata } from './token-metadata.ts'
 import type { TraceReader } from './traces.ts'
 
 /**
- * Turns indexed blocks into webhook events (spec 6.1 form A `data`), inside the indexer's
+ * Turns indexed blocks into webhook events (form A `data`), inside the indexer's
  * transaction: events commit atomically with the block and its cursor, so a crash neither
  * loses nor duplicates them. Candidate webhooks come from ONE indexed lookup per block over
  * every address, contract and tx hash the block touches (webhook_match_keys), never a scan of
  * all webhooks; the per-item filter then runs only on those candidates.
  *
- * Payloads the spec leaves open (documented in README "Webhooks"):
+ * Payloads beyond the fixed transfer shapes (documented in README "Webhooks"):
  *  - mined_transaction: chain, block_number, block_hash, tx_hash, transaction_index, from, to,
  *    value, status (`success` | `reverted`; null if the node had no receipt), gas_used.
  *  - log: chain, block_number, block_hash, tx_hash, log_index, address, topics, data.

@@ -1,5 +1,5 @@
 /**
- * Form B's NFT transfer payload "includes full token metadata" (spec 6.2): mints, transfers and
+ * Form B's NFT transfer payload includes full token metadata: mints, transfers and
  * burns of form B `nft_transfer` webhooks carry `transferType` (`mint` | `transfer` | `burn`,
  * set when the event is built) and `metadata` — the NFT API's view of the token (name,
  * description, imageUrl, traits, tokenUri and the document as fetched; src/nfts caches it) —
@@ -8,7 +8,7 @@
  * (and on PGlite the NFT tables are behind that transaction's one connection). A lookup is
  * bounded by DEADLINE_MS; what is not known by then goes out as `metadata: null` with
  * `metadataError` saying why. A burned ERC-721 has no token left to describe (tokenURI
- * reverts): its metadata is null with the reason. Form A keeps spec 6.1's exact fields.
+ * reverts): its metadata is null with the reason. Form A keeps its exact fields.
  */
 export type NftMetadataSource = (
   network: string,

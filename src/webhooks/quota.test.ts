@@ -11,7 +11,7 @@ import { nativeTransfersBlock } from './test-blocks.ts'
 import { TokenMetadata } from './token-metadata.ts'
 
 /**
- * The daily delivery quota (spec 8.6: 1,000 per day on the free plan), in the matcher on a
+ * The daily delivery quota (1,000 per day on the free plan), in the matcher on a
  * real database. The clock is injected (MatcherOptions.now) so the test can step into the next
  * UTC day; the blocks are synthetic native transfers (test-blocks.ts), 1,001 to one address.
  */

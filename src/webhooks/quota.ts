@@ -2,7 +2,7 @@ import { invalidRequest } from '../errors.ts'
 import { ConfigError } from '../shared/validation.ts'
 
 /**
- * Webhook limits per plan (spec 8.6: the free tier includes 1,000 deliveries per day across
+ * Webhook limits per plan (the free tier includes 1,000 deliveries per day across
  * all event types; growth and enterprise are "custom", so configurable; null = unlimited).
  *  - deliveriesPerDay: events an account's webhooks may produce per UTC day. Counted in the
  *    matcher, inside the indexer's transaction (webhook_quota_usage), so the count commits or

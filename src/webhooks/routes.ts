@@ -9,7 +9,7 @@ import { formatSchema } from './form-b.ts'
 import { view, type WebhookService } from './service.ts'
 
 /**
- * Spec 4.5 (+ history, test event and redelivery). Wire shapes only: every body and query is
+ * The webhook API (with history, test event and redelivery). Wire shapes only: every body and query is
  * declared with zod here and a violation is a 400 naming the field; logic lives in service.ts.
  * Webhooks belong to the caller's account; another account's id is a 404, and so is a mainnet
  * webhook for a test key (visibleTo), which lists leave out.
@@ -17,7 +17,7 @@ import { view, type WebhookService } from './service.ts'
 
 const url = (error: string) => z.string({ error }).meta({ example: 'https://receiver.example/hook' })
 /*
- * The filter keys (spec 2.7, 6.2), declared here for the OpenAPI document; which keys an event
+ * The filter keys, declared here for the OpenAPI document; which keys an event
  * type reads, and their full rules, are checked by config.ts (parseConfig), which refuses a key
  * the webhook's types do not read. Every filter runs in the matcher, before an event exists.
  */
@@ -120,7 +120,7 @@ const listQuery = pageQuery(25).extend({
     .optional(),
 })
 
-/* Response bodies (spec 4.5), for the OpenAPI document; service.ts builds them. */
+/* Response bodies, for the OpenAPI document; service.ts builds them. */
 const timestamp = z.string().describe('ISO 8601, UTC')
 const webhookStatus = z.enum(['active', 'paused', 'disabled'])
 const webhook = z.object({

@@ -10,7 +10,7 @@ export const UNDECRYPTABLE =
   'the signing secret does not decrypt with this HALYARD_SECRET_KEY (the key changed?); nothing was sent, and delivery resumes once an operator restores the key'
 
 /**
- * One delivery attempt (spec 6.1 form A: sign `{timestamp}.{body}`; 6.2 form B: form-b.ts), POST it through the
+ * One delivery attempt (form A: sign `{timestamp}.{body}`; form B: form-b.ts), POST it through the
  * SSRF-guarded safeFetch with the worker's keep-alive pools, and say where the event goes
  * next — delivered on a 2xx, else the next retry of the schedule, or failed after the last.
  */

@@ -31,7 +31,7 @@ export interface WebhookView {
   /** Every type monitored (`event_type` is the first). */
   event_types: EventType[]
   config: WebhookConfig
-  /** Delivery form: 'A' (spec 6.1) or 'B' (6.2). */
+  /** Delivery form: 'A' (the default) or 'B' (README "Webhooks"). */
   format: string
   status: string
   status_reason: string | null
@@ -73,7 +73,7 @@ export interface WebhookServiceDeps {
   traces?: TraceReader
 }
 
-/** Webhook subscriptions (spec 2.7, 3.2, 4.5): validation, secrets, state transitions. */
+/** Webhook subscriptions: validation, secrets, state transitions. */
 export class WebhookService {
   private readonly db: DB
   private readonly limits: WebhookLimits

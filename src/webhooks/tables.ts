@@ -17,7 +17,7 @@ export interface WebhooksTable {
   status: string
   status_reason: string | null
   notified_at: Date | null
-  /** Delivery form, 'A' (spec 6.1) or 'B' (6.2) (migration 0080). */
+  /** Delivery form, 'A' or 'B' (migration 0080). */
   format: Generated<string>
   created_at: Generated<Date>
   updated_at: Generated<Date>

@@ -13,7 +13,7 @@ export interface UrlPolicy {
 const MAX_URL_LENGTH = 2048
 
 /**
- * A webhook target as accepted at create/update time (DESIGN.md): HTTPS, and every address the
+ * A webhook target as accepted at create/update time: HTTPS, and every address the
  * host resolves to must be public. Dev mode also allows http:// and https:// to loopback so a
  * newcomer can try webhooks on one machine; production refuses loopback and private ranges
  * unless the operator allowlists them. The same checks run again before every delivery

@@ -1,7 +1,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto'
 
 /**
- * Receiver-side check for Halyard webhooks (spec 6.1). Copy this file into a receiver or import
+ * Receiver-side check for Halyard webhooks (form A). Copy this file into a receiver or import
  * it: it depends on node:crypto only.
  *
  *   const ok = verifyWebhook(rawBody, req.headers, process.env.WEBHOOK_SECRET, { toleranceSeconds: 300 })

@@ -23,7 +23,7 @@ import { SmtpSink } from './testdata/smtp-sink.ts'
  */
 export const SCHEDULE_MS = [200, 200, 400, 400, 600]
 const ENV_SCHEDULE = SCHEDULE_MS.map((ms) => `${ms}ms`).join(',')
-/** Form B's 7 retries (spec 6.2: 1 s … 8 h), compressed the same way. */
+/** Form B's 7 retries (1 s … 8 h), compressed the same way. */
 export const SCHEDULE_B_MS = [100, 100, 150, 150, 200, 200, 250]
 const ENV_SCHEDULE_B = SCHEDULE_B_MS.map((ms) => `${ms}ms`).join(',')
 

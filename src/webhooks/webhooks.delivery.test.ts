@@ -18,7 +18,7 @@ describeEachStorage('webhooks: delivery and API on $name', (backend) => {
   const fx = webhooksFixture(backend)
   const { api, create, deliveries, synced, urlFor } = fx
 
-  it('delivers each event type once, signed, with the envelope and data of spec 6.1', async () => {
+  it('delivers each event type once, signed, with the envelope and data of form A', async () => {
     const { dev, receiver, usd, nft, items } = fx
     const aa = await create('aa', 'address_activity', { addresses: [A.toUpperCase().replace('0X', '0x')] })
     const tt = await create('tt', 'token_transfer', { contracts: [usd], min_value: '1000' })

@@ -7,7 +7,7 @@ import type { Address } from '../types.ts'
 import { webhooksFixture } from './webhooks-fixture.ts'
 
 /**
- * Filters (spec 2.7 / 6.2: address from/to/either, token contract, minimum value raw and per
+ * Filters (address from/to/either, token contract, minimum value raw and per
  * token, function selector, topic hash) on real parts (webhooks-fixture.ts). Filters run in
  * the matcher inside the indexer's transaction, so once the indexer has the block, every event
  * a filter let through is a row and nothing else is: the tests read the rows after `synced()`.

@@ -7,13 +7,13 @@ import { verifyWebhook } from './verify.ts'
 import { A, B, type CreatedWebhook, SCHEDULE_B_MS, webhooksFixture } from './webhooks-fixture.ts'
 
 /**
- * Delivery form B (spec 6.2) end to end on real parts (webhooks-fixture.ts: anvil, Halyard in
+ * Delivery form B end to end on real parts (webhooks-fixture.ts: anvil, Halyard in
  * production mode, a real HTTPS receiver). The receiver's checks below are written here with
- * node:crypto, not with Halyard's verify.ts: a receiver written from the spec must accept it.
+ * node:crypto, not with Halyard's verify.ts: a receiver written from the README's description must accept it.
  * The 7-retry schedule is compressed (SCHEDULE_B_MS), as form A's is.
  */
 
-/** What a receiver written from spec 6.2 does: HMAC the raw body, compare in constant time. */
+/** What a receiver written from form B's description does: HMAC the raw body, compare in constant time. */
 function verifiesB(rec: Received, secret: string): boolean {
   const header = rec.headers['x-service-signature']
   if (typeof header !== 'string' || !header.startsWith('sha256=')) return false

@@ -10,7 +10,7 @@ import { ackedIds as acked, type CrashWorker, sprayed, startWorker } from './tes
 import { Receiver } from './testdata/receiver.ts'
 
 /**
- * Two Halyard processes on one PostgreSQL schema, both delivering (issue 17 item 6): `alpha`
+ * Two Halyard processes on one PostgreSQL schema, both delivering: `alpha`
  * (started first, so it indexes and matches) and `beta`. 1,000 token transfers for 10 webhooks
  * go out; once `alpha` has recorded some attempts it is SIGKILLed mid-delivery, and `beta`
  * delivers the rest (its leases expired), so the attempts name both instances and every event

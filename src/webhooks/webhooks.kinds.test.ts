@@ -7,7 +7,7 @@ import type { Address, Hash, Hex } from '../types.ts'
 import { webhooksFixture } from './webhooks-fixture.ts'
 
 /**
- * The event kinds spec 6.2 adds, on anvil (webhooks-fixture.ts): new_block and
+ * The event kinds beyond the transfers, on anvil (webhooks-fixture.ts): new_block and
  * internal_transfer (anvil answers both debug_traceBlockByNumber with the call tracer and
  * trace_block; Halyard asks trace_block first, src/indexer/traces.ts).
  */

@@ -5,9 +5,8 @@ import type { Address } from '../types.ts'
 import { webhooksFixture } from './webhooks-fixture.ts'
 
 /**
- * Several event types on one webhook (spec 6.2: "one webhook may monitor several event
- * types"): `event_types` at create and PATCH, `event_type` as before; the matcher sends an
- * event of each listed type, with its own type, and nothing of the others.
+ * Several event types on one webhook: `event_types` at create and PATCH, `event_type` as
+ * before; the matcher sends an event of each listed type, with its own type, and nothing of the others.
  */
 const O = '0x00000000000000000000000000000000000000e1' as Address
 

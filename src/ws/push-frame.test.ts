@@ -6,7 +6,7 @@ import { PushPayload, SUBSCRIPTION_ID_LENGTH, subscriptionIdBytes } from './push
 
 /**
  * Push frames are written to the socket as bytes Halyard built itself, and one buffer is patched
- * from subscriber to subscriber, so real `ws` clients must each read the spec's push with their
+ * from subscriber to subscriber, so real `ws` clients must each read the documented push with their
  * own id: at every frame-length encoding (7-bit, 16-bit, 64-bit), and also when a socket queues
  * a frame instead of handing it to the kernel at once (the buffer must not be patched under it).
  */

@@ -11,7 +11,7 @@ import {
 } from './tx-filters.ts'
 
 /**
- * Wire shapes of the WebSocket endpoint (spec 4.8): the path, `eth_subscribe` parameters,
+ * Wire shapes of the WebSocket endpoint: the path, `eth_subscribe` parameters,
  * upstream heads and logs as Halyard accepts them, and reply frames (pushes: push-frame.ts).
  */
 

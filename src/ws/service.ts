@@ -75,7 +75,7 @@ export interface WsServiceDeps {
 }
 
 /**
- * The WebSocket endpoint (spec 4.8): authorises upgrades, holds the client connections and the
+ * The WebSocket endpoint: authorises upgrades, holds the client connections and the
  * per-network upstream streams, enforces per-account connection limits, charges push compute
  * units, and closes everything with 1001 on shutdown.
  */

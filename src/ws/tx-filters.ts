@@ -3,7 +3,7 @@ import { describeZodError } from '../shared/validation.ts'
 import { type Address, toLowerAddress } from '../types.ts'
 
 /**
- * Alchemy's transaction subscriptions (issue 19), as the Alchemy-compatible root serves them:
+ * Alchemy's transaction subscriptions, as the Alchemy-compatible root serves them:
  * `alchemy_minedTransactions` and `alchemy_pendingTransactions`, their parameters as alchemy-sdk
  * 3.6.5 sends them, and the matching of one transaction against a subscriber's filter.
  */

@@ -89,7 +89,7 @@ export async function authorizeUpgrade(
   return { caller, network, surface, key: key as string }
 }
 
-/** Answers a refused upgrade over plain HTTP with the spec's error body, then closes. */
+/** Answers a refused upgrade over plain HTTP with the JSON error body, then closes. */
 export function refuseUpgrade(socket: Duplex, err: unknown, decision?: LimitDecision): void {
   const e =
     err instanceof HalyardError

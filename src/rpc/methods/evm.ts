@@ -3,8 +3,8 @@ import { m } from './row.ts'
 import { BROADCAST_WRITE, type Family, historical, type MethodSpec, STICKY, WRITE } from './spec.ts'
 
 /**
- * EVM JSON-RPC methods: one row each. Compute units sit on the spec's scale (section 8:
- * eth_blockNumber 1, eth_getStorageAt at a historical block 20), roughly proportional to the
+ * EVM JSON-RPC methods: one row each. Compute units sit on one scale
+ * (eth_blockNumber 1, eth_getStorageAt at a historical block 20), roughly proportional to the
  * work a node does (Alchemy's relative weights, divided down); a read pinned to a past block
  * (archive access) costs more than the same read at the head. Adding a method is adding a row.
  */

@@ -21,7 +21,7 @@ export interface MethodSpec {
    */
   readonly access: MethodAccess
   readonly scope: Scope
-  /** Compute units for these params (spec section 8: eth_blockNumber 1, historical eth_getStorageAt 20). */
+  /** Compute units for these params (eth_blockNumber 1, historical eth_getStorageAt 20). */
   readonly cost: (params: readonly unknown[]) => number
   /** May a cached answer exist for these params (cache-policy.ts)? */
   readonly cache: (params: readonly unknown[]) => CachePlan
@@ -75,7 +75,7 @@ export type Lookup = { ok: true; spec: MethodSpec } | { ok: false; error: JsonRp
 export interface MethodRegistry {
   /** The method as this network serves it, or -32601 with the reason. Never indexes a plain object. */
   lookup(network: Network, method: string): Lookup
-  /** The spec a name resolves to, whatever the network (the pool's policy and metric label). */
+  /** The MethodSpec a name resolves to, whatever the network (the pool's policy and metric label). */
   describe(method: string): MethodSpec | undefined
   /** Every row (metric children, docs, the parity test). */
   specs(): Iterable<MethodSpec>

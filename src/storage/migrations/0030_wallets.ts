@@ -14,7 +14,7 @@ export const m0030_wallets: Migration = {
         created_at timestamptz not null default now(),
         primary key (network, address)
       )`.execute(db)
-    // Spec 4.4 lists wallets per calling key: a key sees the wallets it created.
+    // Wallets are listed per calling key: a key sees the wallets it created.
     await sql`
       create table wallet_keys (
         key_id text not null,

@@ -1,9 +1,9 @@
 import { type Kysely, type Migration, sql } from 'kysely'
 
 /**
- * Webhooks, issue 17 (src/webhooks/form-b.ts, src/webhooks/quota.ts):
- *  - `format`: the delivery form of spec 6 each webhook uses, 'A' (6.1, the default, what every
- *    existing webhook keeps) or 'B' (6.2: `sha256=` signature over the raw body, upper-case type
+ * Webhooks (src/webhooks/form-b.ts, src/webhooks/quota.ts):
+ *  - `format`: the delivery form each webhook uses, 'A' (the default, what every
+ *    existing webhook keeps) or 'B' (`sha256=` signature over the raw body, upper-case type
  *    header, camelCase envelope, the 7-retry schedule, never paused).
  */
 export const m0080_webhooks_form_b: Migration = {

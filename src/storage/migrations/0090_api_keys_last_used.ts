@@ -1,7 +1,7 @@
 import { type Kysely, type Migration, sql } from 'kysely'
 
 /**
- * When each API key last authenticated (issue 16, the keys page's "last used"). Written in
+ * When each API key last authenticated (the dashboard keys page's "last used"). Written in
  * batches by AuthService's last-used flush, never per request, so it lags by up to a flush
  * interval. Null: not used since this column exists.
  */

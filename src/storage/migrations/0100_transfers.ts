@@ -1,7 +1,7 @@
 import { type Kysely, type Migration, sql } from 'kysely'
 
 /**
- * The transfer API (issue 19): native value transfers beside the token transfers, and the
+ * The transfer API: native value transfers beside the token transfers, and the
  * indexes that let `/v1/transfers` and `alchemy_getAssetTransfers` page by keyset (never OFFSET)
  * for one address in either direction.
  *

@@ -1,7 +1,7 @@
 import { type Kysely, type Migration, sql } from 'kysely'
 
 /**
- * Webhooks, issue 17 item 2 (src/webhooks/config.ts typesOf): one webhook may monitor several
+ * Webhooks (src/webhooks/config.ts typesOf): one webhook may monitor several
  * event types. `event_types` lists them all; `event_type` stays the first of them (what older
  * readers and the API's `event_type` show). Empty for rows created before this migration,
  * which monitor their `event_type` alone.
