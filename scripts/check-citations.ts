@@ -41,18 +41,6 @@ const RULES: { why: string; pattern: RegExp }[] = [
 const SPLIT = new RegExp(`\\b(?:${SPEC}|${word('iss', 'ue')})$`, 'i')
 const CONTINUES_WITH_NUMBER = /^\s*(?:\*|\/\/|#)?\s*(?:section\s+|§\s*|#)?\d/i
 
-// API answer text that still carries a citation: changing it changes what clients read, so the
-// maintainers decide; until then each is listed here by file and exact text.
-const KNOWN_WIRE_TEXT: { file: string; text: string }[] = [
-  {
-    file: 'src/webhooks/form-b.ts',
-    text: `"A" (${SPEC} 6.1 delivery, the default) or "B" (${SPEC} 6.2 delivery)`,
-  },
-  { file: 'src/webhooks/routes.ts', text: `'delivery form: A (${SPEC} 6.1) or B (6.2)'` },
-]
-const isKnownWireText = (file: string, line: string) =>
-  KNOWN_WIRE_TEXT.some((k) => k.file === file.split(path.sep).join('/') && line.includes(k.text))
-
 /** Text files only: a NUL byte in the first 8 KiB marks a binary (screenshots and the like). */
 function isText(bytes: Buffer): boolean {
   return !bytes.subarray(0, 8192).includes(0)
@@ -74,7 +62,6 @@ for (const root of ROOTS) {
     if (!isText(bytes)) continue
     const lines = bytes.toString('utf8').split('\n')
     lines.forEach((line, i) => {
-      if (isKnownWireText(file, line)) return
       for (const rule of RULES) {
         if (rule.pattern.test(line)) findings.push(`  ${file}:${i + 1}: ${rule.why}: ${line.trim()}`)
       }

@@ -16,7 +16,7 @@ export const FORMATS = ['A', 'B'] as const
 export type DeliveryFormat = (typeof FORMATS)[number]
 
 export const formatSchema = z.enum(FORMATS, {
-  error: 'format: must be "A" (spec 6.1 delivery, the default) or "B" (spec 6.2 delivery)',
+  error: 'format: must be "A" (timestamped signature, the default) or "B" (Alchemy/QuickNode-style delivery)',
 })
 
 export const FORM_B_SCHEDULE_MS = [1_000, 5_000, 30_000, 300_000, 1_800_000, 7_200_000, 28_800_000]

@@ -130,7 +130,9 @@ const webhook = z.object({
   event_type: eventTypeSchema.describe('the first of event_types'),
   event_types: z.array(eventTypeSchema).describe('every event type the webhook monitors'),
   config: z.record(z.string(), z.unknown()).describe("the event types' filters, as stored"),
-  format: formatSchema.describe('delivery form: A (spec 6.1) or B (6.2)'),
+  format: formatSchema.describe(
+    'delivery form: A (timestamped signature, the default) or B (Alchemy/QuickNode style: X-Service-Signature, camelCase data)',
+  ),
   status: webhookStatus,
   status_reason: z.string().nullable().describe('why the service paused or disabled it'),
   created_at: timestamp,
