@@ -1,5 +1,6 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client'
 import { CounterTally } from './metrics-tally.ts'
+import { innerMap } from './shared/maps.ts'
 
 /** Every Prometheus series Halyard exports, in one registry per app instance. */
 export class Metrics {
@@ -207,11 +208,7 @@ export class Metrics {
       t.get(route, network, method, status) ??
       t.create([route, network, method, status], { route, status: String(status), network, method })
     s.n++
-    let byNetwork = this.durationLabels.get(route)
-    if (!byNetwork) {
-      byNetwork = new Map()
-      this.durationLabels.set(route, byNetwork)
-    }
+    const byNetwork = innerMap(this.durationLabels, route)
     let labels = byNetwork.get(network)
     if (!labels) {
       labels = { route, network }

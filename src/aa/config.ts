@@ -1,10 +1,5 @@
 import { z } from 'zod'
-import { isAddress, toLowerAddress } from '../types.ts'
-
-const address = z
-  .string()
-  .refine(isAddress, 'must be a 0x-prefixed 20-byte hex address')
-  .transform((a) => toLowerAddress(a))
+import { configAddressSchema as address } from '../shared/address-schema.ts'
 
 /**
  * Per-network ERC-4337 contract addresses (config key `accountAbstraction`). Production names
@@ -18,10 +13,13 @@ const address = z
  *   paymaster: 0x…                                                  # VerifyingPaymaster v0.7
  * ```
  */
+/** One address per EntryPoint version, either optional. */
+const perVersion = z.object({ v06: address.optional(), v07: address.optional() }).strict().default({})
+
 export const accountAbstractionSchema = z
   .object({
-    entryPoints: z.object({ v06: address.optional(), v07: address.optional() }).strict().default({}),
-    simpleAccountFactory: z.object({ v06: address.optional(), v07: address.optional() }).strict().default({}),
+    entryPoints: perVersion,
+    simpleAccountFactory: perVersion,
     paymaster: address.optional(),
   })
   .strict()

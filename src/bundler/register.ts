@@ -2,7 +2,7 @@ import type { Network } from '../chains/registry.ts'
 import type { GasPriceService } from '../gas/price-service.ts'
 import type { Sponsorship } from '../gas/register-sponsorship.ts'
 import { nativeToWei } from '../gas/sponsor-config.ts'
-import type { FeatureHost } from '../http/host.ts'
+import { type FeatureHost, runWorker } from '../http/host.ts'
 import type { MethodRegistry } from '../rpc/methods/spec.ts'
 import type { RpcService } from '../rpc/service.ts'
 import type { Hex } from '../types.ts'
@@ -97,8 +97,7 @@ export function registerBundler(
   })
   registerBundlerRoute(host.app, { rpc: deps.rpc, charger: ctx.charger, registry })
   if (service) {
-    host.onStart(() => service.start())
-    host.addTask({ name: 'bundler', stop: () => service.stop() })
+    runWorker(host, 'bundler', service)
   }
   const bundler: Bundler = {
     service,

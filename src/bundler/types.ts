@@ -10,34 +10,33 @@ import type { Address, Hash, Hex } from '../types.ts'
 
 export type EntryPointVersion = 'v06' | 'v07'
 
-export interface UserOperationV06 {
-  version: 'v06'
-  sender: Address
-  nonce: bigint
-  initCode: Hex
-  callData: Hex
+/** The gas limits and fees both versions carry, by the same names (ERC-4337). */
+export interface UserOperationGas {
   callGasLimit: bigint
   verificationGasLimit: bigint
   preVerificationGas: bigint
   maxFeePerGas: bigint
   maxPriorityFeePerGas: bigint
+}
+
+export interface UserOperationV06 extends UserOperationGas {
+  version: 'v06'
+  sender: Address
+  nonce: bigint
+  initCode: Hex
+  callData: Hex
   paymasterAndData: Hex
   signature: Hex
 }
 
 /** The v0.7 RPC (unpacked) shape; `factory`/`paymaster` null when absent. */
-export interface UserOperationV07 {
+export interface UserOperationV07 extends UserOperationGas {
   version: 'v07'
   sender: Address
   nonce: bigint
   factory: Address | null
   factoryData: Hex
   callData: Hex
-  callGasLimit: bigint
-  verificationGasLimit: bigint
-  preVerificationGas: bigint
-  maxFeePerGas: bigint
-  maxPriorityFeePerGas: bigint
   paymaster: Address | null
   paymasterVerificationGasLimit: bigint
   paymasterPostOpGasLimit: bigint

@@ -77,12 +77,7 @@ export class NetworkRegistry {
 
   /** The network a REST API names by slug (`ethereum`, `ethereum-devnet`), or 404. */
   getBySlug(slug: string): Network {
-    const net = this.bySlugMap.get(slug)
-    if (!net) {
-      const known = [...this.bySlugMap.keys()].join(', ')
-      throw notFound(`chain ${slug} is not configured (configured: ${known})`)
-    }
-    return net
+    return knownOr404(this.bySlugMap, slug, 'chain')
   }
 
   /**
@@ -90,12 +85,7 @@ export class NetworkRegistry {
    * (`ethereum-mainnet`) or an Alchemy name (`eth-mainnet`), or 404 naming what is configured.
    */
   getByAlias(name: string): Network {
-    const net = this.byAlias.get(name)
-    if (!net) {
-      const known = [...this.byAlias.keys()].join(', ')
-      throw notFound(`network ${name} is not configured (configured: ${known})`)
-    }
-    return net
+    return knownOr404(this.byAlias, name, 'network')
   }
 
   all(): Network[] {
@@ -105,4 +95,11 @@ export class NetworkRegistry {
   async close(): Promise<void> {
     await Promise.all(this.all().map((n) => n.pool.close()))
   }
+}
+
+/** The network `map` holds under `key`, or a 404 that lists every name it does hold. */
+function knownOr404(map: ReadonlyMap<string, Network>, key: string, what: 'chain' | 'network'): Network {
+  const net = map.get(key)
+  if (!net) throw notFound(`${what} ${key} is not configured (configured: ${[...map.keys()].join(', ')})`)
+  return net
 }

@@ -1,4 +1,5 @@
 import type { Metrics } from '../metrics.ts'
+import { innerMap } from '../shared/maps.ts'
 
 /** Methods per upstream whose series are kept (method labels are a bounded set anyway). */
 const MAX_METHODS_PER_UPSTREAM = 512
@@ -25,11 +26,7 @@ export class UpstreamSeries {
   ) {}
 
   of(upstream: string, method: string): Series {
-    let byMethod = this.byUpstream.get(upstream)
-    if (!byMethod) {
-      byMethod = new Map()
-      this.byUpstream.set(upstream, byMethod)
-    }
+    const byMethod = innerMap(this.byUpstream, upstream)
     let series = byMethod.get(method)
     if (!series) {
       const labels = { network: this.network, upstream, method: this.labelOf(method) }

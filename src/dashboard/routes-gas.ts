@@ -1,13 +1,12 @@
 import type { FastifyReply } from 'fastify'
 import { z } from 'zod'
 import type { NetworkRegistry } from '../chains/registry.ts'
-import { invalidRequest } from '../errors.ts'
 import type { PolicyService, PolicyView } from '../gas/policy-service.ts'
 import { type Html, html } from './html.ts'
 import { csrfField, doneNotice, layout, notice, when } from './layout.ts'
 import type { DashboardRoutes } from './route.ts'
 import type { SessionWithAccount } from './session-store.ts'
-import { field, parseForm, textField } from './web.ts'
+import { field, parseForm, parseJsonField, textField } from './web.ts'
 
 const G = '/dashboard/gas-policies'
 const RULES_EXAMPLE = '{"max_gas_usd": "5", "max_spend_usd": "100"}'
@@ -17,11 +16,7 @@ const editForm = z.object({ name: textField(200), rules: textField(65_536) })
 const statusForm = z.object({ status: z.enum(['active', 'paused'], { error: 'must be active or paused' }) })
 
 function rulesJson(text: string): unknown {
-  try {
-    return JSON.parse(text === '' ? '{}' : text)
-  } catch (err) {
-    throw invalidRequest(`rules: not valid JSON (${(err as Error).message.slice(0, 120)})`)
-  }
+  return parseJsonField('rules', text === '' ? '{}' : text)
 }
 
 /** Gas policies (README "Gas sponsorship"): list with spend, create, edit rules, pause and resume. */

@@ -1,7 +1,6 @@
 import type { FastifyReply } from 'fastify'
 import { z } from 'zod'
 import type { NetworkRegistry } from '../chains/registry.ts'
-import { invalidRequest } from '../errors.ts'
 import type { DB } from '../storage/database.ts'
 import { EVENT_TYPES } from '../webhooks/config.ts'
 import { view, type WebhookService } from '../webhooks/service.ts'
@@ -9,7 +8,7 @@ import { type Html, html } from './html.ts'
 import { csrfField, doneNotice, layout, when } from './layout.ts'
 import type { DashboardRoutes } from './route.ts'
 import type { SessionWithAccount } from './session-store.ts'
-import { field, parseForm, textField } from './web.ts'
+import { field, parseForm, parseJsonField, textField } from './web.ts'
 import { recentEvents } from './webhook-reads.ts'
 
 const W = '/dashboard/webhooks'
@@ -29,11 +28,7 @@ const redeliverForm = z.object({
 /** The config textarea holds JSON; a parse error names the field and the position. */
 function parseConfigText(text: string): unknown {
   if (text.trim() === '') return {}
-  try {
-    return JSON.parse(text)
-  } catch (err) {
-    throw invalidRequest(`config: not valid JSON (${(err as Error).message.slice(0, 120)})`)
-  }
+  return parseJsonField('config', text)
 }
 
 /** Webhooks (README "Webhooks"): list with status filter, create, a webhook's page and its actions. */

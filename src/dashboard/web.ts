@@ -143,6 +143,15 @@ export function parseForm<T>(schema: z.ZodType<T>, value: unknown): T {
   throw invalidRequest(`${where}: ${issue?.message ?? 'invalid'}`)
 }
 
+/** A textarea that holds JSON; a parse error is a 400 naming the field and the parser's position. */
+export function parseJsonField(name: string, text: string): unknown {
+  try {
+    return JSON.parse(text)
+  } catch (err) {
+    throw invalidRequest(`${name}: not valid JSON (${(err as Error).message.slice(0, 120)})`)
+  }
+}
+
 /** A text input: trimmed, bounded, no control characters. */
 export const textField = (max: number) =>
   z

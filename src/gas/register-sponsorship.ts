@@ -1,7 +1,7 @@
 import { createPublicClient, http } from 'viem'
 import type { Network } from '../chains/registry.ts'
 import { findPaymasterV06 } from '../devnet/account-abstraction.ts'
-import type { FeatureHost } from '../http/host.ts'
+import { type FeatureHost, runWorker } from '../http/host.ts'
 import type { RpcService } from '../rpc/service.ts'
 import type { DataApis } from '../tokens/register.ts'
 import { type Address, toLowerAddress } from '../types.ts'
@@ -72,8 +72,7 @@ export async function registerSponsorship(
       networks: settlements,
       logger: ctx.logger,
     })
-    host.onStart(() => settlement.start())
-    host.addTask({ name: 'gas sponsorship settlement', stop: () => settlement.stop() })
+    runWorker(host, 'gas sponsorship settlement', settlement)
   }
 
   const sponsorship: Sponsorship = {

@@ -1,6 +1,6 @@
 import { z } from 'zod'
+import { configAddressSchema } from '../shared/address-schema.ts'
 import { parseDecimal } from '../shared/decimal.ts'
-import { isAddress, toLowerAddress } from '../types.ts'
 import { ceilingsConfigSchema } from './sponsor-ceilings.ts'
 
 /**
@@ -21,11 +21,7 @@ import { ceilingsConfigSchema } from './sponsor-ceilings.ts'
 
 export const sponsorshipConfigSchema = z
   .object({
-    paymasterV06: z
-      .string()
-      .refine(isAddress, 'must be a 0x-prefixed 20-byte hex address')
-      .transform((a) => toLowerAddress(a))
-      .optional(),
+    paymasterV06: configAddressSchema.optional(),
     depositFloor: z
       .string()
       .refine((v) => parseDecimal(v) !== null, 'must be a decimal string in native units, such as "0.5"')

@@ -54,3 +54,15 @@ export interface FeatureHost {
    */
   onStart(fn: () => Promise<void> | void): void
 }
+
+/** A worker with a start and a stop, as the indexer, the bundler and sponsorship settlement have. */
+export interface Worker {
+  start(): Promise<void> | void
+  stop(): Promise<void>
+}
+
+/** Starts `worker` with the server and stops it (as the task `name`) when the server closes. */
+export function runWorker(host: FeatureHost, name: string, worker: Worker): void {
+  host.onStart(() => worker.start())
+  host.addTask({ name, stop: () => worker.stop() })
+}

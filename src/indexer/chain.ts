@@ -1,18 +1,11 @@
 import { getContractAddress } from 'viem'
 import { type ChainNode, getBlock, getBlockNumber, getLogs, type Log } from '../chains/reads.ts'
 import { type Hash, toLowerAddress } from '../types.ts'
-import type { IndexedLog, IndexedTransaction } from './types.ts'
+import type { BlockHeader, IndexedLog, IndexedTransaction } from './types.ts'
 
 /** The chain reads the indexer needs (chains/reads.ts), in the indexer's shapes. */
 
-export interface ChainHeader {
-  number: bigint
-  hash: Hash
-  parentHash: Hash
-  timestamp: number
-  /** Gas used by the block and its transaction count (webhooks' new_block events). */
-  gasUsed?: bigint
-  transactionCount?: number
+export interface ChainHeader extends BlockHeader {
   /** Present when fetched with full transactions. */
   transactions?: IndexedTransaction[]
 }

@@ -63,11 +63,25 @@ function transfer(log: IndexedLog): DecodedLog {
   return { ok: true, transfers: [base(log, 'ERC721', from, to, 1n, BigInt(log.topics[3] as Hex), 0)] }
 }
 
-function transferSingle(log: IndexedLog): DecodedLog {
-  if (log.topics.length !== 4) return skip('TransferSingle', `${log.topics.length} topics, not 4`)
+/**
+ * The from and to of an ERC-1155 transfer log (topics: signature, operator, from, to), or the
+ * skip the log earns when its topics are not in that shape.
+ */
+function erc1155Parties(
+  log: IndexedLog,
+  event: 'TransferSingle' | 'TransferBatch',
+): { from: Address; to: Address } | { skipped: DecodedLog } {
+  if (log.topics.length !== 4) return { skipped: skip(event, `${log.topics.length} topics, not 4`) }
   const from = topicAddress(log.topics[2])
   const to = topicAddress(log.topics[3])
-  if (!from || !to) return skip('TransferSingle', 'from/to topic is not an address')
+  if (!from || !to) return { skipped: skip(event, 'from/to topic is not an address') }
+  return { from, to }
+}
+
+function transferSingle(log: IndexedLog): DecodedLog {
+  const parties = erc1155Parties(log, 'TransferSingle')
+  if ('skipped' in parties) return parties.skipped
+  const { from, to } = parties
   const bytes = dataBytes(log.data)
   if (bytes !== 64) return skip('TransferSingle', `${describeBytes(bytes)} of data, not 64 (id, value)`)
   const id = BigInt(`0x${log.data.slice(2, 66)}`)
@@ -76,10 +90,9 @@ function transferSingle(log: IndexedLog): DecodedLog {
 }
 
 function transferBatch(log: IndexedLog): DecodedLog {
-  if (log.topics.length !== 4) return skip('TransferBatch', `${log.topics.length} topics, not 4`)
-  const from = topicAddress(log.topics[2])
-  const to = topicAddress(log.topics[3])
-  if (!from || !to) return skip('TransferBatch', 'from/to topic is not an address')
+  const parties = erc1155Parties(log, 'TransferBatch')
+  if ('skipped' in parties) return parties.skipped
+  const { from, to } = parties
   const bytes = dataBytes(log.data)
   if (bytes === null || bytes % 32 !== 0)
     return skip('TransferBatch', `${describeBytes(bytes)} of data, not whole 32-byte words`)

@@ -1,4 +1,4 @@
-import type { FeatureHost } from '../http/host.ts'
+import { type FeatureHost, runWorker } from '../http/host.ts'
 import { UpstreamHeadSignal } from './head-signal.ts'
 import { IndexerService } from './service.ts'
 
@@ -13,7 +13,6 @@ export function registerIndexer(host: FeatureHost): IndexerService {
     // Networks with upstream WebSocket URLs wake the follower on each new head (newHeads).
     heads: new UpstreamHeadSignal({ logger: ctx.logger }),
   })
-  host.onStart(() => indexer.start())
-  host.addTask({ name: 'indexer', stop: () => indexer.stop() })
+  runWorker(host, 'indexer', indexer)
   return indexer
 }

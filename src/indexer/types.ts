@@ -50,10 +50,8 @@ export interface TokenTransfer {
   batchIndex: number
 }
 
-export interface IndexedBlock {
-  /** Network slug, e.g. `ethereum-devnet`. */
-  network: string
-  chainId: number
+/** A block's header as the indexer reads it from the node (chain.ts) and stores it. */
+export interface BlockHeader {
   number: bigint
   hash: Hash
   parentHash: Hash
@@ -62,6 +60,12 @@ export interface IndexedBlock {
   /** From the block header when the node sent it (webhooks' new_block events). */
   gasUsed?: bigint
   transactionCount?: number
+}
+
+export interface IndexedBlock extends BlockHeader {
+  /** Network slug, e.g. `ethereum-devnet`. */
+  network: string
+  chainId: number
   /** Every log of the block, in log-index order. */
   logs: IndexedLog[]
   /** Transfers decoded from the logs. */

@@ -67,6 +67,27 @@ export function unlimitedDecision(nowMs: number): LimitDecision {
   return unlimitedNow
 }
 
+/**
+ * A refusal, keys in one order for every limit (the same object shape the limiter always sent);
+ * `neverFits` only when the cost alone can never fit.
+ */
+function refuse(
+  base: { limit: number | null; resetAt: number; remaining: number | null },
+  exceeded: LimitName,
+  retryAfterSeconds: number,
+  neverFits?: true,
+): LimitDecision {
+  return {
+    limit: base.limit,
+    resetAt: base.resetAt,
+    allowed: false,
+    exceeded,
+    remaining: base.remaining,
+    retryAfterSeconds,
+    ...(neverFits ? { neverFits } : {}),
+  }
+}
+
 /** The shared decision logic, given the counters of the current windows. */
 export function decide(
   limits: PlanLimits,
@@ -80,45 +101,20 @@ export function decide(
   const secondsToNextSecond = 1
   const dayEnd = (Math.floor(nowMs / DAY_MS) + 1) * DAY_MS
   const rps = limits.requestsPerSecond
-  const base = { limit: rps, resetAt }
   const remainingBefore = rps === null ? null : Math.max(0, rps - used.second)
+  const base = { limit: rps, resetAt, remaining: remainingBefore }
 
   if (limits.computeUnitsPerSecond !== null && cost.computeUnits > limits.computeUnitsPerSecond) {
-    return {
-      ...base,
-      allowed: false,
-      exceeded: 'compute units per second',
-      remaining: remainingBefore,
-      retryAfterSeconds: secondsToNextSecond,
-      neverFits: true,
-    }
+    return refuse(base, 'compute units per second', secondsToNextSecond, true)
   }
   if (rps !== null && used.second + cost.requests > rps) {
-    return {
-      ...base,
-      allowed: false,
-      exceeded: 'requests per second',
-      remaining: remainingBefore,
-      retryAfterSeconds: secondsToNextSecond,
-    }
+    return refuse(base, 'requests per second', secondsToNextSecond)
   }
   if (limits.requestsPerDay !== null && used.day + cost.requests > limits.requestsPerDay) {
-    return {
-      ...base,
-      allowed: false,
-      exceeded: 'requests per day',
-      remaining: remainingBefore,
-      retryAfterSeconds: Math.max(1, Math.ceil((dayEnd - nowMs) / 1000)),
-    }
+    return refuse(base, 'requests per day', Math.max(1, Math.ceil((dayEnd - nowMs) / 1000)))
   }
   if (limits.computeUnitsPerSecond !== null && used.cu + cost.computeUnits > limits.computeUnitsPerSecond) {
-    return {
-      ...base,
-      allowed: false,
-      exceeded: 'compute units per second',
-      remaining: remainingBefore,
-      retryAfterSeconds: secondsToNextSecond,
-    }
+    return refuse(base, 'compute units per second', secondsToNextSecond)
   }
   // The common case, written out: no spread per request.
   return {

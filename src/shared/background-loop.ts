@@ -92,6 +92,27 @@ export class BackgroundLoop {
   }
 }
 
+/**
+ * A loop that does `work` every `intervalMs`, the same pause after a failed round as after a
+ * good one (a periodic flush or refresh: the next round is the retry).
+ */
+export function periodicLoop(
+  opts: Omit<BackgroundLoopOptions, 'round' | 'retryMs'> & {
+    intervalMs: number
+    work: () => Promise<void>
+  },
+): BackgroundLoop {
+  const { intervalMs, work, ...rest } = opts
+  return new BackgroundLoop({
+    ...rest,
+    round: async () => {
+      await work()
+      return intervalMs
+    },
+    retryMs: () => intervalMs,
+  })
+}
+
 /** Loops started and stopped together (a worker's one loop per network); made anew at each start. */
 export class LoopSet {
   private loops: BackgroundLoop[] = []

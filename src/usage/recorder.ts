@@ -1,5 +1,5 @@
 import type { Logger } from '../logger.ts'
-import { BackgroundLoop } from '../shared/background-loop.ts'
+import { type BackgroundLoop, periodicLoop } from '../shared/background-loop.ts'
 import type { DB } from '../storage/database.ts'
 import { utcDay } from './service.ts'
 import { addUsage, type UsageDelta } from './store.ts'
@@ -129,14 +129,11 @@ export class UsageRecorder {
   /** Flushes every `intervalMs` until stop(). */
   start(intervalMs = DEFAULT_FLUSH_INTERVAL_MS): void {
     if (this.loop) return
-    this.loop = new BackgroundLoop({
+    this.loop = periodicLoop({
       failure: 'usage flush failed',
       logger: this.logger,
-      round: async () => {
-        await this.flush()
-        return intervalMs
-      },
-      retryMs: () => intervalMs,
+      intervalMs,
+      work: () => this.flush(),
       unref: true,
     })
     this.loop.start()

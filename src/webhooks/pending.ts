@@ -5,7 +5,7 @@ import { quantity, transactionSchema } from '../chains/read-schemas.ts'
 import { getPendingTransactions, nodeAnswered, readUnchecked } from '../chains/reads.ts'
 import type { Network, NetworkRegistry } from '../chains/registry.ts'
 import type { Logger } from '../logger.ts'
-import { BackgroundLoop } from '../shared/background-loop.ts'
+import { type BackgroundLoop, periodicLoop } from '../shared/background-loop.ts'
 import type { DB } from '../storage/database.ts'
 import type { WebhookConfig } from './config.ts'
 import { camelData, envelopeB } from './form-b.ts'
@@ -75,14 +75,11 @@ export class PendingWatcher {
     this.logger = deps.logger
     this.onEvents = deps.onEvents
     const snapshotMs = deps.snapshotMs ?? 1_000
-    this.loop = new BackgroundLoop({
+    this.loop = periodicLoop({
       failure: 'pending-transaction watcher refresh failed',
       logger: deps.logger,
-      round: async () => {
-        await this.refresh()
-        return snapshotMs
-      },
-      retryMs: () => snapshotMs,
+      intervalMs: snapshotMs,
+      work: () => this.refresh(),
     })
   }
 
