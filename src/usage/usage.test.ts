@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { RawClient } from '../../test/fixtures/ws/test-client.ts'
 import {
   anvilNetwork,
   call,
@@ -12,7 +13,6 @@ import { type AnvilProcess, startAnvil } from '../devnet/anvil.ts'
 import { createLogger } from '../logger.ts'
 import { openStorage, type Storage } from '../storage/database.ts'
 import { migrate } from '../storage/migrate.ts'
-import { RawClient } from '../ws/test-client.ts'
 import { UsageRecorder } from './recorder.ts'
 import { readUsage, utcDay } from './service.ts'
 
