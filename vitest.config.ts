@@ -11,5 +11,6 @@ export default defineConfig({
     maxWorkers: 2,
     fileParallelism: true,
     reporters: ['default', './test/summary-reporter.ts'],
+    globalSetup: ['./test/global-setup.ts'],
   },
 })

@@ -8,7 +8,7 @@ import {
   type TestHalyard,
 } from '../../test/helpers/halyard.ts'
 import { describeNeeding, serviceUrl } from '../../test/helpers/services.ts'
-import { POSTGRES_ONLY } from '../../test/helpers/storage.ts'
+import { openTestPGlite, POSTGRES_ONLY } from '../../test/helpers/storage.ts'
 import { type AnvilProcess, startAnvil } from '../devnet/anvil.ts'
 import { createLogger } from '../logger.ts'
 import { openStorage, type Storage } from '../storage/database.ts'
@@ -76,7 +76,7 @@ describe('usage through a real Halyard (PGlite)', () => {
   let h: TestHalyard
   let rpc: string
   beforeAll(async () => {
-    storage = await openStorage({})
+    storage = await openTestPGlite()
     h = await startTestHalyard({ networks: [anvilNetwork(anvil)], storage })
     rpc = `${h.baseUrl}/rpc/ethereum/devnet`
   })
