@@ -4,17 +4,16 @@ import { afterAll, beforeAll, expect, it } from 'vitest'
 import {
   FACTORY_INIT,
   FORWARDER_INIT,
-  listen,
   P,
   Q,
   R,
   ROW_COLUMNS,
   type Row,
-  traceRelay,
   ZERO,
 } from '../../test/fixtures/indexer/native-fixture.ts'
 import { anvilNetwork } from '../../test/helpers/halyard.ts'
 import { describeEachStorage } from '../../test/helpers/storage.ts'
+import { listen, traceRelay } from '../../test/helpers/trace-relay.ts'
 import { until } from '../../test/helpers/until.ts'
 import { NetworkRegistry } from '../chains/registry.ts'
 import { type AnvilProcess, startAnvil } from '../devnet/anvil.ts'
@@ -32,8 +31,7 @@ import type { BlockConsumer, IndexedBlock } from './types.ts'
  * trace), `notrace` (a relay that answers debug_* and trace_* with "method not found", as a
  * node without tracing does) and `calltracer` (a relay without trace_block, as geth, whose
  * call tracer can be made to fail). Four, not more: on PostgreSQL each follower holds one of
- * the test pool's five connections (its advisory lock). The contracts and the relay:
- * test/fixtures/indexer/native-fixture.ts.
+ * the test pool's five connections (its advisory lock). The contracts: test/fixtures/indexer/native-fixture.ts.
  */
 describeEachStorage('native transfers on $name', (backend) => {
   let anvil: AnvilProcess
