@@ -9,8 +9,8 @@
  * p50 (and p99) of BENCH_REQUESTS (default 200) sequential requests each, after a warm-up, with
  * the ratio to the floor. The issue's bar: p50 ≤ 10 ms.
  *
- * The rows are written straight into token_transfers / native_transfers (src/transfers/
- * testdata/seed.ts: every category, ERC-1155 batches, self-sends, other addresses' rows), plus
+ * The rows are written straight into token_transfers / native_transfers (test/fixtures/transfers/
+ * seed.ts: every category, ERC-1155 batches, self-sends, other addresses' rows), plus
  * 50,000 rows of ten other addresses. PGlite always; PostgreSQL too when DATABASE_URL is set
  * (a fresh schema, dropped after), with EXPLAIN ANALYZE of the deep page's branches.
  * Halyard runs in this process with its indexer off (nothing may write over the seeded rows).
@@ -31,8 +31,8 @@ import { getAssetTransfers, parseAssetTransfersParams } from '../src/transfers/a
 import { decodeCursor } from '../src/transfers/cursor.ts'
 import { addressBranches } from '../src/transfers/service.ts'
 import { CATEGORIES, mergedSql, type Position } from '../src/transfers/store.ts'
-import { insertSeed, SEED_ITEMS, SEED_NFT, SEED_TOKEN, seedRows } from '../src/transfers/testdata/seed.ts'
 import type { Address } from '../src/types.ts'
+import { insertSeed, SEED_ITEMS, SEED_NFT, SEED_TOKEN, seedRows } from '../test/fixtures/transfers/seed.ts'
 
 const HOLDER = '0x00000000000000000000000000000000000b3e5c' as Address
 const TRANSFERS = Number(process.env.BENCH_TRANSFERS ?? 100_000)

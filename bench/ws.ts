@@ -22,7 +22,7 @@
  *     Redis; node:cluster spreads the connections over the workers. Each worker has its own
  *     upstream newHeads subscription and receives every head at its own time, so each client's
  *     latency is measured from the receipt of the worker holding its connection (matched by the
- *     client's local port). Its upstream is a counting relay in front of anvil (src/ws/test-relay.ts),
+ *     client's local port). Its upstream is a counting relay in front of anvil (test/fixtures/ws/test-relay.ts),
  *     which shows how many newHeads subscriptions the upstream saw per phase (one per worker);
  *     the relay adds one loopback hop to the end-to-end figure only.
  * Every row also checks that every client got every mined head exactly once.
@@ -36,7 +36,7 @@
  */
 
 import { startAnvil } from '../src/devnet/anvil.ts'
-import { TestWsRelay } from '../src/ws/test-relay.ts'
+import { TestWsRelay } from '../test/fixtures/ws/test-relay.ts'
 import { type Phase, percentiles, report } from './lib/ws-report.ts'
 import { serverMain } from './lib/ws-server.ts'
 import { clientsMain, type FromDriver, type ToDriver, UNMAPPED } from './ws-clients.ts'

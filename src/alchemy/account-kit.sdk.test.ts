@@ -5,13 +5,18 @@ import { concat, createPublicClient, defineChain, encodeFunctionData, type Hex, 
 import { entryPoint07Abi } from 'viem/account-abstraction'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { mintData } from '../../test/fixtures/bundler/bundler-fixture.ts'
+import {
+  NETWORK,
+  type SponsorFixture,
+  startDevHalyard,
+  startSponsorFixture,
+} from '../../test/fixtures/gas/sponsor-fixture.ts'
 import { call, postRpc, type TestHalyard } from '../../test/helpers/halyard.ts'
 import { storageBackends } from '../../test/helpers/storage.ts'
 import { until } from '../../test/helpers/until.ts'
 import { simpleAccountAbi, simpleAccountFactoryAbi } from '../aa/contracts.ts'
-import { mintData } from '../bundler/bundler-fixture.ts'
 import type { AccountAbstractionDeployment } from '../devnet/account-abstraction.ts'
-import { NETWORK, type SponsorFixture, startDevHalyard, startSponsorFixture } from '../gas/sponsor-fixture.ts'
 import type { Address } from '../types.ts'
 
 /**

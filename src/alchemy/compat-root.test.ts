@@ -6,8 +6,9 @@ import {
   startTestHalyard,
   type TestHalyard,
 } from '../../test/helpers/halyard.ts'
+import { openTestPGlite } from '../../test/helpers/storage.ts'
 import { type AnvilProcess, startAnvil } from '../devnet/anvil.ts'
-import { openStorage, type Storage } from '../storage/database.ts'
+import type { Storage } from '../storage/database.ts'
 
 /** The compat root's own rules: network names, the key in the path, refusals, redaction. */
 describe('Alchemy-compatible root', () => {
@@ -19,7 +20,7 @@ describe('Alchemy-compatible root', () => {
 
   beforeAll(async () => {
     anvil = await startAnvil()
-    storage = await openStorage({})
+    storage = await openTestPGlite()
     h = await startTestHalyard({
       networks: [anvilNetwork(anvil, { indexer: { enabled: false }, alchemyNames: ['my-devnet'] })],
       storage,

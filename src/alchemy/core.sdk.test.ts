@@ -1,8 +1,8 @@
 import { AssetTransfersCategory } from 'alchemy-sdk'
 import { encodeFunctionData, erc20Abi, parseAbi } from 'viem'
 import { describe, expect, it } from 'vitest'
+import { HOLDER, LOGO, OTHER, tokensFixture } from '../../test/fixtures/alchemy/tokens-fixture.ts'
 import { DEV_ACCOUNT } from '../devnet/demo.ts'
-import { HOLDER, LOGO, OTHER, tokensFixture } from './tokens-fixture.ts'
 
 /**
  * The real alchemy-sdk, with only its `url` pointed at Halyard's compat root, against anvil with

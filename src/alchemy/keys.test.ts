@@ -8,9 +8,10 @@ import {
   startTestHalyard,
   type TestHalyard,
 } from '../../test/helpers/halyard.ts'
+import { openTestPGlite } from '../../test/helpers/storage.ts'
 import { type AnvilProcess, startAnvil } from '../devnet/anvil.ts'
 import { createLogger } from '../logger.ts'
-import { openStorage, type Storage } from '../storage/database.ts'
+import type { Storage } from '../storage/database.ts'
 
 const HOLDER = '0x000000000000000000000000000000000000a11c'
 
@@ -28,7 +29,7 @@ describe('API keys: Bearer everywhere, never in a log line', () => {
 
   beforeAll(async () => {
     anvil = await startAnvil()
-    storage = await openStorage({})
+    storage = await openTestPGlite()
     const sink = new Writable({
       write(chunk, _enc, cb) {
         lines.push(chunk.toString())

@@ -1,7 +1,7 @@
 import { Alchemy, Network, NftFilters, NftTokenType } from 'alchemy-sdk'
 import { beforeAll, expect, it } from 'vitest'
+import { ALICE, BOB, dataJson, nftsFixture } from '../../test/fixtures/nfts/nfts-fixture.ts'
 import { describeEachStorage } from '../../test/helpers/storage.ts'
-import { ALICE, BOB, dataJson, nftsFixture } from '../nfts/nfts-fixture.ts'
 import type { Address } from '../types.ts'
 
 /**

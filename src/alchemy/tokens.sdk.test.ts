@@ -1,7 +1,7 @@
 import { TokenBalanceType } from 'alchemy-sdk'
 import { describe, expect, it } from 'vitest'
+import { HOLDER, hex32, LOGO, OTHER, tokensFixture } from '../../test/fixtures/alchemy/tokens-fixture.ts'
 import { postRpc } from '../../test/helpers/halyard.ts'
-import { HOLDER, hex32, LOGO, OTHER, tokensFixture } from './tokens-fixture.ts'
 
 /**
  * The real alchemy-sdk, with only its `url` pointed at Halyard's compat root, against anvil with

@@ -3,11 +3,19 @@ import http from 'node:http'
 import { Alchemy, AlchemySubscription, Network } from 'alchemy-sdk'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import WebSocket from 'ws'
+import {
+  AnvilControl,
+  DEV_ACCOUNT,
+  type Json,
+  RawClient,
+  refusedUpgrade,
+  until,
+} from '../../test/fixtures/ws/test-client.ts'
 import { anvilNetwork, startTestHalyard, type TestHalyard } from '../../test/helpers/halyard.ts'
+import { openTestPGlite } from '../../test/helpers/storage.ts'
 import { type AnvilProcess, startAnvil } from '../devnet/anvil.ts'
 import { createLogger } from '../logger.ts'
-import { openStorage, type Storage } from '../storage/database.ts'
-import { AnvilControl, DEV_ACCOUNT, type Json, RawClient, refusedUpgrade, until } from '../ws/test-client.ts'
+import type { Storage } from '../storage/database.ts'
 
 const ALICE = '0x00000000000000000000000000000000000a11ce'
 const BOB = '0x0000000000000000000000000000000000000b0b'
@@ -65,7 +73,7 @@ describe('alchemy-sdk WebSocket against the compat root', () => {
   beforeAll(async () => {
     anvil = await startAnvil({ chainId: 1 })
     chain = new AnvilControl(anvil.url)
-    storage = await openStorage({})
+    storage = await openTestPGlite()
     h = await startTestHalyard({
       networks: [anvilNetwork(anvil, { network: 'mainnet', chainId: 1, indexer: { enabled: false } })],
       storage,

@@ -2,11 +2,22 @@ import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import {
+  type BundlerFixture,
+  deployToken,
+  startBundlerFixture,
+} from '../../test/fixtures/bundler/bundler-fixture.ts'
+import {
+  minedCounts,
+  signedOps,
+  startWorker,
+  type Worker,
+  workerEnv,
+  writeOps,
+} from '../../test/fixtures/bundler/crash-fixture.ts'
 import { storageBackends } from '../../test/helpers/storage.ts'
 import { until } from '../../test/helpers/until.ts'
 import { openStorage } from '../storage/database.ts'
-import { type BundlerFixture, deployToken, startBundlerFixture } from './bundler-fixture.ts'
-import { minedCounts, signedOps, startWorker, type Worker, workerEnv, writeOps } from './crash-fixture.ts'
 
 /**
  * kill -9 with 100 accepted, unbundled ops: a child process running a BundlerService in manual

@@ -2,10 +2,12 @@ import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { afterAll, beforeAll, expect, it } from 'vitest'
-import { describeEachStorage, POSTGRES_ONLY } from '../../test/helpers/storage.ts'
-import { until } from '../../test/helpers/until.ts'
-import type { Address } from '../types.ts'
-import { type BundlerFixture, deployToken, NETWORK, startBundlerFixture } from './bundler-fixture.ts'
+import {
+  type BundlerFixture,
+  deployToken,
+  NETWORK,
+  startBundlerFixture,
+} from '../../test/fixtures/bundler/bundler-fixture.ts'
 import {
   minedCounts,
   type SignedOp,
@@ -14,7 +16,10 @@ import {
   type Worker,
   workerEnv,
   writeOps,
-} from './crash-fixture.ts'
+} from '../../test/fixtures/bundler/crash-fixture.ts'
+import { describeEachStorage, POSTGRES_ONLY } from '../../test/helpers/storage.ts'
+import { until } from '../../test/helpers/until.ts'
+import type { Address } from '../types.ts'
 import type { BundlerService } from './service.ts'
 
 /**

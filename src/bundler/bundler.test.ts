@@ -1,7 +1,5 @@
 import { parseAbi } from 'viem'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { storageBackends } from '../../test/helpers/storage.ts'
-import type { Address, Hash } from '../types.ts'
 import {
   type BundlerFixture,
   deployToken,
@@ -13,7 +11,9 @@ import {
   startBundlerFixture,
   TestAccount,
   withPaymaster,
-} from './bundler-fixture.ts'
+} from '../../test/fixtures/bundler/bundler-fixture.ts'
+import { storageBackends } from '../../test/helpers/storage.ts'
+import type { Address, Hash } from '../types.ts'
 import { toRpcUserOperation } from './schema.ts'
 import type { BundlerService } from './service.ts'
 import type { EntryPointVersion } from './types.ts'

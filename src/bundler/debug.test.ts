@@ -1,12 +1,16 @@
 import { Registry } from 'prom-client'
 import { privateKeyToAccount } from 'viem/accounts'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import {
+  type BundlerFixture,
+  NETWORK,
+  startBundlerFixture,
+} from '../../test/fixtures/bundler/bundler-fixture.ts'
+import { ruleBreakers } from '../../test/fixtures/bundler/erc7562-fixture.ts'
 import { storageBackends } from '../../test/helpers/storage.ts'
 import { until } from '../../test/helpers/until.ts'
 import { createLogger } from '../logger.ts'
 import type { Address, Hex } from '../types.ts'
-import { type BundlerFixture, NETWORK, startBundlerFixture } from './bundler-fixture.ts'
-import { ruleBreakers } from './erc7562-fixture.ts'
 import { ANVIL_EXECUTOR_KEYS } from './executor.ts'
 import { toRpcUserOperation } from './schema.ts'
 import { BundlerService } from './service.ts'

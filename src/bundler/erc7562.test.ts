@@ -1,8 +1,5 @@
 import { privateKeyToAccount } from 'viem/accounts'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { storageBackends } from '../../test/helpers/storage.ts'
-import { rpc } from '../devnet/multicall3.ts'
-import type { Address } from '../types.ts'
 import {
   type BundlerFixture,
   deployToken,
@@ -14,8 +11,11 @@ import {
   startBundlerFixture,
   TestAccount,
   withPaymaster,
-} from './bundler-fixture.ts'
-import { ruleBreakers } from './erc7562-fixture.ts'
+} from '../../test/fixtures/bundler/bundler-fixture.ts'
+import { ruleBreakers } from '../../test/fixtures/bundler/erc7562-fixture.ts'
+import { storageBackends } from '../../test/helpers/storage.ts'
+import { rpc } from '../devnet/multicall3.ts'
+import type { Address } from '../types.ts'
 import type { BundlerService } from './service.ts'
 import type { EntryPointVersion, UserOperation } from './types.ts'
 

@@ -1,8 +1,5 @@
 import { parseTransaction } from 'viem'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { storageBackends } from '../../test/helpers/storage.ts'
-import { rpc } from '../devnet/multicall3.ts'
-import type { Address, Hash, Hex } from '../types.ts'
 import {
   type BundlerFixture,
   deployToken,
@@ -12,7 +9,10 @@ import {
   NETWORK,
   startBundlerFixture,
   TestAccount,
-} from './bundler-fixture.ts'
+} from '../../test/fixtures/bundler/bundler-fixture.ts'
+import { storageBackends } from '../../test/helpers/storage.ts'
+import { rpc } from '../devnet/multicall3.ts'
+import type { Address, Hash, Hex } from '../types.ts'
 import { USER_OP_EVENT } from './receipts.ts'
 import type { BundlerService } from './service.ts'
 import type { EntryPointVersion } from './types.ts'

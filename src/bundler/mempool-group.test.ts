@@ -1,7 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { storageBackends } from '../../test/helpers/storage.ts'
-import { createLogger } from '../logger.ts'
-import type { Address } from '../types.ts'
 import {
   type BundlerFixture,
   deployedAccount,
@@ -10,7 +7,10 @@ import {
   mintData,
   NETWORK,
   startBundlerFixture,
-} from './bundler-fixture.ts'
+} from '../../test/fixtures/bundler/bundler-fixture.ts'
+import { storageBackends } from '../../test/helpers/storage.ts'
+import { createLogger } from '../logger.ts'
+import type { Address } from '../types.ts'
 import { DEFAULT_MEMPOOL, Mempool } from './mempool.ts'
 import { BundlerMetrics } from './metrics.ts'
 import { NetworkBundler } from './network.ts'

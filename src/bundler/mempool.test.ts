@@ -1,8 +1,5 @@
 import { keccak256, parseAbi } from 'viem'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { storageBackends } from '../../test/helpers/storage.ts'
-import { until } from '../../test/helpers/until.ts'
-import type { Address, Hash, Hex } from '../types.ts'
 import {
   type BundlerFixture,
   deployedAccount,
@@ -15,7 +12,10 @@ import {
   startBundlerFixture,
   TestAccount,
   withPaymaster,
-} from './bundler-fixture.ts'
+} from '../../test/fixtures/bundler/bundler-fixture.ts'
+import { storageBackends } from '../../test/helpers/storage.ts'
+import { until } from '../../test/helpers/until.ts'
+import type { Address, Hash, Hex } from '../types.ts'
 import type { RpcCaller } from './chain.ts'
 import { USER_OP_EVENT } from './receipts.ts'
 import type { BundlerService } from './service.ts'

@@ -1,8 +1,5 @@
 import { sql } from 'kysely'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { storageBackends } from '../../test/helpers/storage.ts'
-import { rpc } from '../devnet/multicall3.ts'
-import type { Address, Hash } from '../types.ts'
 import {
   type BundlerFixture,
   minedReceipt,
@@ -10,8 +7,11 @@ import {
   paymasterData,
   startBundlerFixture,
   withPaymaster,
-} from './bundler-fixture.ts'
-import { ruleBreakers } from './erc7562-fixture.ts'
+} from '../../test/fixtures/bundler/bundler-fixture.ts'
+import { ruleBreakers } from '../../test/fixtures/bundler/erc7562-fixture.ts'
+import { storageBackends } from '../../test/helpers/storage.ts'
+import { rpc } from '../devnet/multicall3.ts'
+import type { Address, Hash } from '../types.ts'
 import { DEFAULT_REPUTATION, Reputation } from './reputation.ts'
 import type { BundlerService } from './service.ts'
 import type { UserOperation } from './types.ts'

@@ -1,8 +1,5 @@
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { storageBackends } from '../../test/helpers/storage.ts'
-import { entryPointAbi } from '../aa/contracts.ts'
-import type { Address } from '../types.ts'
 import {
   type BundlerFixture,
   deployedAccount,
@@ -14,10 +11,13 @@ import {
   startBundlerFixture,
   TestAccount,
   withPaymaster,
-} from './bundler-fixture.ts'
+} from '../../test/fixtures/bundler/bundler-fixture.ts'
+import { ruleBreakers } from '../../test/fixtures/bundler/erc7562-fixture.ts'
+import { storageBackends } from '../../test/helpers/storage.ts'
+import { entryPointAbi } from '../aa/contracts.ts'
+import type { Address } from '../types.ts'
 import { BundlerChain, type CallOutcome } from './chain.ts'
 import { simulateValidation, validationCall, validationOutcome } from './entrypoint.ts'
-import { ruleBreakers } from './erc7562-fixture.ts'
 import type { BundlerService } from './service.ts'
 import { simulationsAddress } from './simulations.ts'
 import { readAccountState } from './state-reads.ts'

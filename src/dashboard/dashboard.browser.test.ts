@@ -3,9 +3,9 @@ import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import type { Page } from 'playwright-core'
 import { expect, it } from 'vitest'
+import { browserFixture, describeBrowser } from '../../test/fixtures/dashboard/browser-fixture.ts'
 import { call, postRpc } from '../../test/helpers/halyard.ts'
 import { until } from '../../test/helpers/until.ts'
-import { browserFixture, describeBrowser } from './browser-fixture.ts'
 
 /**
  * The dashboard in a real browser: sign-in by e-mailed link, API keys made and

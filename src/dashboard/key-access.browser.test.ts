@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import { expect, it } from 'vitest'
+import { browserFixture, describeBrowser } from '../../test/fixtures/dashboard/browser-fixture.ts'
 import { call, postRpc } from '../../test/helpers/halyard.ts'
-import { browserFixture, describeBrowser } from './browser-fixture.ts'
 
 /**
  * The key page's allowlists form (README, "From a browser") in a real browser: a bad entry

@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto'
 import { expect, it } from 'vitest'
+import { browserFixture, describeBrowser } from '../../test/fixtures/dashboard/browser-fixture.ts'
 import { call, postRpc } from '../../test/helpers/halyard.ts'
 import { until } from '../../test/helpers/until.ts'
 import { readUsage, resolveRange } from '../usage/service.ts'
-import { browserFixture, describeBrowser } from './browser-fixture.ts'
 
 const A = '0x00000000000000000000000000000000000a11ce'
 

@@ -1,9 +1,9 @@
 import http from 'node:http'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { SmtpSink } from '../../test/fixtures/webhooks/smtp-sink.ts'
 import { startTestHalyard, type TestHalyard } from '../../test/helpers/halyard.ts'
 import { storageBackends, type TestStorage } from '../../test/helpers/storage.ts'
 import { until } from '../../test/helpers/until.ts'
-import { SmtpSink } from '../webhooks/testdata/smtp-sink.ts'
 import { SIGN_IN_LIMITS, signInBucket } from './sessions.ts'
 
 /**

@@ -1,19 +1,19 @@
 import { decodeEventLog, parseAbi, recoverMessageAddress } from 'viem'
 import { entryPoint07Abi } from 'viem/account-abstraction'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { storageBackends } from '../../test/helpers/storage.ts'
-import { TestAccount } from '../bundler/bundler-fixture.ts'
-import type { EntryPointVersion, UserOperation } from '../bundler/types.ts'
-import { packV07, v06Struct } from '../bundler/userop.ts'
-import type { Address, Hex } from '../types.ts'
-import { STUB_SIGNATURE, v06PaymasterHash, v07PaymasterHash } from './paymaster-signer.ts'
+import { TestAccount } from '../../test/fixtures/bundler/bundler-fixture.ts'
 import {
   ACCOUNT,
   type SponsorFixture,
   sponsorBody,
   startSponsorFixture,
   withSponsorship,
-} from './sponsor-fixture.ts'
+} from '../../test/fixtures/gas/sponsor-fixture.ts'
+import { storageBackends } from '../../test/helpers/storage.ts'
+import type { EntryPointVersion, UserOperation } from '../bundler/types.ts'
+import { packV07, v06Struct } from '../bundler/userop.ts'
+import type { Address, Hex } from '../types.ts'
+import { STUB_SIGNATURE, v06PaymasterHash, v07PaymasterHash } from './paymaster-signer.ts'
 import type { SponsorService } from './sponsor-service.ts'
 import { USER_OPERATION_EVENT } from './sponsor-settlement.ts'
 

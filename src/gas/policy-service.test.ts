@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { refusal } from '../../test/fixtures/gas/sponsor-fixture.ts'
 import { storageBackends, type TestStorage } from '../../test/helpers/storage.ts'
 import { PolicyService } from './policy-service.ts'
 import { PolicyStore } from './policy-store.ts'
-import { refusal } from './sponsor-fixture.ts'
 
 const CHAIN = 'ethereum-devnet'
 const TOKEN = '0x5FbDB2315678afecb367f032d93F642f64180aa3'

@@ -1,16 +1,16 @@
 import { toHex } from 'viem'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { call, postRpc, type TestHalyard } from '../../test/helpers/halyard.ts'
-import { storageBackends } from '../../test/helpers/storage.ts'
-import { TestAccount } from '../bundler/bundler-fixture.ts'
+import { TestAccount } from '../../test/fixtures/bundler/bundler-fixture.ts'
 import {
   NETWORK,
   type SponsorFixture,
   sponsorBody,
   startDevHalyard,
   startSponsorFixture,
-} from './sponsor-fixture.ts'
+} from '../../test/fixtures/gas/sponsor-fixture.ts'
+import { call, postRpc, type TestHalyard } from '../../test/helpers/halyard.ts'
+import { storageBackends } from '../../test/helpers/storage.ts'
 
 /**
  * The operator's ceilings and the dev price on a running Halyard in dev mode without `--demo`

@@ -3,7 +3,7 @@ import { toHex } from 'viem'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { describeEachStorage, type StorageBackend } from '../../test/helpers/storage.ts'
-import { TestAccount } from '../bundler/bundler-fixture.ts'
+import { TestAccount } from '../../test/fixtures/bundler/bundler-fixture.ts'
 import { parseConfig } from '../server/config-schema.ts'
 import { describeZodError } from '../shared/validation.ts'
 import type { Address } from '../types.ts'
@@ -17,7 +17,7 @@ import {
   sponsorBody,
   startSponsorFixture,
   withSponsorship,
-} from './sponsor-fixture.ts'
+} from '../../test/fixtures/gas/sponsor-fixture.ts'
 import type { SponsorService } from './sponsor-service.ts'
 
 /**

@@ -1,13 +1,18 @@
 import { toHex } from 'viem'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { afterAll, beforeAll, expect, it } from 'vitest'
+import {
+  ACCOUNT,
+  NETWORK,
+  type SponsorFixture,
+  startSponsorFixture,
+} from '../../test/fixtures/gas/sponsor-fixture.ts'
 import { serviceUrl } from '../../test/helpers/services.ts'
 import { describeEachStorage, POSTGRES_ONLY, type StorageBackend } from '../../test/helpers/storage.ts'
 import { openStorage, type Storage } from '../storage/database.ts'
 import type { Address } from '../types.ts'
 import { SponsorshipRefused } from './policy-checks.ts'
 import type { PolicyRules } from './policy-rules.ts'
-import { ACCOUNT, NETWORK, type SponsorFixture, startSponsorFixture } from './sponsor-fixture.ts'
 import type { SponsorService } from './sponsor-service.ts'
 
 /**

@@ -7,11 +7,19 @@ import pg from 'pg'
 import { createWalletClient, encodeFunctionData, http, parseEther } from 'viem'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { afterAll, beforeAll, expect, it } from 'vitest'
+import { TestAccount } from '../../test/fixtures/bundler/bundler-fixture.ts'
+import {
+  ACCOUNT,
+  NETWORK,
+  type SponsorFixture,
+  sponsorBody,
+  startSponsorFixture,
+  withSponsorship,
+} from '../../test/fixtures/gas/sponsor-fixture.ts'
 import { describeEach, type ServiceCase } from '../../test/helpers/services.ts'
 import { storageBackends } from '../../test/helpers/storage.ts'
 import { until } from '../../test/helpers/until.ts'
 import { entryPointAbi } from '../aa/contracts.ts'
-import { TestAccount } from '../bundler/bundler-fixture.ts'
 import { DEV_ACCOUNT } from '../devnet/demo.ts'
 import { createLogger } from '../logger.ts'
 import { StaticPriceSource } from '../prices/sources.ts'
@@ -20,14 +28,6 @@ import { migrate } from '../storage/migrate.ts'
 import type { Address } from '../types.ts'
 import { PolicyService } from './policy-service.ts'
 import { PolicyStore } from './policy-store.ts'
-import {
-  ACCOUNT,
-  NETWORK,
-  type SponsorFixture,
-  sponsorBody,
-  startSponsorFixture,
-  withSponsorship,
-} from './sponsor-fixture.ts'
 import { type SponsorResult, SponsorService } from './sponsor-service.ts'
 import { SponsorSettlement } from './sponsor-settlement.ts'
 
@@ -36,7 +36,7 @@ import { SponsorSettlement } from './sponsor-settlement.ts'
  * before the op is sent. The reservation is in the database (it was committed before the
  * signature left); the op is mined afterwards and a new process settles it.
  */
-const WORKER = path.join(import.meta.dirname, 'sponsor-crash-worker.ts')
+const WORKER = path.join(import.meta.dirname, '../../test/fixtures/gas/sponsor-crash-worker.ts')
 
 interface Target extends ServiceCase {
   env: Record<string, string>

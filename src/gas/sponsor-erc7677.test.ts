@@ -4,15 +4,20 @@ import { createPublicClient, custom, defineChain, http, toHex } from 'viem'
 import { createPaymasterClient } from 'viem/account-abstraction'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { mintData, TestAccount } from '../../test/fixtures/bundler/bundler-fixture.ts'
+import {
+  ACCOUNT,
+  NETWORK,
+  type SponsorFixture,
+  startSponsorFixture,
+} from '../../test/fixtures/gas/sponsor-fixture.ts'
 import { storageBackends } from '../../test/helpers/storage.ts'
 import { entryPointAbi } from '../aa/contracts.ts'
-import { mintData, TestAccount } from '../bundler/bundler-fixture.ts'
 import { parseUserOperation } from '../bundler/schema.ts'
 import type { BundlerService } from '../bundler/service.ts'
 import type { EntryPointVersion } from '../bundler/types.ts'
 import { HalyardError } from '../errors.ts'
 import type { Address, Hash, Hex } from '../types.ts'
-import { ACCOUNT, NETWORK, type SponsorFixture, startSponsorFixture } from './sponsor-fixture.ts'
 import type { SponsorService } from './sponsor-service.ts'
 import type { SponsorSettlement } from './sponsor-settlement.ts'
 

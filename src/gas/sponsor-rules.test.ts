@@ -1,12 +1,18 @@
 import { encodeFunctionData, parseAbi, toHex } from 'viem'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import {
+  ACCOUNT,
+  NETWORK,
+  refusal,
+  type SponsorFixture,
+  startSponsorFixture,
+} from '../../test/fixtures/gas/sponsor-fixture.ts'
 import { storageBackends } from '../../test/helpers/storage.ts'
 import { NoPrices } from '../prices/sources.ts'
 import type { Address, Hex } from '../types.ts'
 import type { PolicyRules } from './policy-rules.ts'
 import type { PolicyService } from './policy-service.ts'
-import { ACCOUNT, NETWORK, refusal, type SponsorFixture, startSponsorFixture } from './sponsor-fixture.ts'
 import type { SponsorService } from './sponsor-service.ts'
 
 /**

@@ -1,11 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { storageBackends } from '../../test/helpers/storage.ts'
-import { until } from '../../test/helpers/until.ts'
-import { entryPointAbi } from '../aa/contracts.ts'
-import { TestAccount } from '../bundler/bundler-fixture.ts'
-import type { RawLog } from '../bundler/chain.ts'
-import type { EntryPointVersion } from '../bundler/types.ts'
-import { rpc } from '../devnet/multicall3.ts'
+import { TestAccount } from '../../test/fixtures/bundler/bundler-fixture.ts'
 import {
   ACCOUNT,
   NETWORK,
@@ -13,7 +7,13 @@ import {
   sponsorBody,
   startSponsorFixture,
   withSponsorship,
-} from './sponsor-fixture.ts'
+} from '../../test/fixtures/gas/sponsor-fixture.ts'
+import { storageBackends } from '../../test/helpers/storage.ts'
+import { until } from '../../test/helpers/until.ts'
+import { entryPointAbi } from '../aa/contracts.ts'
+import type { RawLog } from '../bundler/chain.ts'
+import type { EntryPointVersion } from '../bundler/types.ts'
+import { rpc } from '../devnet/multicall3.ts'
 import type { SponsorService } from './sponsor-service.ts'
 import type { SponsorSettlement } from './sponsor-settlement.ts'
 

@@ -1,12 +1,6 @@
 import { toHex } from 'viem'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { TestHalyard } from '../../test/helpers/halyard.ts'
-import { storageBackends } from '../../test/helpers/storage.ts'
-import { until } from '../../test/helpers/until.ts'
-import { entryPointAbi } from '../aa/contracts.ts'
-import { TestAccount } from '../bundler/bundler-fixture.ts'
-import type { AccountAbstractionDeployment } from '../devnet/account-abstraction.ts'
-import type { Address } from '../types.ts'
+import { TestAccount } from '../../test/fixtures/bundler/bundler-fixture.ts'
 import {
   NETWORK,
   type SponsorFixture,
@@ -14,7 +8,13 @@ import {
   startDevHalyard,
   startSponsorFixture,
   withSponsorship,
-} from './sponsor-fixture.ts'
+} from '../../test/fixtures/gas/sponsor-fixture.ts'
+import type { TestHalyard } from '../../test/helpers/halyard.ts'
+import { storageBackends } from '../../test/helpers/storage.ts'
+import { until } from '../../test/helpers/until.ts'
+import { entryPointAbi } from '../aa/contracts.ts'
+import type { AccountAbstractionDeployment } from '../devnet/account-abstraction.ts'
+import type { Address } from '../types.ts'
 import type { SponsorResult } from './sponsor-service.ts'
 
 /**

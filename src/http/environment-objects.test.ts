@@ -3,6 +3,7 @@ import { hostname, tmpdir } from 'node:os'
 import path from 'node:path'
 import { toHex } from 'viem'
 import { afterAll, beforeAll, expect, it } from 'vitest'
+import { Receiver } from '../../test/fixtures/webhooks/receiver.ts'
 import { anvilNetwork, call, startTestHalyard, type TestHalyard } from '../../test/helpers/halyard.ts'
 import { describeEachStorage } from '../../test/helpers/storage.ts'
 import { until } from '../../test/helpers/until.ts'
@@ -10,7 +11,6 @@ import { ENTRY_POINT_V07 } from '../aa/contracts.ts'
 import { ensureAccountAbstraction } from '../devnet/account-abstraction.ts'
 import { type AnvilProcess, startAnvil } from '../devnet/anvil.ts'
 import type { Storage } from '../storage/database.ts'
-import { Receiver } from '../webhooks/testdata/receiver.ts'
 
 /**
  * The environment rule on objects: a test key may not create on mainnet (the gate), and it

@@ -13,7 +13,7 @@ import { openStorage, type Storage } from '../storage/database.ts'
 import { migrate } from '../storage/migrate.ts'
 import { TRANSFER_TOPIC } from './decode.ts'
 
-const WORKER = path.join(import.meta.dirname, 'testdata', 'crash-worker.ts')
+const WORKER = path.join(import.meta.dirname, '../../test/fixtures/indexer/crash-worker.ts')
 
 interface Target extends ServiceCase {
   env(): Record<string, string>

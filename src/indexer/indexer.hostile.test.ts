@@ -1,11 +1,11 @@
 import { pad, toHex } from 'viem'
 import { describe, expect, it } from 'vitest'
+import { A, B, webhooksFixture } from '../../test/fixtures/webhooks/webhooks-fixture.ts'
 import { logEmitterInitcode } from '../../test/helpers/evm-code.ts'
 import { storageBackends } from '../../test/helpers/storage.ts'
 import { until } from '../../test/helpers/until.ts'
 import { DEV_ACCOUNT } from '../devnet/demo.ts'
 import type { Address, Hash, Hex } from '../types.ts'
-import { A, B, webhooksFixture } from '../webhooks/webhooks-fixture.ts'
 import { TRANSFER_BATCH_TOPIC, TRANSFER_SINGLE_TOPIC, TRANSFER_TOPIC } from './decode.ts'
 
 const words = (...ws: bigint[]) => `0x${ws.map((w) => w.toString(16).padStart(64, '0')).join('')}` as Hex

@@ -1,9 +1,19 @@
-import http from 'node:http'
-import type { AddressInfo } from 'node:net'
+import type http from 'node:http'
 import { getContractAddress, pad, toHex } from 'viem'
 import { afterAll, beforeAll, expect, it } from 'vitest'
+import {
+  FACTORY_INIT,
+  FORWARDER_INIT,
+  P,
+  Q,
+  R,
+  ROW_COLUMNS,
+  type Row,
+  ZERO,
+} from '../../test/fixtures/indexer/native-fixture.ts'
 import { anvilNetwork } from '../../test/helpers/halyard.ts'
 import { describeEachStorage } from '../../test/helpers/storage.ts'
+import { listen, traceRelay } from '../../test/helpers/trace-relay.ts'
 import { until } from '../../test/helpers/until.ts'
 import { NetworkRegistry } from '../chains/registry.ts'
 import { type AnvilProcess, startAnvil } from '../devnet/anvil.ts'
@@ -21,36 +31,8 @@ import type { BlockConsumer, IndexedBlock } from './types.ts'
  * trace), `notrace` (a relay that answers debug_* and trace_* with "method not found", as a
  * node without tracing does) and `calltracer` (a relay without trace_block, as geth, whose
  * call tracer can be made to fail). Four, not more: on PostgreSQL each follower holds one of
- * the test pool's five connections (its advisory lock).
+ * the test pool's five connections (its advisory lock). The contracts: test/fixtures/indexer/native-fixture.ts.
  */
-
-/**
- * Forwards the value it receives to the address in its calldata (CALL with all gas), hand-
- * assembled (as in webhooks.kinds.test.ts): with empty calldata it forwards to address zero.
- */
-const FORWARDER_INIT = '0x601080600b6000396000f36000600060006000346000355af15000'
-/**
- * Creates an empty contract holding the value it receives: runtime `PUSH1 0, PUSH1 0, CALLVALUE,
- * CREATE, POP, STOP` behind an init code that returns it.
- */
-const FACTORY_INIT = '0x6008600c60003960086000f36000600034f05000'
-const P = '0x00000000000000000000000000000000000000e1' as Address
-const Q = '0x00000000000000000000000000000000000000e2' as Address
-const R = '0x00000000000000000000000000000000000000e3' as Address
-const ZERO = '0x0000000000000000000000000000000000000000' as Address
-
-interface Row {
-  category: string
-  trace_index: number
-  trace_path: string | null
-  from_address: string
-  to_address: string | null
-  value: string
-  tx_index: number
-  block_number: string
-  block_hash: string
-}
-
 describeEachStorage('native transfers on $name', (backend) => {
   let anvil: AnvilProcess
   let storage: Storage
@@ -73,17 +55,7 @@ describeEachStorage('native transfers on $name', (backend) => {
   const rows = async (tx: Hash, network = 'ethereum-devnet'): Promise<Row[]> =>
     (await storage.db
       .selectFrom('native_transfers')
-      .select([
-        'category',
-        'trace_index',
-        'trace_path',
-        'from_address',
-        'to_address',
-        'value',
-        'tx_index',
-        'block_number',
-        'block_hash',
-      ])
+      .select([...ROW_COLUMNS])
       .where('network', '=', network)
       .where('tx_hash', '=', tx)
       .orderBy('trace_index')
@@ -99,36 +71,6 @@ describeEachStorage('native transfers on $name', (backend) => {
       ...(r.contractAddress ? { address: r.contractAddress.toLowerCase() as Address } : {}),
     }
   }
-  const relay = (refuse: (method: string) => boolean) =>
-    http.createServer((req, res) => {
-      const chunks: Buffer[] = []
-      req.on('data', (c: Buffer) => chunks.push(c))
-      req.on('end', async () => {
-        const body = Buffer.concat(chunks).toString('utf8')
-        const call = JSON.parse(body) as { id: unknown; method: string }
-        if (/^(debug|trace)_/.test(call.method) && refuse(call.method)) {
-          res.writeHead(200, { 'content-type': 'application/json' }).end(
-            JSON.stringify({
-              jsonrpc: '2.0',
-              id: call.id,
-              error: { code: -32601, message: 'Method not found' },
-            }),
-          )
-          return
-        }
-        const up = await fetch(anvil.url, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json' },
-          body,
-        })
-        res.writeHead(up.status, { 'content-type': 'application/json' }).end(await up.text())
-      })
-    })
-  const listen = async (s: http.Server) => {
-    await new Promise<void>((r) => s.listen(0, '127.0.0.1', r))
-    return `http://127.0.0.1:${(s.address() as AddressInfo).port}`
-  }
-
   beforeAll(async () => {
     anvil = await startAnvil()
     dev = new Devnet(anvil.url)
@@ -149,8 +91,8 @@ describeEachStorage('native transfers on $name', (backend) => {
     early.starved = (await send({ to: forwarder, value: toHex(78n), data: pad(forwarder2) })).hash
     await dev.rpc('anvil_mine', ['0x20'])
 
-    notrace = relay(() => true)
-    calltracer = relay((method) => method === 'trace_block' || failTraces)
+    notrace = traceRelay(anvil.url, () => true)
+    calltracer = traceRelay(anvil.url, (method) => method === 'trace_block' || failTraces)
     networks = new NetworkRegistry([
       anvilNetwork(anvil),
       anvilNetwork(anvil, {

@@ -2,9 +2,9 @@ import http from 'node:http'
 import https from 'node:https'
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { selfSignedCert } from '../../test/fixtures/net/test-cert.ts'
 import { blockedReason, CidrAllowlist, embeddedIpv4 } from './address-policy.ts'
 import { checkTarget, safeFetch } from './safe-fetch.ts'
-import { selfSignedCert } from './test-cert.ts'
 
 describe('address policy', () => {
   it.each([

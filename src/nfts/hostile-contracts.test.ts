@@ -1,10 +1,10 @@
 import { encodeAbiParameters, pad, toHex } from 'viem'
 import { describe, expect, it } from 'vitest'
+import { ALICE, nftsFixture } from '../../test/fixtures/nfts/nfts-fixture.ts'
 import { type Behaviour, hostileContractInitcode } from '../../test/helpers/evm-code.ts'
 import { storageBackends } from '../../test/helpers/storage.ts'
 import { DEV_ACCOUNT } from '../devnet/demo.ts'
 import type { Address, Hash, Hex } from '../types.ts'
-import { ALICE, nftsFixture } from './nfts-fixture.ts'
 
 /** Selectors (first 4 bytes of keccak256 of the signature). */
 const SEL = {

@@ -1,8 +1,8 @@
 import { expect, it } from 'vitest'
+import { ALICE, BOB, CID, dataJson, nftsFixture } from '../../test/fixtures/nfts/nfts-fixture.ts'
 import { describeEachStorage } from '../../test/helpers/storage.ts'
 import { DEV_ACCOUNT } from '../devnet/demo.ts'
 import type { Address } from '../types.ts'
-import { ALICE, BOB, CID, dataJson, nftsFixture } from './nfts-fixture.ts'
 import type { NftCollection, OwnedNftList } from './service.ts'
 
 describeEachStorage('NFT API on $name', (backend) => {

@@ -1,11 +1,12 @@
 import { Ajv2020 } from 'ajv/dist/2020.js'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { anvilNetwork, startTestHalyard, type TestHalyard } from '../../test/helpers/halyard.ts'
+import { openTestPGlite } from '../../test/helpers/storage.ts'
 import { type AnvilProcess, startAnvil } from '../devnet/anvil.ts'
 import { DEV_ACCOUNT, type DemoContracts, deployDemo } from '../devnet/demo.ts'
 import { PolicyStore } from '../gas/policy-store.ts'
 import { declaredRoutes } from '../http/pipeline.ts'
-import { openStorage, type Storage } from '../storage/database.ts'
+import type { Storage } from '../storage/database.ts'
 import { encryptSecret, generateSigningSecret } from '../webhooks/crypto.ts'
 import { insertWebhook } from '../webhooks/store.ts'
 import { isDocumented, type JsonSchema, openApiPath } from './document.ts'
@@ -80,7 +81,7 @@ beforeAll(async () => {
   anvil = await startAnvil()
   // Real tokens and NFTs, so the data routes answer 200 with bodies to check, not only 404s.
   demo = await deployDemo(anvil.url)
-  storage = await openStorage({})
+  storage = await openTestPGlite()
   h = await startTestHalyard({ networks: [anvilNetwork(anvil)], storage })
   const res = await fetch(`${h.halyard.origin}/v1/openapi.json`)
   expect(res.status).toBe(200)

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { RawClient, refusedUpgrade } from '../../test/fixtures/ws/test-client.ts'
 import {
   anvilNetwork,
   call,
@@ -10,7 +11,6 @@ import { storageBackends } from '../../test/helpers/storage.ts'
 import type { AllowlistInput } from '../auth/service.ts'
 import { type AnvilProcess, startAnvil } from '../devnet/anvil.ts'
 import type { Storage } from '../storage/database.ts'
-import { RawClient, refusedUpgrade } from '../ws/test-client.ts'
 
 /**
  * The per-key allowlists on every transport, each decided by http/access-decision.ts (whose

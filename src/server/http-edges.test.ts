@@ -8,12 +8,12 @@ import {
   type TestHalyard,
 } from '../../test/helpers/halyard.ts'
 import { storageBackends, type TestStorage } from '../../test/helpers/storage.ts'
+import { type RawAnswer, sendRaw } from '../../test/hostile/hostile-harness.ts'
+import { ADDR, ADMIN_TOKEN, fillPath } from '../../test/hostile/hostile-request.ts'
+import { sweptRoutes } from '../../test/hostile/hostile-schemas.ts'
 import { type AnvilProcess, startAnvil } from '../devnet/anvil.ts'
 import { UNLIMITED_RPS } from '../http/charge.ts'
 import { declaredRoutes } from '../http/pipeline.ts'
-import { type RawAnswer, sendRaw } from './hostile-harness.ts'
-import { ADDR, ADMIN_TOKEN, fillPath } from './hostile-request.ts'
-import { sweptRoutes } from './hostile-schemas.ts'
 
 /**
  * The HTTP layer's edges with ordinary and with stubborn clients: an empty JSON body where none

@@ -39,6 +39,11 @@ export interface StorageOptions {
   timeoutMs?: number
   /** PGlite settings; default pgliteSettings() (PGLITE_DEFAULTS overridden by HALYARD_PGLITE_*). */
   pglite?: PGliteSettings
+  /**
+   * In-memory PGlite only: start from this data-dir image (PGlite's `dumpDataDir`) instead of
+   * running initdb, which costs seconds per open (tests open hundreds: test/helpers/storage.ts).
+   */
+  pgliteImage?: Blob | undefined
 }
 
 // int8 and numeric come back as strings from both drivers; stores convert to bigint.
@@ -53,7 +58,7 @@ export async function openStorage(opts: StorageOptions): Promise<Storage> {
       opts.poolSize ?? 10,
       opts.timeoutMs ?? databaseTimeoutMs(),
     )
-  return openPGlite(opts.dataDir, opts.pglite ?? pgliteSettings())
+  return openPGlite(opts.dataDir, opts.pglite ?? pgliteSettings(), opts.pgliteImage)
 }
 
 async function openPostgres(
@@ -91,7 +96,11 @@ async function openPostgres(
   }
 }
 
-async function openPGlite(dataDir: string | undefined, settings: PGliteSettings): Promise<Storage> {
+async function openPGlite(
+  dataDir: string | undefined,
+  settings: PGliteSettings,
+  image: Blob | undefined,
+): Promise<Storage> {
   let dir: string | undefined
   let dataDirOrigin: DataDirOrigin | undefined
   if (dataDir) {
@@ -103,10 +112,14 @@ async function openPGlite(dataDir: string | undefined, settings: PGliteSettings)
   }
   // Loaded here, not at the top: `serve` on PostgreSQL never pays for PGlite's module.
   const { PGlite } = await import('@electric-sql/pglite')
-  const pglite = new PGlite(dir, {
-    parsers: { 20: (v: string) => v, 1700: (v: string) => v },
-    startParams: pgliteStartParams(settings, PGlite.defaultStartParams),
-  })
+  // Without a data dir PGlite takes its options only as the first argument and ignores a second:
+  // an in-memory database has always run with PGlite's own parsers and start parameters.
+  const pglite = dir
+    ? new PGlite(dir, {
+        parsers: { 20: (v: string) => v, 1700: (v: string) => v },
+        startParams: pgliteStartParams(settings, PGlite.defaultStartParams),
+      })
+    : new PGlite(image ? { loadDataDir: image } : {})
   try {
     await pglite.waitReady
   } catch (err) {

@@ -1,10 +1,11 @@
 import { Alchemy, AssetTransfersCategory, Network, SortingOrder } from 'alchemy-sdk'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { anvilNetwork, startTestHalyard, type TestHalyard } from '../../test/helpers/halyard.ts'
+import { openTestPGlite } from '../../test/helpers/storage.ts'
 import { type AnvilProcess, startAnvil } from '../devnet/anvil.ts'
 import { DEV_ACCOUNT, Devnet } from '../devnet/demo.ts'
 import { ensureMulticall3 } from '../devnet/multicall3.ts'
-import { openStorage, type Storage } from '../storage/database.ts'
+import type { Storage } from '../storage/database.ts'
 import type { Address, Hash } from '../types.ts'
 
 const HOLDER = '0x00000000000000000000000000000000000a11ce' as Address
@@ -48,7 +49,7 @@ describe('alchemy-sdk getAssetTransfers against the compat root', () => {
   beforeAll(async () => {
     anvil = await startAnvil()
     await ensureMulticall3(anvil.url)
-    storage = await openStorage({})
+    storage = await openTestPGlite()
     dev = new Devnet(anvil.url)
     usd = await dev.deploy('DemoERC20', ['Dollar', 'DUSD', 6])
     nft = await dev.deploy('DemoERC721', ['Sailors', 'SAIL'])

@@ -1,4 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import {
+  insertSeed,
+  SEED_ITEMS,
+  SEED_NFT,
+  SEED_OTHER,
+  SEED_TOKEN,
+  type SeedRow,
+  seedRows,
+} from '../../test/fixtures/transfers/seed.ts'
 import { describeEachStorage } from '../../test/helpers/storage.ts'
 import { type Network, NetworkRegistry } from '../chains/registry.ts'
 import { RPC_INVALID_PARAMS, RpcError } from '../jsonrpc.ts'
@@ -15,15 +24,6 @@ import {
 } from './asset-transfers.ts'
 import { TransferService } from './service.ts'
 import { comparePosition } from './store.ts'
-import {
-  insertSeed,
-  SEED_ITEMS,
-  SEED_NFT,
-  SEED_OTHER,
-  SEED_TOKEN,
-  type SeedRow,
-  seedRows,
-} from './testdata/seed.ts'
 
 const HOLDER = '0x00000000000000000000000000000000000a11ce' as Address
 const CHECKSUMMED = '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266'

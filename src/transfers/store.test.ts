@@ -1,5 +1,13 @@
 import { sql } from 'kysely'
 import { afterAll, beforeAll, expect, it } from 'vitest'
+import {
+  insertSeed,
+  SEED_ITEMS,
+  SEED_OTHER,
+  SEED_TOKEN,
+  type SeedRow,
+  seedRows,
+} from '../../test/fixtures/transfers/seed.ts'
 import { describeEachStorage } from '../../test/helpers/storage.ts'
 import type { Storage } from '../storage/database.ts'
 import type { Address } from '../types.ts'
@@ -15,7 +23,6 @@ import {
   readTransfers,
   type TransferQuery,
 } from './store.ts'
-import { insertSeed, SEED_ITEMS, SEED_OTHER, SEED_TOKEN, type SeedRow, seedRows } from './testdata/seed.ts'
 
 const HOLDER = '0x00000000000000000000000000000000000a11ce' as Address
 const NET = 'ethereum-devnet'

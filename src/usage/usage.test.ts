@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { RawClient } from '../../test/fixtures/ws/test-client.ts'
 import {
   anvilNetwork,
   call,
@@ -7,12 +8,11 @@ import {
   type TestHalyard,
 } from '../../test/helpers/halyard.ts'
 import { describeNeeding, serviceUrl } from '../../test/helpers/services.ts'
-import { POSTGRES_ONLY } from '../../test/helpers/storage.ts'
+import { openTestPGlite, POSTGRES_ONLY } from '../../test/helpers/storage.ts'
 import { type AnvilProcess, startAnvil } from '../devnet/anvil.ts'
 import { createLogger } from '../logger.ts'
 import { openStorage, type Storage } from '../storage/database.ts'
 import { migrate } from '../storage/migrate.ts'
-import { RawClient } from '../ws/test-client.ts'
 import { UsageRecorder } from './recorder.ts'
 import { readUsage, utcDay } from './service.ts'
 
@@ -76,7 +76,7 @@ describe('usage through a real Halyard (PGlite)', () => {
   let h: TestHalyard
   let rpc: string
   beforeAll(async () => {
-    storage = await openStorage({})
+    storage = await openTestPGlite()
     h = await startTestHalyard({ networks: [anvilNetwork(anvil)], storage })
     rpc = `${h.baseUrl}/rpc/ethereum/devnet`
   })

@@ -2,6 +2,7 @@ import { concat, encodeFunctionData, pad, parseEther, toHex } from 'viem'
 import { getUserOperationHash } from 'viem/account-abstraction'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { expect, it } from 'vitest'
+import { type Json, walletsFixture } from '../../test/fixtures/wallets/wallets-fixture.ts'
 import { anvilNetwork, startTestHalyard } from '../../test/helpers/halyard.ts'
 import { describeEachStorage } from '../../test/helpers/storage.ts'
 import { ENTRY_POINT_V07, entryPointV07HandleOpsAbi, simpleAccountFactoryAbi } from '../aa/contracts.ts'
@@ -9,7 +10,6 @@ import { DEV_ACCOUNT } from '../devnet/demo.ts'
 import { rpc } from '../devnet/multicall3.ts'
 import { parseConfig } from '../server/config-schema.ts'
 import type { Address, Hash } from '../types.ts'
-import { type Json, walletsFixture } from './wallets-fixture.ts'
 
 /**
  * Smart wallets reaching the chain: deployed through the EntryPoint or around it, undone by a

@@ -2,9 +2,9 @@ import { toSimpleSmartAccount } from 'permissionless/accounts'
 import { toHex } from 'viem'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { expect, it } from 'vitest'
+import { type Json, walletsFixture } from '../../test/fixtures/wallets/wallets-fixture.ts'
 import { describeEachStorage } from '../../test/helpers/storage.ts'
 import { ENTRY_POINT_V07 } from '../aa/contracts.ts'
-import { type Json, walletsFixture } from './wallets-fixture.ts'
 
 /** Creating and listing smart wallets; their deployment on chain is wallet-deployments.test.ts. */
 

@@ -1,5 +1,7 @@
 import { toHex } from 'viem'
 import { afterAll, beforeAll, expect, it } from 'vitest'
+import { Receiver } from '../../test/fixtures/webhooks/receiver.ts'
+import { SmtpSink } from '../../test/fixtures/webhooks/smtp-sink.ts'
 import { anvilNetwork, startTestHalyard, type TestHalyard } from '../../test/helpers/halyard.ts'
 import { describeEachStorage, type TestStorage } from '../../test/helpers/storage.ts'
 import { until } from '../../test/helpers/until.ts'
@@ -7,8 +9,6 @@ import { type AnvilProcess, startAnvil } from '../devnet/anvil.ts'
 import { DEV_ACCOUNT, Devnet } from '../devnet/demo.ts'
 import { claimMail, enqueueMail, markMailFailed } from '../mail/outbox.ts'
 import type { Address, Hash } from '../types.ts'
-import { Receiver } from './testdata/receiver.ts'
-import { SmtpSink } from './testdata/smtp-sink.ts'
 
 /**
  * The pause e-mail survives an SMTP outage: it is written to mail_outbox in the transaction

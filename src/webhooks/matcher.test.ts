@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, expect, it } from 'vitest'
+import { nativeTransfersBlock } from '../../test/fixtures/webhooks/test-blocks.ts'
 import { describeEachStorage, type TestStorage } from '../../test/helpers/storage.ts'
 import { NetworkRegistry } from '../chains/registry.ts'
 import { createLogger } from '../logger.ts'
@@ -7,7 +8,6 @@ import { matchKeys } from './config.ts'
 import { WebhookMatcher } from './matcher.ts'
 import { ReceiptReader } from './receipts.ts'
 import * as store from './store.ts'
-import { nativeTransfersBlock } from './test-blocks.ts'
 import { TokenMetadata } from './token-metadata.ts'
 
 /**

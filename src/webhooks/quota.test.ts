@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, expect, it } from 'vitest'
+import { nativeTransfersBlock } from '../../test/fixtures/webhooks/test-blocks.ts'
 import { describeEachStorage, type TestStorage } from '../../test/helpers/storage.ts'
 import { NetworkRegistry } from '../chains/registry.ts'
 import { createLogger } from '../logger.ts'
@@ -7,13 +8,12 @@ import { matchKeys } from './config.ts'
 import { WebhookMatcher } from './matcher.ts'
 import { ReceiptReader } from './receipts.ts'
 import * as store from './store.ts'
-import { nativeTransfersBlock } from './test-blocks.ts'
 import { TokenMetadata } from './token-metadata.ts'
 
 /**
  * The daily delivery quota (1,000 per day on the free plan), in the matcher on a
  * real database. The clock is injected (MatcherOptions.now) so the test can step into the next
- * UTC day; the blocks are synthetic native transfers (test-blocks.ts), 1,001 to one address.
+ * UTC day; the blocks are synthetic native transfers (test/fixtures/webhooks/test-blocks.ts), 1,001 to one address.
  */
 const NET = 'ethereum-devnet'
 const A = '0x00000000000000000000000000000000000000a1' as Address

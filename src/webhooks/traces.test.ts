@@ -1,7 +1,7 @@
-import http from 'node:http'
-import type { AddressInfo } from 'node:net'
+import type http from 'node:http'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { anvilNetwork } from '../../test/helpers/halyard.ts'
+import { listen, traceRelay } from '../../test/helpers/trace-relay.ts'
 import { NetworkRegistry } from '../chains/registry.ts'
 import { type AnvilProcess, startAnvil } from '../devnet/anvil.ts'
 import { TraceReader } from './traces.ts'
@@ -19,35 +19,11 @@ describe('trace support', () => {
 
   beforeAll(async () => {
     anvil = await startAnvil()
-    relay = http.createServer((req, res) => {
-      const chunks: Buffer[] = []
-      req.on('data', (c: Buffer) => chunks.push(c))
-      req.on('end', async () => {
-        const body = Buffer.concat(chunks).toString('utf8')
-        const call = JSON.parse(body) as { id: unknown; method: string }
-        if (/^(debug|trace)_/.test(call.method)) {
-          res.writeHead(200, { 'content-type': 'application/json' }).end(
-            JSON.stringify({
-              jsonrpc: '2.0',
-              id: call.id,
-              error: { code: -32601, message: 'Method not found' },
-            }),
-          )
-          return
-        }
-        const up = await fetch(anvil.url, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json' },
-          body,
-        })
-        res.writeHead(up.status, { 'content-type': 'application/json' }).end(await up.text())
-      })
-    })
-    await new Promise<void>((r) => relay.listen(0, '127.0.0.1', r))
-    const port = (relay.address() as AddressInfo).port
+    relay = traceRelay(anvil.url, () => true)
+    const url = await listen(relay)
     networks = new NetworkRegistry([
       anvilNetwork(anvil),
-      anvilNetwork(anvil, { network: 'notrace', upstreams: [{ url: `http://127.0.0.1:${port}` }] }),
+      anvilNetwork(anvil, { network: 'notrace', upstreams: [{ url }] }),
     ])
   })
   afterAll(async () => {

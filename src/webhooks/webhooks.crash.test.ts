@@ -4,13 +4,18 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import pg from 'pg'
 import { afterAll, beforeAll, expect, it } from 'vitest'
+import {
+  ackedIds as acked,
+  type CrashWorker,
+  sprayed,
+  startWorker,
+} from '../../test/fixtures/webhooks/crash-harness.ts'
+import { Receiver } from '../../test/fixtures/webhooks/receiver.ts'
 import { describeEach, type ServiceCase } from '../../test/helpers/services.ts'
 import { until } from '../../test/helpers/until.ts'
 import { type AnvilProcess, startAnvil } from '../devnet/anvil.ts'
 import { Devnet } from '../devnet/demo.ts'
 import { openStorage, type Storage } from '../storage/database.ts'
-import { ackedIds as acked, type CrashWorker, sprayed, startWorker } from './testdata/crash-harness.ts'
-import { Receiver } from './testdata/receiver.ts'
 
 /**
  * kill -9 while 1,000 events are pending: a Halyard child process matches 1,000 token

@@ -1,16 +1,16 @@
 import { createHmac } from 'node:crypto'
 import { pad, toHex } from 'viem'
 import { expect, it } from 'vitest'
+import { A, B, webhooksFixture, X } from '../../test/fixtures/webhooks/webhooks-fixture.ts'
 import { describeEachStorage } from '../../test/helpers/storage.ts'
 import { until } from '../../test/helpers/until.ts'
 import { DEV_ACCOUNT } from '../devnet/demo.ts'
 import { TRANSFER_TOPIC, ZERO_ADDRESS } from '../indexer/decode.ts'
 import type { Hash } from '../types.ts'
 import { verifyWebhook } from './verify.ts'
-import { A, B, webhooksFixture, X } from './webhooks-fixture.ts'
 
 /**
- * Webhooks end to end on real parts (see webhooks-fixture.ts): every event type delivered once
+ * Webhooks end to end on real parts (see test/fixtures/webhooks/webhooks-fixture.ts): every event type delivered once
  * and signed, the read/list API, test events, and the refusal of hostile input.
  * The failure paths (retries, timeouts, reorgs, redirects) are in webhooks.failures.test.ts.
  */

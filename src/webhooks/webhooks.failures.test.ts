@@ -1,11 +1,11 @@
 import { expect, it } from 'vitest'
+import { B, F, H, R, SCHEDULE_MS, webhooksFixture, X } from '../../test/fixtures/webhooks/webhooks-fixture.ts'
 import { describeEachStorage } from '../../test/helpers/storage.ts'
 import { until } from '../../test/helpers/until.ts'
 import { DEV_ACCOUNT } from '../devnet/demo.ts'
-import { B, F, H, R, SCHEDULE_MS, webhooksFixture, X } from './webhooks-fixture.ts'
 
 /**
- * Webhooks end to end on real parts (see webhooks-fixture.ts) when the receiver fails: retries
+ * Webhooks end to end on real parts (see test/fixtures/webhooks/webhooks-fixture.ts) when the receiver fails: retries
  * on schedule then pause and e-mail, timeouts, events undone by a reorg, redirects.
  * Delivery of every event type and the API are in webhooks.delivery.test.ts.
  */

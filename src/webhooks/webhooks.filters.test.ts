@@ -1,14 +1,14 @@
 import { pad, toFunctionSelector } from 'viem'
 import { expect, it } from 'vitest'
+import { webhooksFixture } from '../../test/fixtures/webhooks/webhooks-fixture.ts'
 import { describeEachStorage } from '../../test/helpers/storage.ts'
 import { DEV_ACCOUNT } from '../devnet/demo.ts'
 import { TRANSFER_TOPIC } from '../indexer/decode.ts'
 import type { Address } from '../types.ts'
-import { webhooksFixture } from './webhooks-fixture.ts'
 
 /**
  * Filters (address from/to/either, token contract, minimum value raw and per
- * token, function selector, topic hash) on real parts (webhooks-fixture.ts). Filters run in
+ * token, function selector, topic hash) on real parts (test/fixtures/webhooks/webhooks-fixture.ts). Filters run in
  * the matcher inside the indexer's transaction, so once the indexer has the block, every event
  * a filter let through is a row and nothing else is: the tests read the rows after `synced()`.
  */

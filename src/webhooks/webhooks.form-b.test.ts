@@ -1,13 +1,19 @@
 import { createHmac, timingSafeEqual } from 'node:crypto'
 import { expect, it } from 'vitest'
+import type { Received } from '../../test/fixtures/webhooks/receiver.ts'
+import {
+  A,
+  B,
+  type CreatedWebhook,
+  SCHEDULE_B_MS,
+  webhooksFixture,
+} from '../../test/fixtures/webhooks/webhooks-fixture.ts'
 import { describeEachStorage } from '../../test/helpers/storage.ts'
 import { until } from '../../test/helpers/until.ts'
-import type { Received } from './testdata/receiver.ts'
 import { verifyWebhook } from './verify.ts'
-import { A, B, type CreatedWebhook, SCHEDULE_B_MS, webhooksFixture } from './webhooks-fixture.ts'
 
 /**
- * Delivery form B end to end on real parts (webhooks-fixture.ts: anvil, Halyard in
+ * Delivery form B end to end on real parts (test/fixtures/webhooks/webhooks-fixture.ts: anvil, Halyard in
  * production mode, a real HTTPS receiver). The receiver's checks below are written here with
  * node:crypto, not with Halyard's verify.ts: a receiver written from the README's description must accept it.
  * The 7-retry schedule is compressed (SCHEDULE_B_MS), as form A's is.

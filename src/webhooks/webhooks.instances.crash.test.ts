@@ -1,13 +1,18 @@
 import { randomBytes } from 'node:crypto'
 import pg from 'pg'
 import { afterAll, beforeAll, expect, it } from 'vitest'
+import {
+  ackedIds as acked,
+  type CrashWorker,
+  sprayed,
+  startWorker,
+} from '../../test/fixtures/webhooks/crash-harness.ts'
+import { Receiver } from '../../test/fixtures/webhooks/receiver.ts'
 import { describeNeeding } from '../../test/helpers/services.ts'
 import { until } from '../../test/helpers/until.ts'
 import { type AnvilProcess, startAnvil } from '../devnet/anvil.ts'
 import { Devnet } from '../devnet/demo.ts'
 import { openStorage, type Storage } from '../storage/database.ts'
-import { ackedIds as acked, type CrashWorker, sprayed, startWorker } from './testdata/crash-harness.ts'
-import { Receiver } from './testdata/receiver.ts'
 
 /**
  * Two Halyard processes on one PostgreSQL schema, both delivering: `alpha`

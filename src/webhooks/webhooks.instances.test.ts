@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import pg from 'pg'
 import { afterAll, beforeAll, expect, it } from 'vitest'
+import { Receiver } from '../../test/fixtures/webhooks/receiver.ts'
 import { anvilNetwork, startTestHalyard, type TestHalyard } from '../../test/helpers/halyard.ts'
 import { serviceUrl } from '../../test/helpers/services.ts'
 import { describeEachStorage, POSTGRES_ONLY, type TestStorage } from '../../test/helpers/storage.ts'
@@ -9,7 +10,6 @@ import { type AnvilProcess, startAnvil } from '../devnet/anvil.ts'
 import { DEV_ACCOUNT, Devnet } from '../devnet/demo.ts'
 import { openStorage, type Storage } from '../storage/database.ts'
 import type { Address, Hash } from '../types.ts'
-import { Receiver } from './testdata/receiver.ts'
 
 /**
  * Two Halyard instances on one PostgreSQL schema, each with its own connection pool (nothing

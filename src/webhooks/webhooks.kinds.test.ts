@@ -1,13 +1,13 @@
 import { keccak256, pad, toBytes, toHex } from 'viem'
 import { expect, it } from 'vitest'
+import { webhooksFixture } from '../../test/fixtures/webhooks/webhooks-fixture.ts'
 import { describeEachStorage } from '../../test/helpers/storage.ts'
 import { until } from '../../test/helpers/until.ts'
 import { DEV_ACCOUNT } from '../devnet/demo.ts'
 import type { Address, Hash, Hex } from '../types.ts'
-import { webhooksFixture } from './webhooks-fixture.ts'
 
 /**
- * The event kinds beyond the transfers, on anvil (webhooks-fixture.ts): new_block and
+ * The event kinds beyond the transfers, on anvil (test/fixtures/webhooks/webhooks-fixture.ts): new_block and
  * internal_transfer (anvil answers both debug_traceBlockByNumber with the call tracer and
  * trace_block; Halyard asks trace_block first, src/indexer/traces.ts).
  */

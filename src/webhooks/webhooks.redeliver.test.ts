@@ -1,7 +1,7 @@
 import { expect, it } from 'vitest'
+import { webhooksFixture, X } from '../../test/fixtures/webhooks/webhooks-fixture.ts'
 import { describeEachStorage } from '../../test/helpers/storage.ts'
 import { until } from '../../test/helpers/until.ts'
-import { webhooksFixture, X } from './webhooks-fixture.ts'
 
 /**
  * Redelivering a test event (a reported bug: sent several times while its row stayed

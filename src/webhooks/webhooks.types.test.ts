@@ -1,8 +1,8 @@
 import { expect, it } from 'vitest'
+import { webhooksFixture } from '../../test/fixtures/webhooks/webhooks-fixture.ts'
 import { describeEachStorage } from '../../test/helpers/storage.ts'
 import { until } from '../../test/helpers/until.ts'
 import type { Address } from '../types.ts'
-import { webhooksFixture } from './webhooks-fixture.ts'
 
 /**
  * Several event types on one webhook: `event_types` at create and PATCH, `event_type` as

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import { describe, expect, it } from 'vitest'
-import { DEV, hostileWsFixture } from './hostile-fixture.ts'
-import { exchange, frame, RawWs } from './raw-socket-fixture.ts'
+import { DEV, hostileWsFixture } from '../../test/fixtures/ws/hostile-fixture.ts'
+import { exchange, frame, RawWs } from '../../test/fixtures/ws/raw-socket-fixture.ts'
 import { DEFAULT_WS_OPTIONS } from './service.ts'
 
 /**

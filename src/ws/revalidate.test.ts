@@ -1,10 +1,10 @@
 import { sql } from 'kysely'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { RawClient, until } from '../../test/fixtures/ws/test-client.ts'
 import { anvilNetwork, startTestHalyard, type TestHalyard } from '../../test/helpers/halyard.ts'
 import { storageBackends, type TestStorage } from '../../test/helpers/storage.ts'
 import type { AuthService } from '../auth/service.ts'
 import { type AnvilProcess, startAnvil } from '../devnet/anvil.ts'
-import { RawClient, until } from './test-client.ts'
 
 /**
  * Open WebSockets follow their key: two Halyard instances on one database, the socket on the

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest'
-import { violation } from '../server/hostile-harness.ts'
-import { BAD_KEY, HANG_MS } from '../server/hostile-request.ts'
-import { DEV, hostileWsFixture } from './hostile-fixture.ts'
-import { CLOSE_MS, exchange, type Reply } from './raw-socket-fixture.ts'
+import { DEV, hostileWsFixture } from '../../test/fixtures/ws/hostile-fixture.ts'
+import { CLOSE_MS, exchange, type Reply } from '../../test/fixtures/ws/raw-socket-fixture.ts'
+import { violation } from '../../test/hostile/hostile-harness.ts'
+import { BAD_KEY, HANG_MS } from '../../test/hostile/hostile-request.ts'
 
 /**
  * The hostile-input rule for WebSocket upgrades, which never reach Fastify (src/ws/upgrade.ts and

@@ -1,8 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { anvilNetwork, startTestHalyard, type TestHalyard } from '../../test/helpers/halyard.ts'
-import { storageBackends, type TestStorage } from '../../test/helpers/storage.ts'
-import { type AnvilProcess, startAnvil } from '../devnet/anvil.ts'
-import type { NetworkStreams } from './network-streams.ts'
 import {
   AnvilControl,
   DEV_ACCOUNT,
@@ -13,14 +9,18 @@ import {
   RawClient,
   sleep,
   until,
-} from './test-client.ts'
-import { TestWsRelay } from './test-relay.ts'
+} from '../../test/fixtures/ws/test-client.ts'
+import { TestWsRelay } from '../../test/fixtures/ws/test-relay.ts'
+import { anvilNetwork, startTestHalyard, type TestHalyard } from '../../test/helpers/halyard.ts'
+import { storageBackends, type TestStorage } from '../../test/helpers/storage.ts'
+import { type AnvilProcess, startAnvil } from '../devnet/anvil.ts'
+import type { NetworkStreams } from './network-streams.ts'
 
 const SEND_BUFFER = 64 * 1024
 
 /**
  * The upstream side under stress, against a real anvil behind two of our own loopback relays
- * (src/ws/test-relay.ts: they count upstream eth_subscribe calls and can kill connections).
+ * (test/fixtures/ws/test-relay.ts: they count upstream eth_subscribe calls and can kill connections).
  * Storage plays no part here (only key lookups), so this file runs on PGlite alone.
  */
 describe('websocket streams', () => {

@@ -1,9 +1,6 @@
 import { WebSocketProvider } from 'ethers'
 import { createPublicClient, webSocket } from 'viem'
 import { afterAll, beforeAll, expect, it } from 'vitest'
-import { anvilNetwork, startTestHalyard, type TestHalyard } from '../../test/helpers/halyard.ts'
-import { describeEachStorage, type TestStorage } from '../../test/helpers/storage.ts'
-import { type AnvilProcess, startAnvil } from '../devnet/anvil.ts'
 import {
   AnvilControl,
   EMITTER,
@@ -13,7 +10,10 @@ import {
   RawClient,
   refusedUpgrade,
   until,
-} from './test-client.ts'
+} from '../../test/fixtures/ws/test-client.ts'
+import { anvilNetwork, startTestHalyard, type TestHalyard } from '../../test/helpers/halyard.ts'
+import { describeEachStorage, type TestStorage } from '../../test/helpers/storage.ts'
+import { type AnvilProcess, startAnvil } from '../devnet/anvil.ts'
 
 /**
  * The endpoint as clients see it, against a real anvil: authorisation before the upgrade,

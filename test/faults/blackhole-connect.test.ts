@@ -41,22 +41,24 @@ describe.skipIf(skip !== undefined)(`a black-holed webhook host${skip ? ` (${ski
     const script = `
       const srv = require('node:net').createServer()
       srv.listen({ port: 0, host: '127.0.0.1', backlog: 1 }, () => {
-        process.stdout.write(srv.address().port + '\\n')
-        // Never accept again: the kernel's accept queue fills and later SYNs are dropped.
-        setTimeout(() => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0), 100)
+        // Never accept: the loop blocks before it could, the kernel's accept queue fills and
+        // later SYNs are dropped. The port goes out first, then the loop is gone for good.
+        require('node:fs').writeSync(1, srv.address().port + '\\n')
+        Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0)
       })`
     child = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'inherit'] })
     port = await new Promise<number>((resolve) =>
       child.stdout?.once('data', (d: Buffer) => resolve(Number(d.toString()))),
     )
-    await new Promise((r) => setTimeout(r, 300))
-    // Fill the accept queue; these complete the handshake but are never accepted.
+    // Fill the accept queue; these complete the handshake (the kernel's, no accept needed) but
+    // are never accepted. Waiting for their handshakes, not a fixed time, keeps a loaded machine
+    // from sending the request before the queue is full.
     for (let i = 0; i < 2; i++) {
       const s = connect(port, '127.0.0.1')
       s.on('error', () => {})
       fillers.push(s)
     }
-    await new Promise((r) => setTimeout(r, 300))
+    await Promise.all(fillers.map((s) => new Promise((r) => s.once('connect', r))))
   })
   afterAll(() => {
     for (const s of fillers) s.destroy()

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto'
 import pg from 'pg'
 import { openStorage, type Storage } from '../../src/storage/database.ts'
 import { migrate } from '../../src/storage/migrate.ts'
+import { pgliteImage } from './pglite-image.ts'
 import { describeEach, type Service, serviceUrl } from './services.ts'
 
 export interface StorageBackend {
@@ -15,7 +16,12 @@ export interface StorageBackend {
 /** A test database; `schema` names the PostgreSQL schema (for child processes to share it). */
 export type TestStorage = Storage & { readonly schema?: string }
 
-const PGLITE: StorageBackend = { name: 'pglite', open: () => openMigrated({}) }
+const PGLITE: StorageBackend = { name: 'pglite', open: () => openTestPGlite() }
+
+/** A fresh, migrated in-memory PGlite, started from the suite's image (test/helpers/pglite-image.ts). */
+export function openTestPGlite(): Promise<Storage> {
+  return openMigrated({ pgliteImage: pgliteImage() })
+}
 const POSTGRES: StorageBackend = {
   name: 'postgres',
   needs: ['DATABASE_URL'],

@@ -4,7 +4,7 @@ import type { Network } from '../../chains/registry.ts'
 import { describeMethod, registries } from './registry.ts'
 
 /**
- * The registry against the tables it replaced. registry.fixture.txt was generated from the old
+ * The registry against the tables it replaced. test/fixtures/rpc/registry.fixture.txt was generated from the old
  * tables (auth/scopes.ts RPC_METHOD_SCOPES, limits/compute-units.ts, rpc/method-policy.ts,
  * rpc/cache-policy.ts, the pool's STICKY/WRITES/BROADCAST and rpc/service.ts UNSHARED) before
  * they were deleted: every method name they held, plus hostile and family names, on a mainnet,
@@ -54,7 +54,10 @@ function verdict(n: Network, name: string): string {
   return `${s.scope} cu=${s.cost(PARAMS[0]!)}/${s.cost(PARAMS[1]!)} cache=${plans.join(',')} ${s.coalesce ? 'shared' : 'own'} ${policy} label=${s.label}`
 }
 
-const fixture = readFileSync(new URL('./registry.fixture.txt', import.meta.url), 'utf8')
+const fixture = readFileSync(
+  new URL('../../../test/fixtures/rpc/registry.fixture.txt', import.meta.url),
+  'utf8',
+)
   .trim()
   .split('\n')
   .map((line) => {
