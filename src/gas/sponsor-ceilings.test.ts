@@ -2,14 +2,7 @@ import { randomBytes } from 'node:crypto'
 import { toHex } from 'viem'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { describeEachStorage, type StorageBackend } from '../../test/helpers/storage.ts'
 import { TestAccount } from '../../test/fixtures/bundler/bundler-fixture.ts'
-import { parseConfig } from '../server/config-schema.ts'
-import { describeZodError } from '../shared/validation.ts'
-import type { Address } from '../types.ts'
-import { SponsorshipRefused } from './policy-checks.ts'
-import { DEFAULT_CEILINGS, planCeilings } from './sponsor-ceilings.ts'
-import { sponsorshipConfigSchema } from './sponsor-config.ts'
 import {
   NETWORK,
   refusal,
@@ -18,6 +11,13 @@ import {
   startSponsorFixture,
   withSponsorship,
 } from '../../test/fixtures/gas/sponsor-fixture.ts'
+import { describeEachStorage, type StorageBackend } from '../../test/helpers/storage.ts'
+import { parseConfig } from '../server/config-schema.ts'
+import { describeZodError } from '../shared/validation.ts'
+import type { Address } from '../types.ts'
+import { SponsorshipRefused } from './policy-checks.ts'
+import { DEFAULT_CEILINGS, planCeilings } from './sponsor-ceilings.ts'
+import { sponsorshipConfigSchema } from './sponsor-config.ts'
 import type { SponsorService } from './sponsor-service.ts'
 
 /**
