@@ -47,6 +47,12 @@ export interface SafeHttpClientOptions {
 }
 
 const TLS_ERROR = /CERT|SSL|TLS|SELF_SIGNED/i
+/**
+ * Why a connect still pending at the request deadline is cut. The connect window and the
+ * request's own timer end at the same deadline, a few microseconds apart: whichever fires first,
+ * the caller is told the deadline passed ('timeout'), not that the connection failed.
+ */
+const CONNECT_DEADLINE = 'connect timeout: no connection within the request deadline'
 
 /** The URL's host without IPv6 brackets, as DNS, isIP and TLS want it. */
 export function bareHost(url: URL): string {
@@ -167,6 +173,10 @@ export class SafeHttpClient {
           // timeout, which is what made node:http's stale-socket resets common.) The caller's
           // retry schedule covers a real failure.
           const detail = code || err.message
+          if (err.message === CONNECT_DEADLINE) {
+            finish({ kind: 'timeout' })
+            return
+          }
           finish(
             TLS_ERROR.test(detail) || TLS_ERROR.test(err.message)
               ? { kind: 'tls', detail }
@@ -269,7 +279,7 @@ function connectWithin(
       timer.unref()
       return
     }
-    socket.destroy(new Error('connect timeout: no connection within the request deadline'))
+    socket.destroy(new Error(CONNECT_DEADLINE))
   }
   check()
 }
