@@ -4,6 +4,7 @@ import { encodeFunctionData, parseAbi } from 'viem'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { anvilNetwork } from '../../test/helpers/halyard.ts'
+import { until } from '../../test/helpers/until.ts'
 import { type AnvilProcess, startAnvil } from '../devnet/anvil.ts'
 import type { Address, Hash } from '../types.ts'
 import { ManagedPool } from './managed-pool.ts'
@@ -63,6 +64,8 @@ describe('chain reads against a real anvil', () => {
     txHash = (await raw(anvil.url, 'eth_sendTransaction', [
       { from: DEV, to: EMITTER, gas: '0x186a0' },
     ])) as Hash
+    // anvil answers eth_sendTransaction with the hash; the block it mines can follow a moment later.
+    await until('the transaction mined', () => raw(anvil.url, 'eth_getTransactionReceipt', [txHash]))
   })
   afterAll(async () => {
     await pool?.close()
