@@ -2,7 +2,7 @@
 // rules kept only in prose drift. `npm run lint:deps` lists every violation, each with its rule.
 
 /** Ground floors: every feature may build on them, and they build on no feature. */
-const GROUND = '^src/(storage|config|chains|net|shared)/|^src/[^/]+\\.ts$'
+const GROUND = '^src/(storage|config|chains|net|common)/|^src/[^/]+\\.ts$'
 /** The composition roots: they wire the features together, and nothing else imports them. */
 const ROOTS = '^src/(server|cli)/'
 /**
@@ -18,7 +18,7 @@ module.exports = {
     {
       name: 'ground-imports-feature',
       comment:
-        'A ground floor (storage, config, chains, net, shared, top-level src/*.ts) imports no feature: ' +
+        'A ground floor (storage, config, chains, net, common, top-level src/*.ts) imports no feature: ' +
         'a feature adds its tables and config section to the ground floor by declaration merging.',
       severity: 'error',
       from: { path: GROUND, pathNot: TESTS },

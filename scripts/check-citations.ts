@@ -28,11 +28,7 @@ const RULES: { why: string; pattern: RegExp }[] = [
     why: 'a private briefing file',
     pattern: new RegExp(`\\b(?:${word('DES', 'IGN')}|${word('REFER', 'ENCE')})\\.md\\b`),
   },
-  // `../shared/x.ts` imports of src/shared/ are code; the private sibling folder is anything else.
-  {
-    why: 'the private sibling folder',
-    pattern: new RegExp(`\\.\\./${word('sha', 'red')}(?![\\w/.-]*\\.[cm]?[jt]sx?\\b)`),
-  },
+  { why: 'the private sibling folder', pattern: new RegExp(`\\.\\./${word('sha', 'red')}\\b`) },
   { why: 'a tracker issue number', pattern: new RegExp(`\\b${word('iss', 'ue')}s?\\s+#?\\d`, 'i') },
 ]
 

@@ -6,7 +6,7 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { promisify } from 'node:util'
-import { sleep } from '../../src/shared/time.ts'
+import { sleep } from '../../src/common/time.ts'
 
 const execFileP = promisify(execFile)
 

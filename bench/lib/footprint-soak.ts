@@ -7,7 +7,7 @@
  * the last 10 s). The summary says whether either grew.
  */
 import { WebSocket } from 'ws'
-import { sleep } from '../../src/shared/time.ts'
+import { sleep } from '../../src/common/time.ts'
 import { rssMb } from './footprint-proc.ts'
 
 /** prom-client samples the loop every 10 ms and records the time between samples: the delay is beyond that. */

@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import { configAddressSchema as address } from '../shared/address-schema.ts'
+import { configAddressSchema as address } from '../common/address-schema.ts'
 
 /**
  * Per-network ERC-4337 contract addresses (config key `accountAbstraction`). Production names

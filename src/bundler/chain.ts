@@ -7,8 +7,8 @@ import {
   getTransactionCount,
   nodeError,
 } from '../chains/reads.ts'
+import { Gate } from '../common/gate.ts'
 import type { RpcOutcome } from '../jsonrpc.ts'
-import { Gate } from '../shared/gate.ts'
 import type { Address, Hash, Hex } from '../types.ts'
 import { BundlerError, BundlerErrorCode, type RpcLog } from './types.ts'
 

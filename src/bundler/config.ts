@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import { parseDecimal } from '../shared/decimal.ts'
+import { parseDecimal } from '../common/decimal.ts'
 
 /**
  * A network's optional `bundler` key. Without it, production serves no bundler on the network;

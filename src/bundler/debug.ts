@@ -1,6 +1,6 @@
 import { decodeFunctionResult, encodeFunctionData } from 'viem'
 import { entryPoint06Abi, entryPoint07Abi } from 'viem/account-abstraction'
-import { sleep } from '../shared/time.ts'
+import { sleep } from '../common/time.ts'
 import type { DB } from '../storage/database.ts'
 import { type Address, type Hash, type Hex, toLowerAddress } from '../types.ts'
 import { dropPending, liveOps } from './mempool-store.ts'

@@ -1,5 +1,5 @@
+import { innerMap } from '../common/maps.ts'
 import type { Metrics } from '../metrics.ts'
-import { innerMap } from '../shared/maps.ts'
 
 /** Methods per upstream whose series are kept (method labels are a bounded set anyway). */
 const MAX_METHODS_PER_UPSTREAM = 512

@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util'
+import { ConfigError } from '../common/validation.ts'
 import { loadEnv } from '../config/env.ts'
 import { HalyardError } from '../errors.ts'
-import { ConfigError } from '../shared/validation.ts'
 import { readAdminFile } from './data-dir.ts'
 import { USAGE, UsageError } from './usage.ts'
 

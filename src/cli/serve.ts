@@ -1,7 +1,7 @@
 import cluster from 'node:cluster'
+import { ConfigError } from '../common/validation.ts'
 import type { Env } from '../config/env.ts'
 import { loadConfigFile } from '../server/config-schema.ts'
-import { ConfigError } from '../shared/validation.ts'
 
 /** `halyard serve [--config FILE]`: production mode; HALYARD_WORKERS > 1 runs a cluster. */
 export async function serve(env: Env, configFile: string | undefined): Promise<void> {

@@ -1,7 +1,7 @@
 import path from 'node:path'
 import { z } from 'zod'
+import { ConfigError, describeZodError, parseDuration } from '../common/validation.ts'
 import { parseCidr } from '../net/address-policy.ts'
-import { ConfigError, describeZodError, parseDuration } from '../shared/validation.ts'
 import { databaseEnvShape } from '../storage/pg-pool.ts'
 import { pgliteEnvShape } from '../storage/pglite-settings.ts'
 

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs'
 import YAML from 'yaml'
 import { z } from 'zod'
 import { gatewaySchema } from '../chains/gateway.ts'
-import { ConfigError, describeZodError } from '../shared/validation.ts'
+import { ConfigError, describeZodError } from '../common/validation.ts'
 
 const slugPart = z.string().regex(/^[a-z0-9][a-z0-9-]*$/, 'must be lowercase letters, digits and dashes')
 const httpUrl = z.string().regex(/^https?:\/\/\S+$/, 'must be an http:// or https:// URL')

@@ -1,8 +1,8 @@
-import { formatUnits, multiplyDecimal, parseDecimal } from '../shared/decimal.ts'
+import { formatUnits, multiplyDecimal, parseDecimal } from '../common/decimal.ts'
 
 /**
  * USD amounts of the sponsorship rules: exact non-negative decimal strings, compared and added
- * as scaled bigints (src/shared/decimal.ts parses them). PostgreSQL's `numeric` text form is
+ * as scaled bigints (src/common/decimal.ts parses them). PostgreSQL's `numeric` text form is
  * accepted too (it keeps trailing zeros: "0.50"); results are canonical (formatUnits: no trailing zeros).
  */
 

@@ -1,7 +1,7 @@
 import { type Hex, parseAbiItem, toFunctionSelector } from 'viem'
 import { z } from 'zod'
+import { describeZodError } from '../common/validation.ts'
 import { invalidRequest } from '../errors.ts'
-import { describeZodError } from '../shared/validation.ts'
 import { type Address, isAddress, toLowerAddress } from '../types.ts'
 import { compareDecimal, isDecimal, normalizeDecimal } from './policy-decimal.ts'
 

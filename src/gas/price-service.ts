@@ -1,8 +1,8 @@
 import { z } from 'zod'
 import { getBlockNumber, readUnchecked, toQuantity } from '../chains/reads.ts'
 import type { Network } from '../chains/registry.ts'
+import { formatUnits, parseDecimal } from '../common/decimal.ts'
 import { invalidRequest } from '../errors.ts'
-import { formatUnits, parseDecimal } from '../shared/decimal.ts'
 import { DEFAULT_MIN_PRIORITY_FEE_GWEI } from './price-config.ts'
 
 /**

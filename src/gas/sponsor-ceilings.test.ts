@@ -12,8 +12,8 @@ import {
   withSponsorship,
 } from '../../test/fixtures/gas/sponsor-fixture.ts'
 import { describeEachStorage, type StorageBackend } from '../../test/helpers/storage.ts'
+import { describeZodError } from '../common/validation.ts'
 import { parseConfig } from '../server/config-schema.ts'
-import { describeZodError } from '../shared/validation.ts'
 import type { Address } from '../types.ts'
 import { SponsorshipRefused } from './policy-checks.ts'
 import { DEFAULT_CEILINGS, planCeilings } from './sponsor-ceilings.ts'

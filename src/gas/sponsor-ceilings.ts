@@ -1,6 +1,6 @@
 import { z } from 'zod'
+import { parseDecimal } from '../common/decimal.ts'
 import { isPlanName, PLAN_NAMES, type PlanName } from '../limits/plans.ts'
-import { parseDecimal } from '../shared/decimal.ts'
 import type { Refusal } from './policy-checks.ts'
 
 /**

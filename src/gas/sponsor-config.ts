@@ -1,6 +1,6 @@
 import { z } from 'zod'
-import { configAddressSchema } from '../shared/address-schema.ts'
-import { parseDecimal } from '../shared/decimal.ts'
+import { configAddressSchema } from '../common/address-schema.ts'
+import { parseDecimal } from '../common/decimal.ts'
 import { ceilingsConfigSchema } from './sponsor-ceilings.ts'
 
 /**

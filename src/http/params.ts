@@ -1,6 +1,6 @@
 import { z } from 'zod'
+import { describeZodError } from '../common/validation.ts'
 import { invalidRequest } from '../errors.ts'
-import { describeZodError } from '../shared/validation.ts'
 import { addressProblem, toLowerAddress } from '../types.ts'
 
 /**

@@ -1,6 +1,6 @@
 import type { Network } from '../chains/registry.ts'
+import { sleep } from '../common/time.ts'
 import type { Logger } from '../logger.ts'
-import { sleep } from '../shared/time.ts'
 import type { Hash } from '../types.ts'
 import type { BlockTrace, TraceMethod, TraceOutcome, TraceReader } from './traces.ts'
 

@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely'
 import nodemailer, { type Transporter } from 'nodemailer'
+import { BackgroundLoop } from '../common/background-loop.ts'
 import type { Logger } from '../logger.ts'
-import { BackgroundLoop } from '../shared/background-loop.ts'
 import type { Database } from '../storage/schema.ts'
 import { claimMail, type Mail, markMailFailed, markMailSent } from './outbox.ts'
 

@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { Gate } from '../shared/gate.ts'
+import { Gate } from '../common/gate.ts'
 import { type FetchPolicy, loadDocument } from './fetcher.ts'
 import { parseMetadata } from './parse.ts'
 import { expandId, resolveUri, toGatewayUrl } from './uri.ts'

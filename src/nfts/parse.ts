@@ -1,4 +1,4 @@
-import { numberToDecimal } from '../shared/decimal.ts'
+import { numberToDecimal } from '../common/decimal.ts'
 import { expandId } from './uri.ts'
 
 /** The fields Halyard reads out of a metadata document (ERC-721 / ERC-1155 metadata JSON). */

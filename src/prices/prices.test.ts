@@ -5,9 +5,9 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { FailoverPool } from '../chains/upstream-pool.ts'
+import { formatUnits, multiplyDecimal, numberToDecimal } from '../common/decimal.ts'
 import { type AnvilProcess, startAnvil } from '../devnet/anvil.ts'
 import { Devnet } from '../devnet/demo.ts'
-import { formatUnits, multiplyDecimal, numberToDecimal } from '../shared/decimal.ts'
 import type { Address } from '../types.ts'
 import {
   CachedPriceSource,

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs'
 import { z } from 'zod'
-import { describeZodError } from '../shared/validation.ts'
+import { describeZodError } from '../common/validation.ts'
 import type { Address } from '../types.ts'
 
 /** The Uniswap token-list format (https://tokenlists.org, @uniswap/token-lists schema), as we read it. */

@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis'
 import { LRUCache } from 'lru-cache'
-import { withTimeout } from '../shared/time.ts'
+import { withTimeout } from '../common/time.ts'
 
 /**
  * Where cached JSON-RPC results live: the result's JSON text under a key. Values are only

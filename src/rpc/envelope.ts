@@ -1,6 +1,6 @@
 import { z } from 'zod'
+import { describeZodError } from '../common/validation.ts'
 import type { JsonRpcErrorObject, JsonRpcId, JsonRpcRequest } from '../jsonrpc.ts'
-import { describeZodError } from '../shared/validation.ts'
 
 const requestSchema = z.object(
   {

@@ -1,6 +1,6 @@
 import { sql } from 'kysely'
+import { BackgroundLoop } from '../common/background-loop.ts'
 import type { Logger } from '../logger.ts'
-import { BackgroundLoop } from '../shared/background-loop.ts'
 import type { DB, Storage } from './database.ts'
 
 /** Never aborted: PGlite has one process and no sessions to lose. */

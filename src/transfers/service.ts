@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely'
 import type { Network } from '../chains/registry.ts'
+import { formatUnits } from '../common/decimal.ts'
 import { invalidRequest } from '../errors.ts'
-import { formatUnits } from '../shared/decimal.ts'
 import type { Database } from '../storage/schema.ts'
 import type { TokenMeta } from '../tokens/store.ts'
 import type { Address } from '../types.ts'

@@ -1,5 +1,5 @@
+import { type BackgroundLoop, periodicLoop } from '../common/background-loop.ts'
 import type { Logger } from '../logger.ts'
-import { type BackgroundLoop, periodicLoop } from '../shared/background-loop.ts'
 import type { DB } from '../storage/database.ts'
 import { utcDay } from './service.ts'
 import { addUsage, type UsageDelta } from './store.ts'

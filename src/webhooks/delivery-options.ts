@@ -10,7 +10,7 @@ import type { NftMetadataSource } from './nft-metadata.ts'
 export interface DeliveryOptions {
   /** Receiver timeout (15 s). */
   timeoutMs: number
-  /** Delays before retry 1..n (spec: 10 s, 1 min, 10 min, 1 h, 6 h). After the last retry fails the webhook is paused. */
+  /** Delays before retry 1..n (form A default: 10 s, 1 min, 10 min, 1 h, 6 h). After the last retry fails the webhook is paused. */
   scheduleMs: readonly number[]
   /** Form B's delays before retry 1..n (1 s … 8 h); after the last the event is failed, the webhook stays active. */
   scheduleBMs?: readonly number[]

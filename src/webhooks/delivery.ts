@@ -1,5 +1,5 @@
+import { BackgroundLoop } from '../common/background-loop.ts'
 import type { Logger } from '../logger.ts'
-import { BackgroundLoop } from '../shared/background-loop.ts'
 import type { DB } from '../storage/database.ts'
 import type { DeliveryOptions } from './delivery-options.ts'
 import { LaneQueue } from './lane-queue.ts'

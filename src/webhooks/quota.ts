@@ -1,5 +1,5 @@
+import { ConfigError } from '../common/validation.ts'
 import { invalidRequest } from '../errors.ts'
-import { ConfigError } from '../shared/validation.ts'
 
 /**
  * Webhook limits per plan (the free tier includes 1,000 deliveries per day across

@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import { describeZodError } from '../shared/validation.ts'
+import { describeZodError } from '../common/validation.ts'
 import { type Address, type Hash, toLowerAddress, toLowerHash } from '../types.ts'
 import {
   MINED,

@@ -1,6 +1,6 @@
 import { z } from 'zod'
+import { describeZodError } from '../../common/validation.ts'
 import { RPC_INVALID_PARAMS, RpcError } from '../../jsonrpc.ts'
-import { describeZodError } from '../../shared/validation.ts'
 
 /**
  * Params of a row that checks them with a zod tuple (the `alchemy_*` rows, account-kit's):
