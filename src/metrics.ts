@@ -1,6 +1,6 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client'
-import { CounterTally } from './metrics-tally.ts'
 import { innerMap } from './common/maps.ts'
+import { CounterTally } from './metrics-tally.ts'
 
 /** Every Prometheus series Halyard exports, in one registry per app instance. */
 export class Metrics {
