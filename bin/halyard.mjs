@@ -2,9 +2,16 @@
 // Runs the prebuilt sources (bin/build-cache.mjs: built on first start and after any source
 // change), or, with HALYARD_BUILD=0 or when no build can be made, the TypeScript sources directly
 // through tsx. Either way there is no build step between `npm ci` and `npm start`.
+import { readFileSync } from 'node:fs'
 import path from 'node:path'
 
 const root = path.resolve(import.meta.dirname, '..')
+
+// Answered before any build or loader: `halyard --version` is instant even on a fresh install.
+if (['--version', '-v', 'version'].includes(process.argv[2] ?? '')) {
+  process.stdout.write(`${JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')).version}\n`)
+  process.exit(0)
+}
 
 async function loadMain() {
   if (process.env.HALYARD_BUILD !== '0') {

@@ -59,6 +59,7 @@ describe('halyard dev (npm start)', () => {
         DATABASE_URL: '',
       })
       expect(listed.code).toBe(0)
+      expect(listed.stdout.split('\n')[0]).toBe('ID\tPREFIX\tENV\tSTATE\tSCOPES\tNAME')
       expect(listed.stdout).not.toContain(cliKey) // the full key is shown once, at creation
 
       // The ERC-4337 conformance suite's URL: the printed key reaches the operator controls

@@ -3,7 +3,7 @@ import { ConfigError } from '../common/validation.ts'
 import { loadEnv } from '../config/env.ts'
 import { HalyardError } from '../errors.ts'
 import { readAdminFile } from './data-dir.ts'
-import { USAGE, UsageError } from './usage.ts'
+import { USAGE, UsageError, usageOf, version, wantsHelp } from './usage.ts'
 
 // Each command imports only its own module graph when it runs: `keys create` need not load the
 // server, and `serve` need not load the devnet tooling (bench/footprint.ts measures start-up).
@@ -14,6 +14,19 @@ export async function main(argv: string[]): Promise<number> {
     if (!command || command === '--help' || command === '-h' || command === 'help') {
       console.log(USAGE)
       return command ? 0 : 2
+    }
+    if (command === '--version' || command === '-v' || command === 'version') {
+      console.log(version())
+      return 0
+    }
+    // Help comes before anything that reads the environment or touches a database: `--help`
+    // never has a side effect. `keys --help` shows the group, `keys create --help` the one command.
+    if (wantsHelp(rest)) {
+      const sub = rest[0] && !rest[0].startsWith('-') ? `${command} ${rest[0]}` : command
+      const text = usageOf(sub) === USAGE ? usageOf(command) : usageOf(sub)
+      if (text === USAGE) throw new UsageError(`unknown command: ${command}`)
+      console.log(text)
+      return 0
     }
     const env = loadEnv()
     // Nothing Halyard writes is meant for other users (the database, secrets, the admin token):
@@ -41,6 +54,8 @@ export async function main(argv: string[]): Promise<number> {
         return 0
       }
       case 'migrate': {
+        // Strict even with no options: `migrate --foo` is refused before it touches the database.
+        parseArgs({ args: rest, options: {}, strict: true })
         if (!env.DATABASE_URL && readAdminFile(env.dataDir)) {
           console.log('a running server holds the data dir and has applied every migration')
           return 0
@@ -67,7 +82,7 @@ export async function main(argv: string[]): Promise<number> {
     }
   } catch (err) {
     if (err instanceof UsageError) {
-      console.error(`error: ${err.message}\n\n${USAGE}`)
+      console.error(`error: ${err.message}\n\n${err.usage}`)
       return 2
     }
     if (err instanceof ConfigError || err instanceof HalyardError) {
@@ -75,8 +90,8 @@ export async function main(argv: string[]): Promise<number> {
       return 1
     }
     const e = err as Error & { code?: string }
-    if (e.code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' || e.code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE') {
-      console.error(`error: ${e.message}\n\n${USAGE}`)
+    if (e.code?.startsWith('ERR_PARSE_ARGS_')) {
+      console.error(`error: ${e.message}\n\n${command ? usageOf(command) : USAGE}`)
       return 2
     }
     console.error(`error: ${e.message}`)
