@@ -8,8 +8,8 @@ set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 skip() { echo "compose-smoke: SKIP: $*"; exit 0; }
 step() { printf 'compose-smoke [%3ss] %s\n' "$SECONDS" "$*"; }
-setup="${HALYARD_OCI_SETUP:-$repo/../shared/tools/oci-offline.sh}"
-if [ -x "$setup" ]; then eval "$("$setup" 2>/dev/null)" || skip "$setup failed"; fi
+setup="${HALYARD_OCI_SETUP:-}"
+if [ -n "$setup" ] && [ -x "$setup" ]; then eval "$("$setup" 2>/dev/null)" || skip "$setup failed"; fi
 command -v podman-compose >/dev/null || skip "podman-compose is not installed"
 podman info >/dev/null 2>&1 || skip "podman cannot run here"
 export HALYARD_IMAGE="${HALYARD_IMAGE:-localhost/halyard:smoke}"

@@ -3,15 +3,14 @@
 # JSON-RPC call with the printed key, the user is not root, HEALTHCHECK, seconds from
 # `podman stop` to exit) and the default `serve` with a mounted config (health, stop time).
 # Where no registry can be reached, HALYARD_OCI_SETUP names a script that prints the podman
-# environment and provides the base image offline (default: ../shared/tools/oci-offline.sh beside
-# the checkout, when present). Exits 0 with "image-smoke: SKIP: <reason>" where podman cannot run.
+# environment and provides the base image offline (.ci/run names the machine's one). Exits 0 with "image-smoke: SKIP: <reason>" where podman cannot run.
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 skip() { echo "image-smoke: SKIP: $*"; exit 0; }
 step() { printf 'image-smoke [%3ss] %s\n' "$SECONDS" "$*"; }
 
-setup="${HALYARD_OCI_SETUP:-$repo/../shared/tools/oci-offline.sh}"
-if [ -x "$setup" ]; then
+setup="${HALYARD_OCI_SETUP:-}"
+if [ -n "$setup" ] && [ -x "$setup" ]; then
   step "podman environment from $setup"
   env_lines="$("$setup" 2>"${TMPDIR:-/tmp}/halyard-image-smoke-setup.log")" ||
     skip "$setup failed (tail: $(tail -n 3 "${TMPDIR:-/tmp}/halyard-image-smoke-setup.log" | tr '\n' ' '))"
