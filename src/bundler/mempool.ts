@@ -218,7 +218,7 @@ export class Mempool {
       if (committed + v.outcome.prefund > v.paymasterDeposit)
         throw new BundlerError(
           BundlerErrorCode.paymasterDepositTooLow,
-          `paymaster ${paymaster} has a deposit of ${v.paymasterDeposit} wei at the EntryPoint; its waiting ops may cost ${committed} and this one up to ${v.outcome.prefund}: the paymaster must add to its deposit`,
+          `paymaster deposit too low: paymaster ${paymaster} has a deposit of ${v.paymasterDeposit} wei at the EntryPoint; its waiting ops may cost ${committed} and this one up to ${v.outcome.prefund}: the paymaster must add to its deposit`,
         )
     }
     if (existing)
