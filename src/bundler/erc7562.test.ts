@@ -179,6 +179,38 @@ describe.each(storageBackends().slice(0, 1))('ERC-7562 safe mode ($name)', (back
     120_000,
   )
 
+  it.each(['sender first', 'paymaster first'])(
+    'STO-040: an address pending as one op’s sender is no other op’s paymaster, and the reverse (%s)',
+    async (order) => {
+      const both = await breakers.accountPaymaster()
+      const other = await breakers.account({})
+      const asSender = await breakers.opOf(both, 'v07')
+      const base = await breakers.opOf(other, 'v07')
+      const asPaymaster = {
+        ...withPaymaster(base, both, { verification: 100_000n }),
+        preVerificationGas: 100_000n,
+      }
+      if (order === 'sender first') {
+        expect(await send(safe, asSender)).toMatch(/^0x[0-9a-f]{64}$/)
+        await expect(send(safe, asPaymaster)).rejects.toMatchObject({
+          code: -32502,
+          message: expect.stringContaining(
+            `paymaster ${both} is used as a sender entity in another UserOperation currently in mempool [STO-040]`,
+          ),
+        })
+      } else {
+        expect(await send(safe, asPaymaster)).toMatch(/^0x[0-9a-f]{64}$/)
+        await expect(send(safe, asSender)).rejects.toMatchObject({
+          code: -32502,
+          message: expect.stringContaining(
+            'is used as a different entity in another UserOperation currently in mempool',
+          ),
+        })
+      }
+    },
+    120_000,
+  )
+
   it('refuses to trace on a node without debug_traceCall rather than accept unchecked', async () => {
     const blind = fx.service({
       validation: { mode: 'safe' },
