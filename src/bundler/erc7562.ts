@@ -45,6 +45,7 @@ const ROLE_OF_SIG: Record<string, EntityRole> = {
   )]: 'paymaster',
 }
 const DEPOSIT_TO = selector('depositTo(address)')
+const REF_NAME: Record<string, string> = { PREVRANDAO: 'DIFFICULTY' }
 
 /** Slots "associated" with an address: keccak(address ‖ x) from the trace's KECCAK256 inputs. */
 function associatedSlots(trace: ValidationTrace, addresses: readonly Address[]): Map<Address, bigint[]> {
@@ -187,7 +188,8 @@ function checkLevel(
       opcode('OP-031', `${role} with too many CREATE2`, `uses CREATE2 ${count} times (once at most)`)
     else if (op === 'CREATE2')
       opcode('OP-031', `${role} uses banned opcode: CREATE2`, 'uses CREATE2 (only a factory may, once)')
-    else opcode('OP-011', `${role} uses banned opcode: ${op}`, `uses the banned opcode ${op}`)
+    // The reference bundler's tracer names 0x44 by its pre-merge name.
+    else opcode('OP-011', `${role} uses banned opcode: ${REF_NAME[op] ?? op}`, `uses the banned opcode ${op}`)
   }
   if (level.oog)
     opcode(
