@@ -273,5 +273,10 @@ export function erc7562Rules(stake: StakeRule): ValidationRules {
         rule: first.rule,
         ...(rest.length > 0 ? { more: rest.map((v) => v.rule) } : {}),
       })
+    const ep = entryPoint.address.toLowerCase()
+    const storage = new Set<Address>()
+    for (const level of trace.levels)
+      for (const addr of Object.keys(level.access)) if (addr !== ep) storage.add(addr as Address)
+    return [...storage]
   }
 }
