@@ -1,6 +1,6 @@
 import type { Logger } from '../logger.ts'
 import type { DB } from '../storage/database.ts'
-import type { Hash } from '../types.ts'
+import type { Address, Hash } from '../types.ts'
 import { pendingOps, setOpState } from './builder-store.ts'
 import { insertBundle } from './bundle-store.ts'
 import type { BlockInfo, BundlerChain } from './chain.ts'
@@ -55,6 +55,8 @@ export interface BuilderDeps {
   logger: Logger
   settings: BuilderSettings
   hooks?: BuilderHooks
+  /** Contracts whose storage an op's validation accessed, by op hash (safe mode; STO-041). */
+  storageAccess?: ReadonlyMap<Hash, readonly Address[]>
 }
 
 export type TickResult = 'idle' | 'waiting' | 'sent'
@@ -94,6 +96,16 @@ export class BundleBuilder {
     return 'idle'
   }
 
+  /**
+   * ERC-7562 [STO-041]: an op whose validation accessed the storage of another pending op's
+   * sender waits in the mempool (as the reference bundler, it is kept out of the bundle while
+   * that sender has ops pending): that op's execution could change what it validated against.
+   */
+  private touchesOtherSender(c: StoredOp, known: ReadonlySet<string>): boolean {
+    const own = c.op.sender.toLowerCase()
+    return (this.d.storageAccess?.get(c.hash) ?? []).some((a) => a !== own && known.has(a))
+  }
+
   /** Builds, records and sends one bundle for `ep`; false when there was nothing to send. */
   private async build(db: DB, ep: EntryPointRef, head: BlockInfo): Promise<boolean> {
     const { chain, network, executor, settings, hooks } = this.d
@@ -102,6 +114,7 @@ export class BundleBuilder {
     // is parsed, every round.
     const candidates = await pendingOps(db, network, ep.address, settings.maxOpsPerBundle * 2)
     const senders = new Set<string>()
+    const known = new Set(candidates.map((c) => c.op.sender.toLowerCase()))
     let ops: StoredOp[] = []
     let gasSum = BUNDLE_BASE_GAS
     for (const c of candidates) {
@@ -114,6 +127,7 @@ export class BundleBuilder {
           `not included after ${c.attempts} bundle attempts (last: ${c.reason ?? 'unknown'})`,
         )
       else if (c.op.maxFeePerGas < head.baseFeePerGas || senders.has(c.op.sender)) continue
+      else if (this.touchesOtherSender(c, known)) continue
       else if (ops.length < settings.maxOpsPerBundle) {
         const gas = opGasLimit(c)
         // The first op always goes (alone it is capped at the block's limit, as before).

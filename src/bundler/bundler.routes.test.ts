@@ -255,6 +255,18 @@ describe('bundler over HTTP', () => {
     const dump = call('debug_bundler_dumpMempool', [fx.aa.entryPoints.v07])
     const r = await postRpc(url, operatorKey, dump)
     expect(r.json).toMatchObject({ result: [] })
+    // Values the reference bundler's clients expect: "ok" with nothing to bundle, decimal stakes.
+    const now = await postRpc(url, operatorKey, call('debug_bundler_sendBundleNow', []))
+    expect(now.json).toMatchObject({ result: 'ok' })
+    const nobody = '0x00000000000000000000000000000000000000cc'
+    const stake = await postRpc(
+      url,
+      operatorKey,
+      call('debug_bundler_getStakeStatus', [nobody, fx.aa.entryPoints.v07]),
+    )
+    expect(stake.json).toMatchObject({
+      result: { stakeInfo: { addr: nobody, stake: '0', unstakeDelaySec: '0' } },
+    })
     const mode = await postRpc(url, operatorKey, call('debug_bundler_setBundlingMode', ['sometimes']))
     expect(mode.json).toMatchObject({ error: { code: -32602, message: expect.stringContaining('mode') } })
 

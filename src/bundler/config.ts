@@ -12,6 +12,8 @@ import { parseDecimal } from '../common/decimal.ts'
  *   minExecutorBalance: "0.05"   # native units; /ready fails below it
  *   debugMethods: false          # debug_bundler_* (ERC-4337 spec tests)
  *   deploySimulations: true      # EntryPointSimulations v0.7 deployed once (default: dev mode)
+ *   minStake: "1"                # native units an entity must stake to count as staked (ERC-7562 MIN_STAKE_VALUE)
+ *   minUnstakeDelay: 86400       # seconds (ERC-7562 MIN_UNSTAKE_DELAY); dev mode default 1
  * ```
  */
 export const bundlerConfigSchema = z
@@ -40,6 +42,21 @@ export const bundlerConfigSchema = z
      * already deployed there is used either way.
      */
     deploySimulations: z.boolean().optional(),
+    /**
+     * ERC-7562 MIN_STAKE_VALUE in native units: chain specific in the ERC, so the operator's to set;
+     * default "1" (an ETH-priced chain, as the reference bundler's), in dev mode too. An entity
+     * with less is unstaked for every stake-gated rule.
+     */
+    minStake: z
+      .string()
+      .refine((v) => parseDecimal(v) !== null, 'must be a decimal string in native units, such as "1"')
+      .optional(),
+    /**
+     * ERC-7562 MIN_UNSTAKE_DELAY in seconds: default 86400 (the canonical mempool's value) for
+     * `serve`, 1 for dev mode, where test suites stake for a few seconds (the reference bundler's
+     * test config uses 0, Alto's default is 1).
+     */
+    minUnstakeDelay: z.number().int().min(0).max(31_536_000).optional(),
   })
   .strict()
 

@@ -97,15 +97,7 @@ export class BundlerDebug {
   /** The EntryPoint's stake record of `address`, and whether it meets this bundler's minimums. */
   async getStakeStatus(network: string, address: Address, entryPoint: Address): Promise<StakeStatus> {
     const n = this.net(network)
-    const ep = n.entryPoint(entryPoint)
-    const abi = ep.version === 'v06' ? entryPoint06Abi : entryPoint07Abi
-    const data = encodeFunctionData({ abi, functionName: 'getDepositInfo', args: [address] })
-    const out = await n.chain.call({ to: ep.address, data })
-    if (!out.ok)
-      throw new BundlerError(BundlerErrorCode.internal, `EntryPoint.getDepositInfo reverted: ${out.message}`)
-    const info = decodeFunctionResult({ abi, functionName: 'getDepositInfo', data: out.data })
-    const stake = BigInt(info.stake)
-    const unstakeDelaySec = BigInt(info.unstakeDelaySec)
+    const { stake, unstakeDelaySec } = await n.stakeOf(entryPoint, address)
     return {
       stakeInfo: { addr: toLowerAddress(address), stake, unstakeDelaySec },
       isStaked: n.isStaked({ stake, unstakeDelaySec }),

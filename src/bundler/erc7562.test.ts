@@ -95,7 +95,9 @@ describe.each(storageBackends().slice(0, 1))('ERC-7562 safe mode ($name)', (back
       await expect(send(safe, op)).rejects.toMatchObject({
         code: -32502,
         message: expect.stringMatching(
-          new RegExp(`^account ${account} uses the banned opcode ${opcode} during validation \\[OP-011\\]`),
+          new RegExp(
+            `^account uses banned opcode: ${opcode} \\[OP-011\\]: account ${account} uses the banned opcode ${opcode}`,
+          ),
         ),
         data: { rule: 'OP-011' },
       })
@@ -108,7 +110,7 @@ describe.each(storageBackends().slice(0, 1))('ERC-7562 safe mode ($name)', (back
     120_000,
   )
 
-  it('an unstaked paymaster reading its own storage: -32505 stake too low naming it; accepted in unsafe mode', async () => {
+  it('an unstaked paymaster reading its own storage: -32502 with the stake it needs, naming it; accepted in unsafe mode', async () => {
     const acct = await TestAccount.create(fx, 'v07')
     await fx.fund(acct.address)
     const deploy = await estimatedAndSigned(
@@ -129,10 +131,10 @@ describe.each(storageBackends().slice(0, 1))('ERC-7562 safe mode ($name)', (back
       preVerificationGas: 100_000n,
     })
     await expect(send(safe, op)).rejects.toMatchObject({
-      code: -32505,
+      code: -32502,
       message: expect.stringMatching(
         new RegExp(
-          `^paymaster ${paymaster} accesses its own storage \\(slot 0x0\\).*\\[STO-031\\].*stake too low`,
+          `^unstaked paymaster accessed paymaster slot 0x0 \\[STO-031\\]: paymaster ${paymaster} accesses its own storage; .*stake at least 1000000000000000000 wei with an unstake delay of at least 86400 s`,
         ),
       ),
     })
@@ -144,7 +146,9 @@ describe.each(storageBackends().slice(0, 1))('ERC-7562 safe mode ($name)', (back
     const account = await breakers.account({ callsEmpty: empty })
     await expect(send(safe, await breakers.opOf(account, 'v07'))).rejects.toMatchObject({
       code: -32502,
-      message: expect.stringContaining(`account ${account} accesses ${empty}, which has no code (CALL)`),
+      message: expect.stringContaining(
+        `account accesses un-deployed contract address ${empty} with opcode CALL [OP-041]: account ${account} accesses ${empty}, which has no code`,
+      ),
     })
   }, 120_000)
 
@@ -154,11 +158,58 @@ describe.each(storageBackends().slice(0, 1))('ERC-7562 safe mode ($name)', (back
     await expect(send(safe, op)).rejects.toMatchObject({
       code: -32502,
       message: expect.stringContaining(
-        `account ${account} runs out of gas in a call during validation [OP-020]`,
+        `account internally reverts on oog [OP-020]: account ${account} runs out of gas in a call`,
       ),
     })
     expect(await send(unsafe, op)).toMatch(/^0x[0-9a-f]{64}$/)
   }, 120_000)
+
+  it('a precompile call given too little gas is no OP-020: the account itself never runs out of gas', async () => {
+    const account = await breakers.account({ precompileOog: true })
+    expect(await send(safe, await breakers.opOf(account, 'v07'))).toMatch(/^0x[0-9a-f]{64}$/)
+  }, 120_000)
+
+  it.each<EntryPointVersion>(['v07', 'v06'])(
+    '%s account checking the EntryPoint has code (EXTCODESIZE, ISZERO) before depositTo{value} passes [OP-051]',
+    async (version) => {
+      const ep = fx.entryPoint(version).address
+      const account = await breakers.account({ depositsTo: ep })
+      expect(await send(safe, await breakers.opOf(account, version))).toMatch(/^0x[0-9a-f]{64}$/)
+    },
+    120_000,
+  )
+
+  it.each(['sender first', 'paymaster first'])(
+    'STO-040: an address pending as one op’s sender is no other op’s paymaster, and the reverse (%s)',
+    async (order) => {
+      const both = await breakers.accountPaymaster()
+      const other = await breakers.account({})
+      const asSender = await breakers.opOf(both, 'v07')
+      const base = await breakers.opOf(other, 'v07')
+      const asPaymaster = {
+        ...withPaymaster(base, both, { verification: 100_000n }),
+        preVerificationGas: 100_000n,
+      }
+      if (order === 'sender first') {
+        expect(await send(safe, asSender)).toMatch(/^0x[0-9a-f]{64}$/)
+        await expect(send(safe, asPaymaster)).rejects.toMatchObject({
+          code: -32502,
+          message: expect.stringContaining(
+            `paymaster ${both} is used as a sender entity in another UserOperation currently in mempool [STO-040]`,
+          ),
+        })
+      } else {
+        expect(await send(safe, asPaymaster)).toMatch(/^0x[0-9a-f]{64}$/)
+        await expect(send(safe, asSender)).rejects.toMatchObject({
+          code: -32502,
+          message: expect.stringContaining(
+            'is used as a different entity in another UserOperation currently in mempool',
+          ),
+        })
+      }
+    },
+    120_000,
+  )
 
   it('refuses to trace on a node without debug_traceCall rather than accept unchecked', async () => {
     const blind = fx.service({

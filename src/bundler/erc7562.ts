@@ -9,8 +9,10 @@ import type { ValidationRules } from './validation.ts'
 /**
  * ERC-7562 validation rules over a traced validation (tracer.ts): banned opcodes [OP-011..080],
  * out-of-gas [OP-020], calls and code access [OP-041..061], storage per entity [STO-010..033] and
- * the stake they need. A broken rule is -32502 naming the rule, the entity and what it did; an
- * access that is allowed only to a staked entity, by an unstaked one, is -32505.
+ * the stake they need. A broken rule is -32502 naming the rule, the entity and what it did, an
+ * access allowed only to a staked entity included (as the reference bundler answers, with the stake
+ * it needs in the message). Each message starts with the reference bundler's wording (clients and
+ * the community's bundler-spec-tests match on it), then our rule id and what the entity did.
  */
 
 export type EntityRole = 'factory' | 'account' | 'paymaster'
@@ -21,7 +23,7 @@ export interface StakeRule {
 }
 
 export interface Violation {
-  code: typeof BundlerErrorCode.opcodeValidation | typeof BundlerErrorCode.stakeTooLow
+  code: typeof BundlerErrorCode.opcodeValidation
   rule: string
   message: string
 }
@@ -43,6 +45,7 @@ const ROLE_OF_SIG: Record<string, EntityRole> = {
   )]: 'paymaster',
 }
 const DEPOSIT_TO = selector('depositTo(address)')
+const REF_NAME: Record<string, string> = { PREVRANDAO: 'DIFFICULTY' }
 
 /** Slots "associated" with an address: keccak(address ‖ x) from the trace's KECCAK256 inputs. */
 function associatedSlots(trace: ValidationTrace, addresses: readonly Address[]): Map<Address, bigint[]> {
@@ -97,6 +100,8 @@ export function checkTrace(trace: ValidationTrace, ctx: RuleContext): Violation[
       ...checkLevel(level, role, entity.address, staked(entity.info), {
         ...ctx,
         sender,
+        factory,
+        paymaster,
         hasFactory: factory !== null,
         factoryStaked: staked(entities.factory.info),
         slots,
@@ -109,11 +114,20 @@ export function checkTrace(trace: ValidationTrace, ctx: RuleContext): Violation[
         BundlerErrorCode.internal,
         `the ERC-7562 trace has no ${role} validation phase: the traced execution differs from the simulation`,
       )
-  if (paymaster && simulation.paymasterContext !== '0x' && !staked(simulation.paymasterInfo))
+  // [EREP-050] for EntryPoint v0.6 only: v0.7 charges the paymaster for its whole
+  // paymasterPostOpGasLimit up front (and 10% of what goes unused), which prices the postOp grief
+  // the rule guarded against; the reference bundler dropped it for v0.7 too (README "ERC-4337 bundler").
+  if (
+    op.version === 'v06' &&
+    paymaster &&
+    simulation.paymasterContext !== '0x' &&
+    !staked(simulation.paymasterInfo)
+  )
     out.push(
       stakeViolation(
         'EREP-050',
-        `paymaster ${paymaster} returns a context for postOp but is not staked`,
+        'unstaked paymaster must not return context',
+        `paymaster ${paymaster} returns a context for postOp`,
         ctx.stake,
       ),
     )
@@ -122,15 +136,17 @@ export function checkTrace(trace: ValidationTrace, ctx: RuleContext): Violation[
 
 interface LevelContext extends RuleContext {
   sender: Address
+  factory: Address | null
+  paymaster: Address | null
   hasFactory: boolean
   factoryStaked: boolean
   slots: Map<Address, bigint[]>
 }
 
-const stakeViolation = (rule: string, what: string, stake: StakeRule): Violation => ({
-  code: BundlerErrorCode.stakeTooLow,
+const stakeViolation = (rule: string, ref: string, what: string, stake: StakeRule): Violation => ({
+  code: BundlerErrorCode.opcodeValidation,
   rule,
-  message: `${what}: ERC-7562 [${rule}] allows this only to a staked entity (stake too low: at least ${stake.minStake} wei with an unstake delay of at least ${stake.minUnstakeDelaySec} s)`,
+  message: `${ref} [${rule}]: ${what}; ERC-7562 allows this only to a staked entity (stake at least ${stake.minStake} wei with an unstake delay of at least ${stake.minUnstakeDelaySec} s)`,
 })
 
 function checkLevel(
@@ -142,37 +158,76 @@ function checkLevel(
 ): Violation[] {
   const out: Violation[] = []
   const name = `${role} ${entity}`
-  const opcode = (rule: string, what: string) =>
+  const opcode = (rule: string, ref: string, what: string) =>
     out.push({
       code: BundlerErrorCode.opcodeValidation,
       rule,
-      message: `${name} ${what} during validation [${rule}]`,
+      message: `${ref} [${rule}]: ${name} ${what} during validation`,
     })
   const ep = ctx.entryPoint.toLowerCase()
+  // The reference bundler names the op's other entities by role, any other contract by address.
+  const nameAddr = (addr: string) =>
+    addr === ctx.sender
+      ? 'account'
+      : addr === ctx.factory
+        ? 'factory'
+        : addr === ctx.paymaster
+          ? 'paymaster'
+          : addr
 
   for (const [op, count] of Object.entries(level.opcodes)) {
     if (op === 'CREATE2' && role === 'factory' && count === 1) continue // [OP-031]: the deployment
     if (op === 'CREATE' && role === 'account' && ctx.hasFactory) continue // [OP-032]
-    if ((op === 'BALANCE' || op === 'SELFBALANCE') && isStaked) continue // [OP-080]
-    if (op === 'GAS') opcode('OP-012', 'uses GAS other than right before a call')
-    else if (op === 'CREATE2') opcode('OP-031', `uses CREATE2 ${count} times (only a factory, once)`)
-    else
-      opcode(op === 'BALANCE' || op === 'SELFBALANCE' ? 'OP-080' : 'OP-011', `uses the banned opcode ${op}`)
+    if (op === 'BALANCE' || op === 'SELFBALANCE') {
+      if (!isStaked)
+        // [OP-080]
+        opcode('OP-080', `unstaked ${role} uses banned opcode: ${op}`, 'is unstaked and uses ' + op)
+    } else if (op === 'GAS')
+      opcode('OP-012', `${role} uses banned opcode: GAS`, 'uses GAS other than right before a call')
+    else if (op === 'CREATE2' && role === 'factory')
+      opcode('OP-031', `${role} with too many CREATE2`, `uses CREATE2 ${count} times (once at most)`)
+    else if (op === 'CREATE2')
+      opcode('OP-031', `${role} uses banned opcode: CREATE2`, 'uses CREATE2 (only a factory may, once)')
+    // The reference bundler's tracer names 0x44 by its pre-merge name.
+    else opcode('OP-011', `${role} uses banned opcode: ${REF_NAME[op] ?? op}`, `uses the banned opcode ${op}`)
   }
-  if (level.oog) opcode('OP-020', 'runs out of gas in a call')
+  if (level.oog)
+    opcode(
+      'OP-020',
+      `${role} internally reverts on oog`,
+      'runs out of gas in a call; give it more gas or spend less',
+    )
 
   for (const c of level.calls) {
     if (c.from === ep) continue
     if (c.to === ep) {
       if (c.sig !== DEPOSIT_TO && c.sig !== '0x')
-        opcode('OP-052', `calls the EntryPoint (${c.sig}); only depositTo and plain transfers are allowed`)
+        opcode(
+          'OP-052',
+          `illegal call into EntryPoint during validation ${c.sig}`,
+          'calls the EntryPoint; only depositTo and plain transfers are allowed',
+        )
     } else if (BigInt(c.value) > 0n)
-      opcode('OP-061', `sends value to ${c.to}; only the EntryPoint may receive value`)
+      opcode(
+        'OP-061',
+        'May not may CALL with value',
+        `sends value to ${c.to}; only the EntryPoint may receive value`,
+      )
   }
   for (const [addr, { size, op }] of Object.entries(level.codeSize))
-    if (size === 0 && addr !== ctx.sender) opcode('OP-041', `accesses ${addr}, which has no code (${op})`)
+    if (size === 0 && addr !== ctx.sender)
+      opcode(
+        'OP-041',
+        `${role} accesses un-deployed contract address ${addr} with opcode ${op}`,
+        `accesses ${addr}, which has no code`,
+      )
   for (const [addr, op] of Object.entries(level.extCode))
-    if (addr === ep) opcode('OP-054', `reads the EntryPoint's code (${op})`)
+    if (addr === ep)
+      opcode(
+        'OP-054',
+        `${role} accesses EntryPoint contract address ${ctx.entryPoint} with opcode ${op}`,
+        "reads the EntryPoint's code (an EXTCODESIZE followed by ISZERO, as Solidity checks before a call, is allowed)",
+      )
 
   for (const [addr, { reads, writes }] of Object.entries(level.access)) {
     if (addr === ctx.sender || addr === ep) continue // [STO-010]; EntryPoint deposits are checked by calls
@@ -189,13 +244,19 @@ function checkLevel(
       else
         opcode(
           'STO-031',
-          `writes slot ${slotHex} of ${addr}, storage not associated with the sender or the ${role}`,
+          `${role} has forbidden write to ${nameAddr(addr)} slot ${slotHex}`,
+          `writes storage of ${addr} not associated with the sender or the ${role}`,
         )
     }
     if (needsStake && !isStaked) {
       const whose = addr === entity ? 'its own storage' : `storage of ${addr}`
       out.push(
-        stakeViolation(needsStake.rule, `${name} accesses ${whose} (slot ${needsStake.slot})`, ctx.stake),
+        stakeViolation(
+          needsStake.rule,
+          `unstaked ${role} accessed ${nameAddr(addr)} slot ${needsStake.slot}`,
+          `${name} accesses ${whose}`,
+          ctx.stake,
+        ),
       )
     }
   }
@@ -212,5 +273,10 @@ export function erc7562Rules(stake: StakeRule): ValidationRules {
         rule: first.rule,
         ...(rest.length > 0 ? { more: rest.map((v) => v.rule) } : {}),
       })
+    const ep = entryPoint.address.toLowerCase()
+    const storage = new Set<Address>()
+    for (const level of trace.levels)
+      for (const addr of Object.keys(level.access)) if (addr !== ep) storage.add(addr as Address)
+    return [...storage]
   }
 }

@@ -297,6 +297,37 @@ export async function countLiveOfEntity(
   return Number(r.n)
 }
 
+/**
+ * ERC-7562 [STO-040] conflicts of an op with the live ops of other senders: 'sender' when one of
+ * `entities` (its factory, paymaster) is another live op's sender (that address), 'entity' when
+ * `sender` is another live op's factory or paymaster, else null.
+ */
+export async function entityConflict(
+  trx: Db,
+  network: string,
+  sender: Address,
+  entities: readonly Address[],
+): Promise<{ kind: 'sender' | 'entity'; address: Address } | null> {
+  const r = await trx
+    .selectFrom('bundler_user_ops')
+    .select('sender')
+    .where('network', '=', network)
+    .where('state', 'in', ['pending', 'submitted'])
+    .where((eb) =>
+      eb.or([
+        ...(entities.length > 0 ? [eb('sender', 'in', [...entities])] : []),
+        eb('factory', '=', sender),
+        eb('paymaster', '=', sender),
+      ]),
+    )
+    .where('sender', '<>', sender)
+    .limit(1)
+    .executeTakeFirst()
+  if (!r) return null
+  const other = r.sender as Address
+  return entities.includes(other) ? { kind: 'sender', address: other } : { kind: 'entity', address: sender }
+}
+
 /** Sum of the most each live op of this paymaster can cost it. */
 export async function paymasterCommitted(trx: Db, network: string, paymaster: Address): Promise<bigint> {
   const r = await trx

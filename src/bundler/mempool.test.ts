@@ -192,7 +192,7 @@ describe.each(storageBackends())('durable mempool on $name', (backend) => {
     await expect(svc.sendUserOperation(NETWORK, await sponsored(), ep('v07'))).rejects.toMatchObject({
       code: -32508,
       message: expect.stringMatching(
-        /paymaster 0x[0-9a-f]{40} has a deposit of \d+ wei .* must add to its deposit/,
+        /paymaster deposit too low: paymaster 0x[0-9a-f]{40} has a deposit of \d+ wei .* must add to its deposit/,
       ),
     })
     for (const h of accepted) expect((await minedReceipt(svc, h)).success).toBe(true)

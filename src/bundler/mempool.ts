@@ -4,6 +4,7 @@ import { setOpState } from './builder-store.ts'
 import { insertOpIfFree } from './mempool-insert.ts'
 import {
   countLiveOfEntity,
+  entityConflict,
   getOp,
   insertOp,
   liveNonces,
@@ -211,6 +212,7 @@ export class Mempool {
         )
     }
     await this.reputation?.checkAccept(trx, op, v.outcome)
+    await this.checkEntities(trx, op)
     if (paymaster && v.paymasterDeposit !== null) {
       // The op it replaces stops counting against the paymaster.
       const replaced = existing && paymasterOf(existing.op) === paymaster ? existing.prefund : 0n
@@ -218,7 +220,7 @@ export class Mempool {
       if (committed + v.outcome.prefund > v.paymasterDeposit)
         throw new BundlerError(
           BundlerErrorCode.paymasterDepositTooLow,
-          `paymaster ${paymaster} has a deposit of ${v.paymasterDeposit} wei at the EntryPoint; its waiting ops may cost ${committed} and this one up to ${v.outcome.prefund}: the paymaster must add to its deposit`,
+          `paymaster deposit too low: paymaster ${paymaster} has a deposit of ${v.paymasterDeposit} wei at the EntryPoint; its waiting ops may cost ${committed} and this one up to ${v.outcome.prefund}: the paymaster must add to its deposit`,
         )
     }
     if (existing)
@@ -228,6 +230,28 @@ export class Mempool {
     if (!inserted) throw alreadyKnown(v.hash, await getOp(trx, this.network, v.hash))
     await this.reputation?.seen(trx, op)
     return v.hash
+  }
+
+  /**
+   * ERC-7562 [STO-040]: an address is a sender or another entity across the mempool, never both
+   * (a paymaster that is also a pending op's account could change its storage under that op).
+   * The messages start with the reference bundler's wording.
+   */
+  private async checkEntities(trx: DB, op: UserOperation): Promise<void> {
+    const entities = [factoryOf(op), paymasterOf(op)].filter((a): a is Address => a !== null)
+    const conflict = await entityConflict(trx, this.network, op.sender, entities)
+    if (conflict?.kind === 'sender') {
+      const role = conflict.address === paymasterOf(op) ? 'paymaster' : 'factory'
+      throw new BundlerError(
+        BundlerErrorCode.opcodeValidation,
+        `${role} ${conflict.address} is used as a sender entity in another UserOperation currently in mempool [STO-040]; wait for that op to be included`,
+      )
+    }
+    if (conflict?.kind === 'entity')
+      throw new BundlerError(
+        BundlerErrorCode.opcodeValidation,
+        `sender ${op.sender} is used as a different entity in another UserOperation currently in mempool (its factory or paymaster) [STO-040]; wait for that op to be included`,
+      )
   }
 
   private checkReplacement(existing: StoredOp, op: UserOperation): void {

@@ -1,3 +1,5 @@
+import { decodeFunctionResult, encodeFunctionData } from 'viem'
+import { entryPoint06Abi, entryPoint07Abi } from 'viem/account-abstraction'
 import type { Logger } from '../logger.ts'
 import type { DB, Storage } from '../storage/database.ts'
 import { releaseAdvisoryLock, tryAdvisoryLock } from '../storage/session-lock.ts'
@@ -12,7 +14,7 @@ import type { StoredOp } from './mempool-store.ts'
 import type { BundlerMetrics } from './metrics.ts'
 import { DEFAULT_REPUTATION, Reputation, type ReputationSettings } from './reputation.ts'
 import { deploySimulations, findSimulations } from './simulations.ts'
-import { type EntryPointRef, invalidFields, type StakeInfo } from './types.ts'
+import { BundlerError, BundlerErrorCode, type EntryPointRef, invalidFields, type StakeInfo } from './types.ts'
 import { DEFAULT_VALIDATION, type ValidationSettings, Validator } from './validation.ts'
 
 /**
@@ -120,11 +122,15 @@ export class NetworkBundler {
       executor: this.executor,
       logger: logger.child({ component: 'bundler', network }),
       settings: { ...DEFAULT_BUILDER, ...spec.builder },
+      storageAccess: this.validator.storageAccess,
       hooks: {
         ...(rep
           ? {
               admit: (ops: StoredOp[]) => rep.admit(ops),
-              failedInBundle: (op: StoredOp, reason: string) => rep.failedInBundle(op, reason),
+              failedInBundle: (op: StoredOp, reason: string) =>
+                rep.failedInBundle(op, reason, async (a) =>
+                  this.isStaked(await this.stakeOf(op.entryPoint, a)),
+                ),
             }
           : {}),
         sent: () => outcome('sent'),
@@ -159,6 +165,18 @@ export class NetworkBundler {
         `entryPoint ${a} is not supported here; supported: ${this.spec.entryPoints.map((e) => e.address).join(', ')}`,
       )
     return ep
+  }
+
+  /** The EntryPoint's stake record of `address`. */
+  async stakeOf(entryPoint: Address, address: Address): Promise<StakeInfo> {
+    const ep = this.entryPoint(entryPoint)
+    const abi = ep.version === 'v06' ? entryPoint06Abi : entryPoint07Abi
+    const data = encodeFunctionData({ abi, functionName: 'getDepositInfo', args: [address] })
+    const out = await this.chain.call({ to: ep.address, data })
+    if (!out.ok)
+      throw new BundlerError(BundlerErrorCode.internal, `EntryPoint.getDepositInfo reverted: ${out.message}`)
+    const info = decodeFunctionResult({ abi, functionName: 'getDepositInfo', data: out.data })
+    return { stake: BigInt(info.stake), unstakeDelaySec: BigInt(info.unstakeDelaySec) }
   }
 
   isStaked(info: StakeInfo): boolean {

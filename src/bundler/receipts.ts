@@ -1,4 +1,4 @@
-import { decodeEventLog, decodeFunctionData, encodeEventTopics, toHex } from 'viem'
+import { decodeEventLog, decodeFunctionData, encodeEventTopics, getAddress, toHex } from 'viem'
 import { entryPoint06Abi, entryPoint07Abi } from 'viem/account-abstraction'
 import type { Address, Hash, Hex } from '../types.ts'
 import type { BundlerChain, RawLog, RawReceipt } from './chain.ts'
@@ -249,7 +249,8 @@ export function byHashResult(
 ): RpcUserOperationByHash {
   return {
     userOperation: toRpcUserOperation(op),
-    entryPoint,
+    // Checksummed, as the reference bundler answers (clients compare the string).
+    entryPoint: getAddress(entryPoint) as Address,
     blockNumber: mined?.blockNumber ?? null,
     blockHash: mined?.blockHash ?? null,
     transactionHash: mined?.transactionHash ?? null,

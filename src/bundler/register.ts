@@ -7,6 +7,7 @@ import type { MethodRegistry } from '../rpc/methods/spec.ts'
 import type { RpcService } from '../rpc/service.ts'
 import type { Hex } from '../types.ts'
 import { accountKitRows } from './account-kit.ts'
+import type { BundlerConfig } from './config.ts'
 import { ANVIL_EXECUTOR_KEYS } from './executor.ts'
 import { bundlerRegistry, registerBundlerRoute } from './rpc.ts'
 import { type BundlerNetworkSpec, BundlerService, configuredEntryPoints } from './service.ts'
@@ -46,6 +47,7 @@ function bundlerSpec(net: Network, devMode: boolean): { spec: BundlerNetworkSpec
     entryPoints,
     executorKeys: keys,
     validation: { mode: cfg?.mode ?? 'safe' },
+    mempool: stakeSettings(cfg, devMode),
     ...(cfg?.minExecutorBalance ? { minExecutorBalance: nativeToWei(cfg.minExecutorBalance) } : {}),
     // Dev mode's anvil runs EVM calls one at a time fastest (measured with bench:bundler).
     maxConcurrentExecutions: cfg?.maxConcurrentExecutions ?? (devMode ? 1 : 4),
@@ -53,6 +55,20 @@ function bundlerSpec(net: Network, devMode: boolean): { spec: BundlerNetworkSpec
     deploySimulations: cfg?.deploySimulations ?? devMode,
   }
   return { spec, debug: cfg?.debugMethods ?? devMode }
+}
+
+/**
+ * ERC-7562 MIN_STAKE_VALUE / MIN_UNSTAKE_DELAY: 1 native unit and the canonical mempool's
+ * 86400 s for `serve`; in dev mode a 1 s delay, so a devnet's tests can stake and unstake within
+ * a run (README "ERC-4337 bundler").
+ */
+export function stakeSettings(
+  cfg: BundlerConfig | undefined,
+  devMode: boolean,
+): { minStake: bigint; minUnstakeDelaySec: bigint } {
+  const minStake = cfg?.minStake !== undefined ? nativeToWei(cfg.minStake) : 10n ** 18n
+  const delay = cfg?.minUnstakeDelay ?? (devMode ? 1 : 86_400)
+  return { minStake, minUnstakeDelaySec: BigInt(delay) }
 }
 
 /**

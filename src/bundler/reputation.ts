@@ -169,9 +169,17 @@ export class Reputation {
   }
 
   /** GREP-040: the entity the EntryPoint blamed for a validated op failing in a bundle is banned. */
-  async failedInBundle(o: StoredOp, reason: string): Promise<void> {
+  async failedInBundle(
+    o: StoredOp,
+    reason: string,
+    isStaked?: (address: Address) => Promise<boolean>,
+  ): Promise<void> {
     const code = /^AA(\d)/.exec(reason)?.[1]
-    const blamed = code === '1' ? factoryOf(o.op) : code === '3' ? paymasterOf(o.op) : null
+    const factory = factoryOf(o.op)
+    // [EREP-020]: a staked factory is accountable for the account it deploys failing (AA2x).
+    const accountable =
+      code === '2' && factory !== null && isStaked ? await isStaked(factory).catch(() => false) : false
+    const blamed = code === '1' || accountable ? factory : code === '3' ? paymasterOf(o.op) : null
     if (!blamed) return
     await setReputation(this.db, this.network, [
       { address: blamed, opsSeen: this.settings.banOpsSeenPenalty, opsIncluded: 0 },

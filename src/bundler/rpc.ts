@@ -99,7 +99,9 @@ const debugMethods: readonly [string, Call][] = [
     'debug_bundler_dumpMempool',
     (svc, net, p) => svc.debug.dumpMempool(net, parseAddressParam(param(p, 0), 'entryPoint')),
   ],
-  ['debug_bundler_sendBundleNow', (svc, net) => svc.debug.sendBundleNow(net)],
+  // The bundle's transaction hash, or "ok" when there was nothing to bundle: a value either way,
+  // as the reference bundler's clients (and the ERC-4337 conformance suite) expect.
+  ['debug_bundler_sendBundleNow', async (svc, net) => (await svc.debug.sendBundleNow(net)) ?? 'ok'],
   [
     'debug_bundler_setBundlingMode',
     (svc, net, p) => {
@@ -129,12 +131,19 @@ const debugMethods: readonly [string, Call][] = [
   ['debug_bundler_clearReputation', (svc, net) => svc.debug.clearReputation(net)],
   [
     'debug_bundler_getStakeStatus',
-    (svc, net, p) =>
-      svc.debug.getStakeStatus(
+    async (svc, net, p) => {
+      const s = await svc.debug.getStakeStatus(
         net,
         parseAddressParam(param(p, 0), 'address'),
         parseAddressParam(param(p, 1), 'entryPoint'),
-      ),
+      )
+      // Decimal strings, as the reference bundler answers (a stake overflows a JSON number).
+      const { addr, stake, unstakeDelaySec } = s.stakeInfo
+      return {
+        ...s,
+        stakeInfo: { addr, stake: stake.toString(), unstakeDelaySec: unstakeDelaySec.toString() },
+      }
+    },
   ],
 ]
 

@@ -228,7 +228,7 @@ export function parseEntryPoint(raw: unknown, supported: readonly Address[]): Ad
 /** A userOpHash param (32 bytes). */
 export function parseUserOpHash(raw: unknown): Hex {
   if (typeof raw !== 'string' || !/^0x[0-9a-fA-F]{64}$/.test(raw))
-    throw invalidFields('userOpHash must be a 0x-prefixed 32-byte hex hash')
+    throw invalidFields('Missing/invalid userOpHash: it must be a 0x-prefixed 32-byte hex hash')
   return toLowerHash(raw)
 }
 

@@ -12,9 +12,12 @@ import { packV07, v06Struct } from './userop.ts'
  * depth 1 (SenderCreator.createSender = factory, validateUserOp = account,
  * validatePaymasterUserOp = paymaster) and records, per level, what the rules look at: banned
  * opcodes, storage slots read and written per contract, code size of every address called or
- * EXTCODE*-read (at the time of access), calls with their value and selector, frames that ran
- * out of gas (from `exit`: anvil's per-step `getCost()` after a call includes the callee's gas,
- * so the usual gas < cost test misfires there); and,
+ * EXTCODE*-read (at the time of access; an EXTCODESIZE right before ISZERO, Solidity's check
+ * before a call, is no code read [OP-051]), calls with their value and selector, frames that
+ * ran out of gas [OP-020] (from `exit`: the reference bundler's per-step gas < cost test misfires
+ * on anvil, whose `getCost()` on a step after a nested call or create can include the callee's
+ * gas), except a precompile's frame: a precompile given too little gas runs none of the entity's
+ * opcodes out of gas, the call just fails; and,
  * globally, KECCAK256 inputs (to tell a sender's mapping slots from others).
  *
  * Written for anvil's JS tracer as well as geth's: anvil throws on `memory.slice` past the end
@@ -25,7 +28,8 @@ import { packV07, v06Struct } from './userop.ts'
  */
 
 const TRACER = `{
-  levels: [], cur: null, keccak: [], errors: [], lastGas: false, ep: null,
+  levels: [], cur: null, keccak: [], errors: [], lastGas: false, ep: null, extSize: null,
+  frames: [],
   BANNED: { 58: 'GASPRICE', 69: 'GASLIMIT', 68: 'PREVRANDAO', 66: 'TIMESTAMP', 72: 'BASEFEE', 64: 'BLOCKHASH',
     67: 'NUMBER', 71: 'SELFBALANCE', 49: 'BALANCE', 50: 'ORIGIN', 65: 'COINBASE', 255: 'SELFDESTRUCT',
     254: 'INVALID', 73: 'BLOBHASH', 74: 'BLOBBASEFEE', 240: 'CREATE', 245: 'CREATE2' },
@@ -68,6 +72,11 @@ const TRACER = `{
     }
     var lvl = this.cur;
     if (lvl === null) return;
+    if (this.extSize !== null) {
+      // [OP-051]: EXTCODESIZE then ISZERO (21) is Solidity's code check before a call.
+      if (op !== 21) lvl.extCode[this.extSize] = 'EXTCODESIZE';
+      this.extSize = null;
+    }
     if (this.lastGas && call === undefined) this.count(lvl, 'GAS');
     this.lastGas = op === 90;
     // Most steps are none of the opcodes below: leave before any conversion (the tracer runs
@@ -87,7 +96,7 @@ const TRACER = `{
     } else if (this.EXTCODE[op] !== undefined) {
       var target = toAddress(log.stack.peek(0).toString(16));
       this.seeCode(lvl, target, db, this.EXTCODE[op]);
-      lvl.extCode[toHex(target)] = this.EXTCODE[op];
+      if (op === 59) this.extSize = toHex(target); else lvl.extCode[toHex(target)] = this.EXTCODE[op];
     } else if (call !== undefined) {
       var to = toAddress(log.stack.peek(1).toString(16));
       this.seeCode(lvl, to, db, call);
@@ -99,11 +108,14 @@ const TRACER = `{
           value: withValue ? '0x' + log.stack.peek(2).toString(16) : '0x0' });
     }
   },
-  enter: function (frame) {},
+  enter: function (frame) {
+    try { this.frames.push(isPrecompiled(frame.getTo())) } catch (e) { this.frames.push(false); this.note('enter', e) }
+  },
   exit: function (res) {
     try {
+      var precompile = this.frames.pop();
       var err = res.getError();
-      if (err && this.cur !== null && /out of gas|outofgas/i.test(String(err))) this.cur.oog = true;
+      if (err && !precompile && this.cur !== null && /out of gas|outofgas/i.test(String(err))) this.cur.oog = true;
     } catch (e) { this.note('exit', e) }
   },
   fault: function (log, db) {},

@@ -50,7 +50,7 @@ export type ValidationRules = (ctx: {
   simulation: SimulatedValidation
   /** The state override the simulation ran with (a queued nonce); the trace must use it too. */
   override: StateOverride
-}) => Promise<void>
+}) => Promise<readonly Address[] | undefined>
 
 /** What validation needs from the mempool: the sender's live nonces under one key. */
 export interface ValidationContext {
@@ -90,7 +90,27 @@ const HEAD_MAX_AGE_MS = 250
 
 const fmt = (v: bigint) => `${v} (0x${v.toString(16)})`
 
+/** Ops whose validation storage is remembered (ERC-7562 STO-041 in the builder), newest kept. */
+const STORAGE_REMEMBERED = 10_000
+
 export class Validator {
+  /**
+   * Per op hash, the contracts whose storage its safe-mode validation read or wrote (the builder
+   * keeps an op out of a bundle while one of them is another pending op's sender [STO-041]).
+   * This process's memory: an op validated by another instance is bundled without the check.
+   */
+  readonly storageAccess = new Map<Hash, readonly Address[]>()
+
+  private rememberStorage(hash: Hash, storage: readonly Address[]): void {
+    this.storageAccess.delete(hash)
+    this.storageAccess.set(hash, storage)
+    if (this.storageAccess.size > STORAGE_REMEMBERED)
+      for (const oldest of this.storageAccess.keys()) {
+        this.storageAccess.delete(oldest)
+        break
+      }
+  }
+
   constructor(
     private readonly chain: BundlerChain,
     private readonly chainId: number,
@@ -165,11 +185,15 @@ export class Validator {
         ? validationOutcome(op, state.simulation)
         : await simulateValidation(this.chain, ep, op, override)
     this.checkSimulation(simulation, Number(head.timestamp))
-    if (this.settings.mode === 'safe')
-      await this.settings.rules?.({ chain: this.chain, entryPoint: ep, op, simulation, override })
+    const storage =
+      this.settings.mode === 'safe'
+        ? await this.settings.rules?.({ chain: this.chain, entryPoint: ep, op, simulation, override })
+        : undefined
+    const hash = userOpHash(op, ep.address, this.chainId)
+    if (storage && storage.length > 0) this.rememberStorage(hash, storage)
 
     return {
-      hash: userOpHash(op, ep.address, this.chainId),
+      hash,
       paymasterDeposit: deposit,
       outcome: {
         preOpGas: simulation.preOpGas,
