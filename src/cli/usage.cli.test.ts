@@ -27,8 +27,9 @@ describe('halyard --version and --help', () => {
   it('answers --help on every command with its usage and no side effect', async () => {
     const { dir, env } = freshEnv()
     const commands = [...Object.keys(COMMAND_USAGE), 'keys', 'accounts']
-    for (const command of commands) {
-      const run = await runCli([...command.split(' '), '--help'], env)
+    const runs = await Promise.all(commands.map((c) => runCli([...c.split(' '), '--help'], env)))
+    for (const [i, command] of commands.entries()) {
+      const run = runs[i] as Awaited<ReturnType<typeof runCli>>
       expect(run.code, `${command}: ${run.stderr}`).toBe(0)
       expect(run.stdout).toContain(`usage: halyard ${command}`)
       expect(run.stderr).toBe('')
@@ -38,7 +39,7 @@ describe('halyard --version and --help', () => {
     expect(short.code).toBe(0)
     expect(short.stdout).toContain('--block-time SECONDS')
     expect(readdirSync(dir)).toEqual([])
-  })
+  }, 180_000)
 })
 
 describe('unknown options and arguments are refused with the usage line', () => {
@@ -83,12 +84,13 @@ describe('unknown options and arguments are refused with the usage line', () => 
       [['keys', 'frob'], /unknown command: keys frob/, 'keys <subcommand>'],
       [['frob', '--help'], /unknown command: frob/, '<command>'],
     ]
-    for (const [args, message, usage] of cases) {
-      const run = await runCli(args, env)
+    const runs = await Promise.all(cases.map(([args]) => runCli(args, env)))
+    for (const [i, [args, message, usage]] of cases.entries()) {
+      const run = runs[i] as Awaited<ReturnType<typeof runCli>>
       expect(run.code, args.join(' ')).toBe(2)
       expect(run.stderr).toMatch(message)
       expect(run.stderr).toContain(`usage: halyard ${usage}`)
     }
     expect(readdirSync(dir)).toEqual([])
-  })
+  }, 180_000)
 })
