@@ -9,6 +9,13 @@ const pkg = JSON.parse(readFileSync(path.resolve(import.meta.dirname, '../../pac
   version: string
 }
 
+/** Runs the CLI processes one after another: together they would compete for a loaded machine's cores. */
+async function inTurn<T>(runs: (() => Promise<T>)[]): Promise<T[]> {
+  const out: T[] = []
+  for (const run of runs) out.push(await run())
+  return out
+}
+
 /** A fresh data dir per run: any side effect (a database made, a migration run) shows up as files in it. */
 function freshEnv() {
   const dir = mkdtempSync(path.join(tmpdir(), 'halyard-usage-'))
@@ -27,8 +34,9 @@ describe('halyard --version and --help', () => {
   it('answers --help on every command with its usage and no side effect', async () => {
     const { dir, env } = freshEnv()
     const commands = [...Object.keys(COMMAND_USAGE), 'keys', 'accounts']
-    for (const command of commands) {
-      const run = await runCli([...command.split(' '), '--help'], env)
+    const runs = await inTurn(commands.map((c) => () => runCli([...c.split(' '), '--help'], env)))
+    for (const [i, command] of commands.entries()) {
+      const run = runs[i] as Awaited<ReturnType<typeof runCli>>
       expect(run.code, `${command}: ${run.stderr}`).toBe(0)
       expect(run.stdout).toContain(`usage: halyard ${command}`)
       expect(run.stderr).toBe('')
@@ -38,7 +46,7 @@ describe('halyard --version and --help', () => {
     expect(short.code).toBe(0)
     expect(short.stdout).toContain('--block-time SECONDS')
     expect(readdirSync(dir)).toEqual([])
-  })
+  }, 300_000)
 })
 
 describe('unknown options and arguments are refused with the usage line', () => {
@@ -83,12 +91,19 @@ describe('unknown options and arguments are refused with the usage line', () => 
       [['keys', 'frob'], /unknown command: keys frob/, 'keys <subcommand>'],
       [['frob', '--help'], /unknown command: frob/, '<command>'],
     ]
-    for (const [args, message, usage] of cases) {
-      const run = await runCli(args, env)
+    const runs = await inTurn(
+      cases.map(
+        ([args]) =>
+          () =>
+            runCli(args, env),
+      ),
+    )
+    for (const [i, [args, message, usage]] of cases.entries()) {
+      const run = runs[i] as Awaited<ReturnType<typeof runCli>>
       expect(run.code, args.join(' ')).toBe(2)
       expect(run.stderr).toMatch(message)
       expect(run.stderr).toContain(`usage: halyard ${usage}`)
     }
     expect(readdirSync(dir)).toEqual([])
-  })
+  }, 300_000)
 })
