@@ -211,6 +211,23 @@ describe.each(storageBackends().slice(0, 1))('ERC-7562 safe mode ($name)', (back
     120_000,
   )
 
+  it('STO-041: an op whose validation read storage of another pending op’s sender waits for a later bundle', async () => {
+    const token = await breakers.account({ readsCallerSlot: true })
+    const reader = await breakers.account({ staticCalls: token })
+    const first = await send(safe, await breakers.opOf(token, 'v07'))
+    const second = await send(safe, await breakers.opOf(reader, 'v07'))
+    // Bundles until `hash` is mined (earlier tests' ops, at either EntryPoint, may go first).
+    const bundledUntil = async (hash: `0x${string}`) => {
+      for (let i = 0; i < 4 && !(await safe.getUserOperationReceipt(NETWORK, hash)); i++)
+        await safe.debug.sendBundleNow(NETWORK)
+      return safe.getUserOperationReceipt(NETWORK, hash)
+    }
+    expect(await bundledUntil(first)).toMatchObject({ success: true })
+    // Still pending, not bundled beside the op it read from and dropped.
+    expect(await safe.getUserOperationByHash(NETWORK, second)).toMatchObject({ status: 'pending' })
+    expect(await bundledUntil(second)).toMatchObject({ success: true })
+  }, 120_000)
+
   it('refuses to trace on a node without debug_traceCall rather than accept unchecked', async () => {
     const blind = fx.service({
       validation: { mode: 'safe' },

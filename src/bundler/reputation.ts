@@ -180,6 +180,15 @@ export class Reputation {
     const accountable =
       code === '2' && factory !== null && isStaked ? await isStaked(factory).catch(() => false) : false
     const blamed = code === '1' || accountable ? factory : code === '3' ? paymasterOf(o.op) : null
+    const paymaster = paymasterOf(o.op)
+    if ((code === '1' || code === '2') && paymaster) {
+      // [EREP-015]: the op failed for its factory or account: its paymaster's opsSeen goes back.
+      const c = (await this.counters(this.db, [paymaster])).get(paymaster)
+      if (c && c.opsSeen > 0)
+        await setReputation(this.db, this.network, [
+          { address: paymaster, opsSeen: c.opsSeen - 1, opsIncluded: c.opsIncluded },
+        ])
+    }
     if (!blamed) return
     await setReputation(this.db, this.network, [
       { address: blamed, opsSeen: this.settings.banOpsSeenPenalty, opsIncluded: 0 },
