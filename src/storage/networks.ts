@@ -45,3 +45,18 @@ export async function ensureNetworkId(db: Kysely<Database>, slug: string): Promi
   m.set(slug, id)
   return id
 }
+
+/**
+ * The id of `slug`, or null when nothing was ever written for it (for readers that want the id
+ * as a constant in their SQL, where the planner can use it with the column statistics).
+ */
+export async function lookupNetworkId(db: Kysely<Database>, slug: string): Promise<number | null> {
+  const known = cache.get(db)?.get(slug)
+  if (known !== undefined) return known
+  const row = await db.selectFrom('networks').select('id').where('slug', '=', slug).executeTakeFirst()
+  if (!row) return null
+  let m = cache.get(db)
+  if (!m) cache.set(db, (m = new Map()))
+  m.set(slug, Number(row.id))
+  return Number(row.id)
+}

@@ -1,6 +1,6 @@
 import { type Kysely, type RawBuilder, sql } from 'kysely'
 import { bytea } from '../storage/bytea.ts'
-import { networkIdOf } from '../storage/networks.ts'
+import { lookupNetworkId, networkIdOf } from '../storage/networks.ts'
 import type { Database } from '../storage/schema.ts'
 import type { Address, Hash } from '../types.ts'
 
@@ -58,6 +58,11 @@ export interface AddressFilter {
 
 export interface TransferQuery {
   network: string
+  /**
+   * The network's id in `networks`, when the caller has it (readTransfers looks it up): a
+   * constant lets the planner read the address key's statistics. Without it the SQL looks it up.
+   */
+  networkId?: number
   categories: readonly Category[]
   fromBlock?: bigint
   toBlock?: bigint
@@ -86,7 +91,9 @@ export async function readTransfers(
   q: TransferQuery,
   branches: readonly AddressFilter[],
 ): Promise<TransferRow[]> {
-  const stmt = mergedSql(q, branches)
+  const networkId = q.networkId ?? (await lookupNetworkId(db, q.network))
+  if (networkId === null) return []
+  const stmt = mergedSql({ ...q, networkId }, branches)
   if (!stmt) return []
   const { rows } = await stmt.execute(db)
   return rows.map(toRow)
@@ -121,12 +128,20 @@ export function branchSql(q: TransferQuery, f: AddressFilter, source: 0 | 1, cat
   const [colA, colB] = native ? ['tx_index', 'trace_index'] : ['log_index', 'batch_index']
   const key = sql.raw(`(block_number, ${colA}, ${colB})`)
   const dir = sql.raw(q.order === 'asc' ? 'asc' : 'desc')
-  const net = networkIdOf(q.network)
-  const where: RawBuilder<unknown>[] = [sql`network_id = ${net}`]
+  const net = q.networkId === undefined ? networkIdOf(q.network) : sql`${q.networkId}::smallint`
+  const where: RawBuilder<unknown>[] = []
+  // The key carries the network id in its top bits: equal keys are of one network.
+  // The full address is rechecked (two addresses can share a key) inside coalesce(), which the
+  // planner does not see through: were it to multiply the key's selectivity by the address's, it
+  // would expect a handful of rows for an address with millions and sort them all.
   const byKey = (side: 'from_address' | 'to_address', a: Address) =>
-    sql`halyard_addr_key(network_id, ${sql.raw(side)}) = halyard_addr_key(${net}, ${bytea(a)}) and ${sql.raw(side)} = ${bytea(a)}`
+    sql`halyard_addr_key(network_id, ${sql.raw(side)}) = halyard_addr_key(${net}, ${bytea(a)})
+      and coalesce(${sql.raw(side)} = ${bytea(a)}, false)`
   if (f.from !== undefined) where.push(byKey('from_address', f.from))
-  if (f.to !== undefined) where.push(byKey('to_address', f.to))
+  else if (f.to !== undefined) where.push(byKey('to_address', f.to))
+  else where.push(sql`network_id = ${net}`)
+  if (f.from !== undefined && f.to !== undefined)
+    where.push(sql`coalesce(to_address = ${bytea(f.to)}, false)`)
   if (f.notFrom !== undefined) where.push(sql`from_address <> ${bytea(f.notFrom)}`)
   if (q.fromBlock !== undefined) where.push(sql`block_number >= ${q.fromBlock.toString()}`)
   if (q.toBlock !== undefined) where.push(sql`block_number <= ${q.toBlock.toString()}`)

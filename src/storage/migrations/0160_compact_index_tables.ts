@@ -12,9 +12,10 @@ import { type Kysely, type Migration, sql } from 'kysely'
  * - the transfer tables partitioned by block range (one default partition to start with: the
  *   operator carves ranges off as docs/storage.md describes);
  * - the per-address transfer indexes keyed on one bigint, `halyard_addr_key(network_id,
- *   address)` (the network id and the address's first 6 bytes), then block_number: 16 bytes of
- *   key instead of 40. The reader rechecks the full address and network on the row, so a key
- *   shared by two addresses only costs the extra rows it reads.
+ *   address)` (the network id, then 48 bits of the address's MD5: a hash, not the address's
+ *   own bytes, since vanity addresses share their leading zero bytes), then block_number: 16
+ *   bytes of key instead of 40. The reader rechecks the full address and network on the row,
+ *   so a key shared by two addresses only costs the extra rows it reads.
  */
 export const m0160_compact_index_tables: Migration = {
   async up(db: Kysely<unknown>) {
@@ -33,9 +34,7 @@ export const m0160_compact_index_tables: Migration = {
     await sql`
       create function halyard_addr_key(net smallint, a bytea) returns bigint
       language sql immutable parallel safe
-      as $$ select (net::bigint << 48) | ('x' || encode(substring(a from 1 for 6), 'hex'))::bit(48)::bigint $$`.execute(
-      db,
-    )
+      as $$ select (net::bigint << 48) | ('x' || substr(md5(a), 1, 12))::bit(48)::bigint $$`.execute(db)
 
     for (const t of ['token_transfers', 'native_transfers', 'token_holders', 'nft_balances'])
       await sql`alter table ${sql.raw(t)} rename to ${sql.raw(`${t}_0100`)}`.execute(db)
@@ -134,13 +133,16 @@ export const m0160_compact_index_tables: Migration = {
 
     // Built after the copy: one sorted build each, packed, instead of row-by-row inserts.
     // Keyset pages by sender or receiver (src/transfers/store.ts).
+    // The default partition's index is made first under a name of ours; the parent's then
+    // adopts it (an index a partition already has is attached, not built again).
     for (const t of ['token_transfers', 'native_transfers'])
-      for (const side of ['from', 'to'])
-        await sql`
-          create index ${sql.raw(`${t}_${side}`)}
-          on ${sql.raw(t)} (halyard_addr_key(network_id, ${sql.raw(`${side}_address`)}), block_number)`.execute(
+      for (const side of ['from', 'to']) {
+        const key = sql.raw(`(halyard_addr_key(network_id, ${side}_address), block_number)`)
+        await sql`create index ${sql.raw(`${t}_default_${side}`)} on ${sql.raw(`${t}_default`)} ${key}`.execute(
           db,
         )
+        await sql`create index ${sql.raw(`${t}_${side}`)} on ${sql.raw(t)} ${key}`.execute(db)
+      }
     // alchemy_getTokenBalances pages a holder's tokens in (first_block, contract) order.
     await sql`
       create index token_holders_by_first_block
