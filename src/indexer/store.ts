@@ -37,7 +37,8 @@ export interface TokenTransfersTable {
   contract: Bytes
   from_address: Bytes
   to_address: Bytes
-  token_id: string | null
+  /** 0 on ERC-20 rows, which have none (no null: see migration 0160). */
+  token_id: string
   value: string
 }
 
@@ -217,7 +218,7 @@ export async function saveTransfers(db: Db, network: string, transfers: StoredTr
         ${hexTexts(part.map((t) => t.contract))}::text[],
         ${hexTexts(part.map((t) => t.from))}::text[],
         ${hexTexts(part.map((t) => t.to))}::text[],
-        ${part.map((t) => (t.tokenId === null ? null : t.tokenId.toString()))}::numeric[],
+        ${part.map((t) => (t.tokenId === null ? '0' : t.tokenId.toString()))}::numeric[],
         ${part.map((t) => t.value.toString())}::numeric[]) as u(b, l, bi, ts, tx, st, c, f, t, id, v)
       on conflict do nothing`.execute(db)
   }
@@ -366,7 +367,7 @@ export async function rollbackAbove(db: Db, network: string, ancestor: bigint): 
       removed.map((r) => ({
         standard: r.standard === STANDARD_CODE.ERC721 ? 'ERC721' : 'ERC1155',
         contract: bytesToHex<Address>(r.contract),
-        tokenId: r.token_id === null ? null : BigInt(r.token_id),
+        tokenId: BigInt(r.token_id),
         from: bytesToHex<Address>(r.from_address),
         to: bytesToHex<Address>(r.to_address),
         value: BigInt(r.value),

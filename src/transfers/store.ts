@@ -166,7 +166,7 @@ export function branchSql(q: TransferQuery, f: AddressFilter, source: 0 | 1, cat
         null as token_id, value`
     : sql`block_number, 1 as source, log_index as a, batch_index as b, block_timestamp, ${HEX('tx_hash')} as tx_hash,
         standard as category, ${HEX('contract')} as contract, ${HEX('from_address')} as from_address,
-        ${HEX('to_address')} as to_address, token_id, value`
+        ${HEX('to_address')} as to_address, case when standard = 20 then null else token_id end as token_id, value`
   return sql<RawRow>`select ${cols} from ${table} where ${sql.join(where, sql` and `)}
     order by block_number ${dir}, ${sql.raw(colA)} ${dir}, ${sql.raw(colB)} ${dir} limit ${q.limit}`
 }
