@@ -26,6 +26,7 @@ import { networkSchema } from '../src/server/config-schema.ts'
 import { startHalyard } from '../src/server/runtime.ts'
 import { openStorage, type Storage } from '../src/storage/database.ts'
 import { migrate } from '../src/storage/migrate.ts'
+import { lookupNetworkId } from '../src/storage/networks.ts'
 import { saveMetas } from '../src/tokens/store.ts'
 import { getAssetTransfers, parseAssetTransfersParams } from '../src/transfers/asset-transfers.ts'
 import { decodeCursor } from '../src/transfers/cursor.ts'
@@ -58,8 +59,18 @@ async function measure(fn: () => Promise<unknown>): Promise<{ p50: number; p99: 
 }
 
 /** The REST route's read (store.ts): the branches as one statement, each ordered and limited. */
+/** The network's id (migration 0160), as readTransfers passes it: set once the rows are seeded. */
+let networkId: number | undefined
+
 function floorQuery(after: Position | undefined) {
-  const q = { network: NET, categories: CATEGORIES, order: 'desc' as const, after, limit: PAGE + 1 }
+  const q = {
+    network: NET,
+    networkId,
+    categories: CATEGORIES,
+    order: 'desc' as const,
+    after,
+    limit: PAGE + 1,
+  }
   const stmt = mergedSql(q, addressBranches(HOLDER, 'both'))
   if (!stmt) throw new Error('no branch')
   return stmt
@@ -75,6 +86,7 @@ async function run(name: 'PGlite' | 'PostgreSQL', storage: Storage): Promise<voi
     await insertSeed(storage.db, NET, seedRows(who, 5_000, BigInt(TRANSFERS + 1 + h * 2_000)))
   }
   await sql`analyze`.execute(storage.db)
+  networkId = (await lookupNetworkId(storage.db, NET)) ?? undefined
   await saveMetas(storage.db, NET, [
     { contract: SEED_TOKEN, name: 'Bench', symbol: 'BNCH', decimals: 18 },
     { contract: SEED_NFT, name: 'Bench NFT', symbol: 'BNFT', decimals: null },

@@ -1,5 +1,7 @@
 import { type Kysely, sql } from 'kysely'
 import { asObject, type NftStandard } from '../nfts/store.ts'
+import { bytea } from '../storage/bytea.ts'
+import { networkIdOf } from '../storage/networks.ts'
 import type { Database } from '../storage/schema.ts'
 import type { Address } from '../types.ts'
 
@@ -7,6 +9,10 @@ import type { Address } from '../types.ts'
  * Keyset pages over the index's current NFT holdings (nft_balances, positive balances only)
  * with whatever metadata is cached, for the Alchemy-compatible NFT API. Never OFFSET: a page
  * starts strictly after the last row of the one before.
+ *
+ * nft_balances keys by network id and bytea (migration 0160); the metadata caches key by slug
+ * and hex text, so each join converts the balance row's side. bytea sorts as lowercase hex does:
+ * the page orders and `after` bounds are those of the hex addresses.
  */
 
 type Db = Kysely<Database>
@@ -79,18 +85,20 @@ export async function ownedAfter(
 ): Promise<{ rows: TokenRow[]; more: boolean }> {
   const contracts = o.contracts ?? []
   const r = await sql<JoinedRow>`
-    select b.contract, b.token_id::text as token_id, b.standard, b.balance::text as balance,
+    select b.hex as contract, b.token_id::text as token_id, b.standard, b.balance::text as balance,
       m.token_uri, m.metadata, m.name, m.description, m.image, m.error, m.fetched_at,
       c.standard as c_standard, c.name as c_name, c.symbol as c_symbol
-    from nft_balances b
-    left join nft_metadata m
-      on m.network = b.network and m.contract = b.contract and m.token_id = b.token_id
-    left join nft_contracts c on c.network = b.network and c.contract = b.contract
-    where b.network = ${network} and b.holder = ${holder} and b.balance > 0
-      ${contracts.length > 0 ? sql`and b.contract in (${sql.join(contracts)})` : sql``}
-      ${o.after ? sql`and (b.contract, b.token_id) > (${o.after.contract}, ${o.after.tokenId.toString()}::numeric)` : sql``}
-    order by b.contract, b.token_id
-    limit ${o.limit + 1}`.execute(db)
+    from (
+      select '0x' || encode(contract, 'hex') as hex, contract, token_id, standard, balance from nft_balances
+      where network_id = ${networkIdOf(network)} and holder = ${bytea(holder)} and balance > 0
+        ${contracts.length > 0 ? sql`and contract in (${sql.join(contracts.map((c) => bytea(c)))})` : sql``}
+        ${o.after ? sql`and (contract, token_id) > (${bytea(o.after.contract)}, ${o.after.tokenId.toString()}::numeric)` : sql``}
+      order by contract, token_id
+      limit ${o.limit + 1}
+    ) b
+    left join nft_metadata m on m.network = ${network} and m.contract = b.hex and m.token_id = b.token_id
+    left join nft_contracts c on c.network = ${network} and c.contract = b.hex
+    order by b.contract, b.token_id`.execute(db)
   return { rows: r.rows.slice(0, o.limit).map(toTokenRow), more: r.rows.length > o.limit }
 }
 
@@ -103,8 +111,10 @@ export async function ownedCount(
 ): Promise<number> {
   const r = await sql<{ n: string }>`
     select count(*)::text as n from nft_balances
-    where network = ${network} and holder = ${holder} and balance > 0
-      ${contracts.length > 0 ? sql`and contract in (${sql.join(contracts)})` : sql``}`.execute(db)
+    where network_id = ${networkIdOf(network)} and holder = ${bytea(holder)} and balance > 0
+      ${contracts.length > 0 ? sql`and contract in (${sql.join(contracts.map((c) => bytea(c)))})` : sql``}`.execute(
+    db,
+  )
   return Number(r.rows[0]?.n ?? 0)
 }
 
@@ -116,21 +126,20 @@ export async function tokensFrom(
   o: { from?: bigint; limit: number },
 ): Promise<{ rows: TokenRow[]; more: boolean }> {
   const r = await sql<JoinedRow>`
-    select t.contract, t.token_id::text as token_id, t.standard, t.balance::text as balance,
+    select '0x' || encode(${bytea(contract)}, 'hex') as contract, t.token_id::text as token_id, t.standard, t.balance::text as balance,
       m.token_uri, m.metadata, m.name, m.description, m.image, m.error, m.fetched_at,
       c.standard as c_standard, c.name as c_name, c.symbol as c_symbol
     from (
-      select network, contract, token_id, min(standard) as standard, sum(balance) as balance
+      select token_id, min(standard) as standard, sum(balance) as balance
       from nft_balances
-      where network = ${network} and contract = ${contract} and balance > 0
+      where network_id = ${networkIdOf(network)} and contract = ${bytea(contract)} and balance > 0
         ${o.from === undefined ? sql`` : sql`and token_id >= ${o.from.toString()}::numeric`}
-      group by network, contract, token_id
+      group by token_id
       order by token_id
       limit ${o.limit + 1}
     ) t
-    left join nft_metadata m
-      on m.network = t.network and m.contract = t.contract and m.token_id = t.token_id
-    left join nft_contracts c on c.network = t.network and c.contract = t.contract
+    left join nft_metadata m on m.network = ${network} and m.contract = '0x' || encode(${bytea(contract)}, 'hex') and m.token_id = t.token_id
+    left join nft_contracts c on c.network = ${network} and c.contract = '0x' || encode(${bytea(contract)}, 'hex')
     order by t.token_id`.execute(db)
   return { rows: r.rows.slice(0, o.limit).map(toTokenRow), more: r.rows.length > o.limit }
 }
@@ -144,10 +153,11 @@ export async function tokenOwners(
   o: { after?: Address; limit: number },
 ): Promise<{ owners: Address[]; more: boolean }> {
   const r = await sql<{ holder: Address }>`
-    select holder from nft_balances
-    where network = ${network} and contract = ${contract} and token_id = ${tokenId.toString()}::numeric
-      and balance > 0 ${o.after ? sql`and holder > ${o.after}` : sql``}
-    order by holder
+    select '0x' || encode(holder, 'hex') as holder from nft_balances
+    where network_id = ${networkIdOf(network)} and contract = ${bytea(contract)}
+      and token_id = ${tokenId.toString()}::numeric
+      and balance > 0 ${o.after ? sql`and holder > ${bytea(o.after)}` : sql``}
+    order by nft_balances.holder
     limit ${o.limit + 1}`.execute(db)
   const owners = r.rows.map((x) => x.holder)
   return { owners: owners.slice(0, o.limit), more: owners.length > o.limit }
@@ -161,11 +171,13 @@ export async function contractOwners(
   o: { after?: Address; limit: number },
 ): Promise<{ owners: Address[]; more: boolean }> {
   const r = await sql<{ holder: Address }>`
-    select distinct holder from nft_balances
-    where network = ${network} and contract = ${contract} and balance > 0
-      ${o.after ? sql`and holder > ${o.after}` : sql``}
-    order by holder
-    limit ${o.limit + 1}`.execute(db)
+    select '0x' || encode(holder, 'hex') as holder from (
+      select distinct holder from nft_balances
+      where network_id = ${networkIdOf(network)} and contract = ${bytea(contract)} and balance > 0
+        ${o.after ? sql`and holder > ${bytea(o.after)}` : sql``}
+      order by holder
+      limit ${o.limit + 1}) h
+    order by h.holder`.execute(db)
   const owners = r.rows.map((x) => x.holder)
   return { owners: owners.slice(0, o.limit), more: owners.length > o.limit }
 }
@@ -174,7 +186,7 @@ export async function contractOwners(
 export async function contractOwnerCount(db: Db, network: string, contract: Address): Promise<number> {
   const r = await sql<{ n: string }>`
     select count(distinct holder)::text as n from nft_balances
-    where network = ${network} and contract = ${contract} and balance > 0`.execute(db)
+    where network_id = ${networkIdOf(network)} and contract = ${bytea(contract)} and balance > 0`.execute(db)
   return Number(r.rows[0]?.n ?? 0)
 }
 
@@ -190,10 +202,11 @@ export async function balancesBetween(
   last: Address,
 ): Promise<Map<Address, { tokenId: bigint; balance: bigint }[]>> {
   const r = await sql<{ holder: Address; token_id: string; balance: string }>`
-    select holder, token_id::text as token_id, balance::text as balance from nft_balances
-    where network = ${network} and contract = ${contract} and balance > 0
-      and holder >= ${first} and holder <= ${last}
-    order by holder, token_id`.execute(db)
+    select '0x' || encode(holder, 'hex') as holder, token_id::text as token_id, balance::text as balance
+    from nft_balances
+    where network_id = ${networkIdOf(network)} and contract = ${bytea(contract)} and balance > 0
+      and holder >= ${bytea(first)} and holder <= ${bytea(last)}
+    order by nft_balances.holder, token_id`.execute(db)
   const out = new Map<Address, { tokenId: bigint; balance: bigint }[]>()
   for (const x of r.rows) {
     const h = x.holder

@@ -11,6 +11,7 @@ import {
   type Row,
   ZERO,
 } from '../../test/fixtures/indexer/native-fixture.ts'
+import { nativeTransferRows } from '../../test/fixtures/indexer/rows.ts'
 import { anvilNetwork } from '../../test/helpers/halyard.ts'
 import { describeEachStorage } from '../../test/helpers/storage.ts'
 import { listen, traceRelay } from '../../test/helpers/trace-relay.ts'
@@ -68,13 +69,9 @@ describeEachStorage('native transfers on $name', (backend) => {
       )
   }
   const rows = async (tx: Hash, network = 'ethereum-devnet'): Promise<Row[]> =>
-    (await storage.db
-      .selectFrom('native_transfers')
-      .select([...ROW_COLUMNS])
-      .where('network', '=', network)
-      .where('tx_hash', '=', tx)
-      .orderBy('trace_index')
-      .execute()) as Row[]
+    (await nativeTransferRows(storage.db))
+      .filter((r) => r.network === network && r.tx_hash === tx)
+      .map((r) => Object.fromEntries(ROW_COLUMNS.map((c) => [c, r[c]])) as unknown as Row)
   const send = async (
     tx: Record<string, unknown>,
   ): Promise<{ hash: Hash; block: bigint; address?: Address }> => {
@@ -274,12 +271,9 @@ describeEachStorage('native transfers on $name', (backend) => {
     )
     expect(await rows(a.hash)).toEqual([])
     expect(await rows(b.hash)).toEqual([])
-    const replaced = await storage.db
-      .selectFrom('native_transfers')
-      .select(['to_address', 'value', 'block_hash'])
-      .where('network', '=', 'ethereum-devnet')
-      .where('block_number', '>=', a.block.toString())
-      .execute()
+    const replaced = (await nativeTransferRows(storage.db)).filter(
+      (r) => r.network === 'ethereum-devnet' && BigInt(r.block_number) >= a.block,
+    )
     expect(replaced).toHaveLength(1)
     expect(replaced[0]).toMatchObject({ to_address: R, value: '33' })
     const mined = await dev.client.getBlock({ blockNumber: a.block })
@@ -291,12 +285,9 @@ describeEachStorage('native transfers on $name', (backend) => {
     await indexedTo(n, ['ethereum-devnet', 'ethereum-off', 'ethereum-notrace'])
     for (const slug of ['ethereum-off', 'ethereum-notrace']) {
       expect(await rows(early.value, slug)).toMatchObject([{ category: 'external', value: '1234' }])
-      const internal = await storage.db
-        .selectFrom('native_transfers')
-        .select('tx_hash')
-        .where('network', '=', slug)
-        .where('category', '=', 'internal')
-        .execute()
+      const internal = (await nativeTransferRows(storage.db))
+        .filter((r) => r.network === slug && r.category === 'internal')
+        .map((r) => ({ tx_hash: r.tx_hash }))
       expect(internal).toEqual([])
     }
     expect(indexer.internalTransfersAvailability('ethereum-off')).toEqual({

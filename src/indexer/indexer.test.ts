@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, expect, it } from 'vitest'
+import { nftBalanceRows, tokenHolderRows, tokenTransferRows } from '../../test/fixtures/indexer/rows.ts'
 import { anvilNetwork } from '../../test/helpers/halyard.ts'
 import { describeEachStorage } from '../../test/helpers/storage.ts'
 import { until } from '../../test/helpers/until.ts'
@@ -27,15 +28,9 @@ describeEachStorage('indexer on $name', (backend) => {
   const head = async () => BigInt(await dev.rpc<string>('eth_blockNumber'))
   const indexedTo = async (n: bigint) => indexer.waitForBlock('ethereum-devnet', n, 20_000)
   const nftHolders = async (contract: Address, id: bigint) =>
-    (
-      await storage.db
-        .selectFrom('nft_balances')
-        .select(['holder', 'balance'])
-        .where('contract', '=', contract)
-        .where('token_id', '=', id.toString())
-        .orderBy('holder')
-        .execute()
-    ).map((r) => `${r.holder}:${r.balance}`)
+    (await nftBalanceRows(storage.db))
+      .filter((r) => r.contract === contract && r.token_id === id.toString())
+      .map((r) => `${r.holder}:${r.balance}`)
 
   beforeAll(async () => {
     anvil = await startAnvil()
@@ -73,7 +68,7 @@ describeEachStorage('indexer on $name', (backend) => {
     await dev.send('DemoERC1155', multi, 'mintBatch', [BOB, [1n, 2n, 3n], [10n, 20n, 30n]])
     await indexedTo(await head())
 
-    const rows = await storage.db.selectFrom('token_transfers').selectAll().orderBy('block_number').execute()
+    const rows = await tokenTransferRows(storage.db)
     const erc20 = rows.filter((r) => r.contract === token)
     expect(erc20).toHaveLength(1)
     expect(erc20[0]).toMatchObject({
@@ -93,11 +88,7 @@ describeEachStorage('indexer on $name', (backend) => {
       ['3', '30', 2],
     ])
     expect(await nftHolders(multi, 1n)).toEqual([`${BOB}:10`, `${ALICE}:5`])
-    const holders = await storage.db
-      .selectFrom('token_holders')
-      .selectAll()
-      .where('contract', '=', token)
-      .execute()
+    const holders = (await tokenHolderRows(storage.db)).filter((h) => h.contract === token)
     expect(holders.map((h) => h.holder)).toEqual([ALICE])
 
     // Consumers saw every block in order, with full transactions while following the head.
@@ -156,17 +147,9 @@ describeEachStorage('indexer on $name', (backend) => {
 
     expect(rollbacks).toContain(base)
     expect(await nftHolders(nft, 9n)).toEqual([`${CAROL}:1`])
-    const minted = await storage.db
-      .selectFrom('token_transfers')
-      .selectAll()
-      .where('contract', '=', token)
-      .execute()
+    const minted = (await tokenTransferRows(storage.db)).filter((r) => r.contract === token)
     expect(minted).toEqual([])
-    const holders = await storage.db
-      .selectFrom('token_holders')
-      .selectAll()
-      .where('contract', '=', token)
-      .execute()
+    const holders = (await tokenHolderRows(storage.db)).filter((h) => h.contract === token)
     expect(holders).toEqual([])
     const stored = await storage.db
       .selectFrom('indexer_blocks')

@@ -1,4 +1,6 @@
 import { type Kysely, sql } from 'kysely'
+import { type Bytes, bytesToHex, hexTexts } from '../storage/bytea.ts'
+import { ensureNetworkId } from '../storage/networks.ts'
 import type { Database } from '../storage/schema.ts'
 import type { Address, Hash } from '../types.ts'
 import { ZERO_ADDRESS } from './decode.ts'
@@ -18,56 +20,67 @@ export interface IndexerBlocksTable {
   parent_hash: Hash | null
 }
 
+/**
+ * The index tables in their compact layout (migration 0160): addresses and hashes as bytea, the
+ * network as its id in `networks`, standard and category as smallints (STANDARD_CODE,
+ * CATEGORY_CODE). Reads and writes go through src/storage/bytea.ts.
+ */
 export interface TokenTransfersTable {
-  network: string
+  network_id: number
   block_number: string
   log_index: number
   batch_index: number
-  block_hash: Hash
   block_timestamp: string
-  tx_hash: Hash
-  standard: string
-  contract: Address
-  from_address: Address
-  to_address: Address
-  token_id: string | null
+  tx_hash: Bytes
+  /** 20, 721 or 1155 (STANDARD_CODE). */
+  standard: number
+  contract: Bytes
+  from_address: Bytes
+  to_address: Bytes
+  /** 0 on ERC-20 rows, which have none (no null: see migration 0160). */
+  token_id: string
   value: string
 }
 
 export interface TokenHoldersTable {
-  network: string
-  holder: Address
-  contract: Address
+  network_id: number
+  holder: Bytes
+  contract: Bytes
   first_block: string
 }
 
 export interface NftBalancesTable {
-  network: string
-  contract: Address
+  network_id: number
+  contract: Bytes
   token_id: string
-  holder: Address
+  holder: Bytes
   standard: string
   balance: string
 }
 
 /** Native value transfers (migration 0100): 'external' transactions and 'internal' call frames. */
 export interface NativeTransfersTable {
-  network: string
+  network_id: number
   block_number: string
   tx_index: number
   /** 0 for the transaction itself; 1.. for its value-moving frames, depth first. */
   trace_index: number
-  block_hash: Hash
   block_timestamp: string
-  tx_hash: Hash
-  category: 'external' | 'internal'
+  tx_hash: Bytes
+  /** 0 external, 1 internal (CATEGORY_CODE). */
+  category: number
   /** The frame's path in the call tree ("0.1"); null for the transaction itself. */
   trace_path: string | null
-  from_address: Address
+  from_address: Bytes
   /** null for a contract creation whose address is not known. */
-  to_address: Address | null
+  to_address: Bytes | null
   value: string
 }
+
+/** token_transfers.standard codes. */
+export const STANDARD_CODE = { ERC20: 20, ERC721: 721, ERC1155: 1155 } as const
+/** native_transfers.category codes. */
+export const CATEGORY_CODE = { external: 0, internal: 1 } as const
 
 export interface IndexerTables {
   indexer_cursors: IndexerCursorsTable
@@ -186,29 +199,31 @@ export async function pruneBlocks(db: Db, network: string, below: bigint): Promi
  */
 export async function saveTransfers(db: Db, network: string, transfers: StoredTransfer[]): Promise<void> {
   if (transfers.length === 0) return
+  const net = await ensureNetworkId(db, network)
   const CHUNK = 5000
   for (let i = 0; i < transfers.length; i += CHUNK) {
     const part = transfers.slice(i, i + CHUNK)
     await sql`
-      insert into token_transfers (network, block_number, log_index, batch_index, block_hash,
+      insert into token_transfers (network_id, block_number, log_index, batch_index,
         block_timestamp, tx_hash, standard, contract, from_address, to_address, token_id, value)
-      select ${network}, * from unnest(
+      select ${net}::smallint, b, l, bi, ts, decode(tx, 'hex'), st, decode(c, 'hex'), decode(f, 'hex'),
+        decode(t, 'hex'), id, v
+      from unnest(
         ${part.map((t) => t.blockNumber.toString())}::bigint[],
         ${part.map((t) => t.logIndex)}::integer[],
         ${part.map((t) => t.batchIndex)}::integer[],
-        ${part.map((t) => t.blockHash)}::text[],
         ${part.map((t) => String(t.timestamp))}::bigint[],
-        ${part.map((t) => t.txHash)}::text[],
-        ${part.map((t) => t.standard)}::text[],
-        ${part.map((t) => t.contract)}::text[],
-        ${part.map((t) => t.from)}::text[],
-        ${part.map((t) => t.to)}::text[],
-        ${part.map((t) => (t.tokenId === null ? null : t.tokenId.toString()))}::numeric[],
-        ${part.map((t) => t.value.toString())}::numeric[])
+        ${hexTexts(part.map((t) => t.txHash))}::text[],
+        ${part.map((t) => STANDARD_CODE[t.standard])}::smallint[],
+        ${hexTexts(part.map((t) => t.contract))}::text[],
+        ${hexTexts(part.map((t) => t.from))}::text[],
+        ${hexTexts(part.map((t) => t.to))}::text[],
+        ${part.map((t) => (t.tokenId === null ? '0' : t.tokenId.toString()))}::numeric[],
+        ${part.map((t) => t.value.toString())}::numeric[]) as u(b, l, bi, ts, tx, st, c, f, t, id, v)
       on conflict do nothing`.execute(db)
   }
-  await saveHolders(db, network, transfers)
-  await applyNftDeltas(db, network, nftDeltas(transfers, 1n))
+  await saveHolders(db, net, transfers)
+  await applyNftDeltas(db, net, nftDeltas(transfers, 1n))
 }
 
 /** Writes native transfers, as parallel arrays through `unnest` like saveTransfers. */
@@ -217,29 +232,32 @@ export async function saveNativeTransfers(
   network: string,
   rows: StoredNativeTransfer[],
 ): Promise<void> {
+  if (rows.length === 0) return
+  const net = await ensureNetworkId(db, network)
   const CHUNK = 5000
   for (let i = 0; i < rows.length; i += CHUNK) {
     const part = rows.slice(i, i + CHUNK)
     await sql`
-      insert into native_transfers (network, block_number, tx_index, trace_index, block_hash,
+      insert into native_transfers (network_id, block_number, tx_index, trace_index,
         block_timestamp, tx_hash, category, trace_path, from_address, to_address, value)
-      select ${network}, * from unnest(
+      select ${net}::smallint, b, ti, tr, ts, decode(tx, 'hex'), cat, path, decode(f, 'hex'),
+        decode(t, 'hex'), v
+      from unnest(
         ${part.map((t) => t.blockNumber.toString())}::bigint[],
         ${part.map((t) => t.txIndex)}::integer[],
         ${part.map((t) => t.traceIndex)}::integer[],
-        ${part.map((t) => t.blockHash)}::text[],
         ${part.map((t) => String(t.timestamp))}::bigint[],
-        ${part.map((t) => t.txHash)}::text[],
-        ${part.map((t) => t.category)}::text[],
+        ${hexTexts(part.map((t) => t.txHash))}::text[],
+        ${part.map((t) => CATEGORY_CODE[t.category])}::smallint[],
         ${part.map((t) => t.tracePath)}::text[],
-        ${part.map((t) => t.from)}::text[],
-        ${part.map((t) => t.to)}::text[],
-        ${part.map((t) => t.value.toString())}::numeric[])
+        ${hexTexts(part.map((t) => t.from))}::text[],
+        ${hexTexts(part.map((t) => t.to))}::text[],
+        ${part.map((t) => t.value.toString())}::numeric[]) as u(b, ti, tr, ts, tx, cat, path, f, t, v)
       on conflict do nothing`.execute(db)
   }
 }
 
-async function saveHolders(db: Db, network: string, transfers: StoredTransfer[]): Promise<void> {
+async function saveHolders(db: Db, net: number, transfers: StoredTransfer[]): Promise<void> {
   // Blocks arrive in ascending order, so the first sighting kept here is the earliest one.
   const first = new Map<string, { holder: Address; contract: Address; block: bigint }>()
   for (const t of transfers) {
@@ -253,11 +271,11 @@ async function saveHolders(db: Db, network: string, transfers: StoredTransfer[])
   if (first.size === 0) return
   const rows = [...first.values()]
   await sql`
-    insert into token_holders (network, holder, contract, first_block)
-    select ${network}, * from unnest(
-      ${rows.map((r) => r.holder)}::text[],
-      ${rows.map((r) => r.contract)}::text[],
-      ${rows.map((r) => r.block.toString())}::bigint[])
+    insert into token_holders (network_id, holder, contract, first_block)
+    select ${net}::smallint, decode(h, 'hex'), decode(c, 'hex'), b from unnest(
+      ${hexTexts(rows.map((r) => r.holder))}::text[],
+      ${hexTexts(rows.map((r) => r.contract))}::text[],
+      ${rows.map((r) => r.block.toString())}::bigint[]) as u(h, c, b)
     on conflict do nothing`.execute(db)
 }
 
@@ -297,57 +315,61 @@ function nftDeltas(
   return [...acc.values()].filter((d) => d.delta !== 0n)
 }
 
-async function applyNftDeltas(db: Db, network: string, deltas: NftDelta[]): Promise<void> {
+async function applyNftDeltas(db: Db, net: number, deltas: NftDelta[]): Promise<void> {
   if (deltas.length === 0) return
   const { rows } = await sql<{ contract: string; token_id: string; holder: string; balance: string }>`
-    insert into nft_balances (network, contract, token_id, holder, standard, balance)
-    select ${network}, * from unnest(
-      ${deltas.map((d) => d.contract)}::text[],
+    insert into nft_balances (network_id, contract, token_id, holder, standard, balance)
+    select ${net}::smallint, decode(c, 'hex'), id, decode(h, 'hex'), st, d from unnest(
+      ${hexTexts(deltas.map((d) => d.contract as Address))}::text[],
       ${deltas.map((d) => d.tokenId)}::numeric[],
-      ${deltas.map((d) => d.holder)}::text[],
+      ${hexTexts(deltas.map((d) => d.holder as Address))}::text[],
       ${deltas.map((d) => d.standard)}::text[],
-      ${deltas.map((d) => d.delta.toString())}::numeric[])
-    on conflict (network, contract, token_id, holder)
+      ${deltas.map((d) => d.delta.toString())}::numeric[]) as u(c, id, h, st, d)
+    on conflict (network_id, contract, token_id, holder)
       do update set balance = nft_balances.balance + excluded.balance
-    returning contract, token_id::text as token_id, holder, balance::text as balance`.execute(db)
+    returning encode(contract, 'hex') as contract, token_id::text as token_id,
+      encode(holder, 'hex') as holder, balance::text as balance`.execute(db)
   // Only the rows this step touched can have reached zero: delete those by key, never scan the
   // network's whole holdings table.
   const emptied = rows.filter((r) => BigInt(r.balance) === 0n)
   if (emptied.length === 0) return
   await sql`
     delete from nft_balances
-    where network = ${network} and balance = 0
+    where network_id = ${net}::smallint and balance = 0
       and (contract, token_id, holder) in (
-        select * from unnest(
+        select decode(c, 'hex'), id, decode(h, 'hex') from unnest(
           ${emptied.map((r) => r.contract)}::text[],
           ${emptied.map((r) => r.token_id)}::numeric[],
-          ${emptied.map((r) => r.holder)}::text[]))`.execute(db)
+          ${emptied.map((r) => r.holder)}::text[]) as u(c, id, h))`.execute(db)
 }
 
 /**
  * Undoes everything above `ancestor`: NFT holdings by negated deltas of the removed transfers,
  * holder pairs first seen above it (a pair first seen at or below it stays, correctly), the
- * token and native transfers and the block hashes. The caller moves the cursor in the same transaction.
+ * token and native transfers and the block hashes. Transfer rows carry no block hash: what is
+ * above the ancestor's number is what the reorg replaced. The caller moves the cursor in the
+ * same transaction.
  */
 export async function rollbackAbove(db: Db, network: string, ancestor: bigint): Promise<number> {
   const above = ancestor.toString()
+  const net = await ensureNetworkId(db, network)
   const removed = await db
     .selectFrom('token_transfers')
     .select(['standard', 'contract', 'token_id', 'from_address', 'to_address', 'value'])
-    .where('network', '=', network)
+    .where('network_id', '=', net)
     .where('block_number', '>', above)
-    .where('standard', '!=', 'ERC20')
+    .where('standard', '!=', STANDARD_CODE.ERC20)
     .execute()
   await applyNftDeltas(
     db,
-    network,
+    net,
     nftDeltas(
       removed.map((r) => ({
-        standard: r.standard as TokenTransfer['standard'],
-        contract: r.contract,
-        tokenId: r.token_id === null ? null : BigInt(r.token_id),
-        from: r.from_address,
-        to: r.to_address,
+        standard: r.standard === STANDARD_CODE.ERC721 ? 'ERC721' : 'ERC1155',
+        contract: bytesToHex<Address>(r.contract),
+        tokenId: BigInt(r.token_id),
+        from: bytesToHex<Address>(r.from_address),
+        to: bytesToHex<Address>(r.to_address),
         value: BigInt(r.value),
       })),
       -1n,
@@ -355,17 +377,17 @@ export async function rollbackAbove(db: Db, network: string, ancestor: bigint): 
   )
   await db
     .deleteFrom('token_holders')
-    .where('network', '=', network)
+    .where('network_id', '=', net)
     .where('first_block', '>', above)
     .execute()
   const del = await db
     .deleteFrom('token_transfers')
-    .where('network', '=', network)
+    .where('network_id', '=', net)
     .where('block_number', '>', above)
     .executeTakeFirst()
   await db
     .deleteFrom('native_transfers')
-    .where('network', '=', network)
+    .where('network_id', '=', net)
     .where('block_number', '>', above)
     .execute()
   await db.deleteFrom('indexer_blocks').where('network', '=', network).where('number', '>', above).execute()

@@ -1,4 +1,6 @@
 import { type Kysely, sql } from 'kysely'
+import { bytea } from '../storage/bytea.ts'
+import { networkIdOf } from '../storage/networks.ts'
 import type { Database } from '../storage/schema.ts'
 import type { Address, Page } from '../types.ts'
 import type { Trait } from './parse.ts'
@@ -118,8 +120,8 @@ export async function indexedStandard(
   const r = await db
     .selectFrom('nft_balances')
     .select('standard')
-    .where('network', '=', network)
-    .where('contract', '=', contract)
+    .where('network_id', '=', networkIdOf(network))
+    .where('contract', '=', bytea(contract))
     .limit(1)
     .executeTakeFirst()
   return r ? (r.standard as NftStandard) : null
@@ -137,8 +139,8 @@ export async function indexedCounts(db: Db, network: string, contract: Address) 
       sql<string>`count(distinct holder)`.as('owners'),
       sql<string>`count(distinct token_id)`.as('tokens'),
     ])
-    .where('network', '=', network)
-    .where('contract', '=', contract)
+    .where('network_id', '=', networkIdOf(network))
+    .where('contract', '=', bytea(contract))
     .where('balance', '>', '0')
     .executeTakeFirstOrThrow()
   return { owners: Number(r.owners), tokens: Number(r.tokens) }
@@ -154,8 +156,8 @@ export async function tokenHeld(
   const r = await db
     .selectFrom('nft_balances')
     .select('holder')
-    .where('network', '=', network)
-    .where('contract', '=', contract)
+    .where('network_id', '=', networkIdOf(network))
+    .where('contract', '=', bytea(contract))
     .where('token_id', '=', tokenId.toString())
     .where('balance', '>', '0')
     .limit(1)
@@ -289,48 +291,43 @@ export async function ownedPage(
   holder: Address,
   page: Page,
 ): Promise<{ rows: OwnedRow[]; total: number }> {
+  // nft_balances keys by network id and bytea (migration 0160); the metadata caches by slug and
+  // hex text: the join converts the balance row's side.
+  const net = networkIdOf(network)
   const [rows, count] = await Promise.all([
-    db
-      .selectFrom('nft_balances as b')
-      .leftJoin('nft_metadata as m', (j) =>
-        j
-          .onRef('m.network', '=', 'b.network')
-          .onRef('m.contract', '=', 'b.contract')
-          .onRef('m.token_id', '=', 'b.token_id'),
-      )
-      .leftJoin('nft_contracts as c', (j) =>
-        j.onRef('c.network', '=', 'b.network').onRef('c.contract', '=', 'b.contract'),
-      )
-      .select([
-        'b.contract',
-        'b.token_id',
-        'b.standard',
-        'b.balance',
-        'm.name',
-        'm.image',
-        'm.fetched_at',
-        'c.name as collection_name',
-        'c.standard as contract_standard',
-      ])
-      .where('b.network', '=', network)
-      .where('b.holder', '=', holder)
-      .where('b.balance', '>', '0')
-      .orderBy('b.contract')
-      .orderBy('b.token_id')
-      .limit(page.limit)
-      .offset((page.page - 1) * page.limit)
-      .execute(),
+    sql<{
+      contract: Address
+      token_id: string
+      standard: string
+      balance: string
+      name: string | null
+      image: string | null
+      fetched_at: Date | null
+      collection_name: string | null
+      contract_standard: string | null
+    }>`
+      select b.hex as contract, b.token_id::text as token_id, b.standard, b.balance::text as balance,
+        m.name, m.image, m.fetched_at, c.name as collection_name, c.standard as contract_standard
+      from (
+        select '0x' || encode(contract, 'hex') as hex, token_id, standard, balance from nft_balances
+        where network_id = ${net} and holder = ${bytea(holder)} and balance > 0
+        order by contract, token_id
+        limit ${page.limit} offset ${(page.page - 1) * page.limit}
+      ) b
+      left join nft_metadata m on m.network = ${network} and m.contract = b.hex and m.token_id = b.token_id
+      left join nft_contracts c on c.network = ${network} and c.contract = b.hex
+      order by b.hex, b.token_id`.execute(db),
     db
       .selectFrom('nft_balances')
       .select((eb) => eb.fn.countAll<string>().as('n'))
-      .where('network', '=', network)
-      .where('holder', '=', holder)
+      .where('network_id', '=', net)
+      .where('holder', '=', bytea(holder))
       .where('balance', '>', '0')
       .executeTakeFirstOrThrow(),
   ])
   return {
     total: Number(count.n),
-    rows: rows.map((r) => ({
+    rows: rows.rows.map((r) => ({
       contract: r.contract,
       tokenId: BigInt(r.token_id),
       standard: r.standard as NftStandard,

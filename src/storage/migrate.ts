@@ -13,13 +13,14 @@ import { withoutDeadline } from './pg-pool.ts'
  * touches the current schema. The table keeps Kysely's name and columns, so databases migrated
  * before stay readable.
  */
-export async function migrate(db: DB): Promise<string[]> {
+export async function migrate(db: DB, upTo?: string): Promise<string[]> {
   // A migration may rebuild a large table, and the lock may wait for another instance's: no
   // query deadline here (docs/dependency-failures.md).
-  return withoutDeadline(() => migrateNow(db))
+  return withoutDeadline(() => migrateNow(db, upTo))
 }
 
-async function migrateNow(db: DB): Promise<string[]> {
+/** `upTo` (a migration name, inclusive) stops early: tests and benches build an older layout. */
+async function migrateNow(db: DB, upTo: string | undefined): Promise<string[]> {
   return db.connection().execute(async (conn) => {
     // One migrator per schema at a time, across processes (two instances starting together).
     await sql`select pg_advisory_lock(hashtext(current_schema() || '.halyard_migrate'))`.execute(conn)
@@ -34,6 +35,7 @@ async function migrateNow(db: DB): Promise<string[]> {
       const applied: string[] = []
       for (const name of Object.keys(migrations).sort()) {
         if (done.has(name)) continue
+        if (upTo !== undefined && name > upTo) break
         const migration = migrations[name]
         if (!migration) continue
         try {

@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, expect, it } from 'vitest'
 import { describeEachStorage, type TestStorage } from '../../test/helpers/storage.ts'
+import { hexToBytes } from '../storage/bytea.ts'
+import { ensureNetworkId } from '../storage/networks.ts'
 import type { Address } from '../types.ts'
 import { touchedContracts, touchedContractsPage } from './store.ts'
 
@@ -21,13 +23,19 @@ describeEachStorage('touchedContractsPage on $name', (backend) => {
   beforeAll(async () => {
     storage = await backend.open()
     // Three contracts share each first block, inserted out of order.
+    const net = await ensureNetworkId(storage.db, NETWORK)
     const rows = [7, 2, 9, 4, 1, 8, 3, 6, 5].map((i) => ({
-      network: NETWORK,
-      holder: HOLDER,
-      contract: contract(i),
+      network_id: net,
+      holder: hexToBytes(HOLDER),
+      contract: hexToBytes(contract(i)),
       first_block: String(Math.floor((i - 1) / 3) + 10),
     }))
-    rows.push({ network: NETWORK, holder: OTHER, contract: contract(100), first_block: '1' })
+    rows.push({
+      network_id: net,
+      holder: hexToBytes(OTHER),
+      contract: hexToBytes(contract(100)),
+      first_block: '1',
+    })
     await storage.db.insertInto('token_holders').values(rows).execute()
   })
   afterAll(async () => {
@@ -60,7 +68,12 @@ describeEachStorage('touchedContractsPage on $name', (backend) => {
     expect(first === 'unknown' ? [] : first.contracts).toEqual([1, 2, 3, 4, 5].map(contract))
     await storage.db
       .insertInto('token_holders')
-      .values({ network: NETWORK, holder: HOLDER, contract: contract(0), first_block: '99' })
+      .values({
+        network_id: await ensureNetworkId(storage.db, NETWORK),
+        holder: hexToBytes(HOLDER),
+        contract: hexToBytes(contract(0)),
+        first_block: '99',
+      })
       .execute()
     const rest = await touchedContractsPage(storage.db, NETWORK, HOLDER, contract(5), 5)
     expect(rest).toEqual({ contracts: [6, 7, 8, 9, 0].map(contract), more: false })

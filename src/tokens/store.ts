@@ -1,4 +1,6 @@
-import type { Kysely } from 'kysely'
+import { type Kysely, sql } from 'kysely'
+import { bytea, bytesToHex } from '../storage/bytea.ts'
+import { networkIdOf } from '../storage/networks.ts'
 import type { Database } from '../storage/schema.ts'
 import type { Address } from '../types.ts'
 
@@ -33,19 +35,20 @@ export async function touchedContracts(db: Db, network: string, holder: Address)
   const rows = await db
     .selectFrom('token_holders')
     .select('contract')
-    .where('network', '=', network)
-    .where('holder', '=', holder)
+    .where('network_id', '=', networkIdOf(network))
+    .where('holder', '=', bytea(holder))
     .orderBy('first_block')
     .orderBy('contract')
     .execute()
-  return rows.map((r) => r.contract)
+  return rows.map((r) => bytesToHex<Address>(r.contract))
 }
 
 /**
  * One page of `touchedContracts`, in the same order: the `limit` contracts after `after` (a
  * contract of an earlier page; undefined for the first), and whether more follow. 'unknown' when
  * `after` is not one of the holder's contracts. Keyset on (first_block, contract), read in that
- * order from index token_holders_by_first_block (migration 0120): a page reads its own rows only.
+ * order from index token_holders_by_first_block (migrations 0120, 0160): a page reads its own
+ * rows only. Contracts are bytea: their byte order is the order of their lowercase hex.
  */
 export async function touchedContractsPage(
   db: Db,
@@ -54,29 +57,33 @@ export async function touchedContractsPage(
   after: Address | undefined,
   limit: number,
 ): Promise<{ contracts: Address[]; more: boolean } | 'unknown'> {
+  const net = networkIdOf(network)
   let q = db
     .selectFrom('token_holders')
     .select('contract')
-    .where('network', '=', network)
-    .where('holder', '=', holder)
+    .where('network_id', '=', net)
+    .where('holder', '=', bytea(holder))
   if (after !== undefined) {
     const key = await db
       .selectFrom('token_holders')
       .select('first_block')
-      .where('network', '=', network)
-      .where('holder', '=', holder)
-      .where('contract', '=', after)
+      .where('network_id', '=', net)
+      .where('holder', '=', bytea(holder))
+      .where('contract', '=', bytea(after))
       .executeTakeFirst()
     if (!key) return 'unknown'
     // A row comparison, not its expansion into or/and: PostgreSQL bounds the index scan with it.
-    q = q.where((eb) => eb(eb.refTuple('first_block', 'contract'), '>', eb.tuple(key.first_block, after)))
+    q = q.where(sql<boolean>`(first_block, contract) > (${key.first_block}::bigint, ${bytea(after)})`)
   }
   const rows = await q
     .orderBy('first_block')
     .orderBy('contract')
     .limit(limit + 1)
     .execute()
-  return { contracts: rows.slice(0, limit).map((r) => r.contract), more: rows.length > limit }
+  return {
+    contracts: rows.slice(0, limit).map((r) => bytesToHex<Address>(r.contract)),
+    more: rows.length > limit,
+  }
 }
 
 export async function readMetas(

@@ -1,4 +1,6 @@
 import { type Kysely, type RawBuilder, sql } from 'kysely'
+import { bytea } from '../storage/bytea.ts'
+import { lookupNetworkId, networkIdOf } from '../storage/networks.ts'
 import type { Database } from '../storage/schema.ts'
 import type { Address, Hash } from '../types.ts'
 
@@ -9,17 +11,21 @@ import type { Address, Hash } from '../types.ts'
  * (log_index, batch_index). Within a block native rows come before token rows: the token table
  * has no tx_index, and a stable total order is what pagination needs.
  *
- * Each branch is one `ORDER BY … LIMIT` on an index whose leading columns are fixed by equality
- * (network, address), compared as a row value against the cursor: PostgreSQL walks the index
- * range and stops after `limit` rows, whatever the depth. Never OFFSET.
+ * Each branch is one `ORDER BY … LIMIT` on an index whose leading column is fixed by equality
+ * (halyard_addr_key(network, address), migration 0160; the primary key's network_id for a
+ * whole-network read), compared as a row value against the cursor: PostgreSQL walks the index
+ * range and stops after `limit` rows, whatever the depth. Never OFFSET. The key holds only the
+ * address's first 6 bytes: the full address is rechecked on each row.
  */
 
 export type Category = 'external' | 'internal' | 'erc20' | 'erc721' | 'erc1155'
 export const CATEGORIES: readonly Category[] = ['external', 'internal', 'erc20', 'erc721', 'erc1155']
 export const NATIVE_CATEGORIES: readonly Category[] = ['external', 'internal']
 export const TOKEN_CATEGORIES: readonly Category[] = ['erc20', 'erc721', 'erc1155']
-const STANDARD: Record<string, Category> = { ERC20: 'erc20', ERC721: 'erc721', ERC1155: 'erc1155' }
-const STANDARD_OF: Record<string, string> = { erc20: 'ERC20', erc721: 'ERC721', erc1155: 'ERC1155' }
+/** token_transfers.standard and native_transfers.category codes (migration 0160). */
+const STANDARD: Record<number, Category> = { 20: 'erc20', 721: 'erc721', 1155: 'erc1155' }
+const STANDARD_OF: Record<string, number> = { erc20: 20, erc721: 721, erc1155: 1155 }
+const CATEGORY_OF: Record<string, number> = { external: 0, internal: 1 }
 
 /** A position in the merged order. */
 export interface Position {
@@ -52,6 +58,11 @@ export interface AddressFilter {
 
 export interface TransferQuery {
   network: string
+  /**
+   * The network's id in `networks`, when the caller has it (readTransfers looks it up): a
+   * constant lets the planner read the address key's statistics. Without it the SQL looks it up.
+   */
+  networkId?: number
   categories: readonly Category[]
   fromBlock?: bigint
   toBlock?: bigint
@@ -80,7 +91,9 @@ export async function readTransfers(
   q: TransferQuery,
   branches: readonly AddressFilter[],
 ): Promise<TransferRow[]> {
-  const stmt = mergedSql(q, branches)
+  const networkId = q.networkId ?? (await lookupNetworkId(db, q.network))
+  if (networkId === null) return []
+  const stmt = mergedSql({ ...q, networkId }, branches)
   if (!stmt) return []
   const { rows } = await stmt.execute(db)
   return rows.map(toRow)
@@ -115,18 +128,31 @@ export function branchSql(q: TransferQuery, f: AddressFilter, source: 0 | 1, cat
   const [colA, colB] = native ? ['tx_index', 'trace_index'] : ['log_index', 'batch_index']
   const key = sql.raw(`(block_number, ${colA}, ${colB})`)
   const dir = sql.raw(q.order === 'asc' ? 'asc' : 'desc')
-  const where: RawBuilder<unknown>[] = [sql`network = ${q.network}`]
-  if (f.from !== undefined) where.push(sql`from_address = ${f.from}`)
-  if (f.to !== undefined) where.push(sql`to_address = ${f.to}`)
-  if (f.notFrom !== undefined) where.push(sql`from_address <> ${f.notFrom}`)
+  const net = q.networkId === undefined ? networkIdOf(q.network) : sql`${q.networkId}::smallint`
+  const where: RawBuilder<unknown>[] = []
+  // The key carries the network id in its top bits: equal keys are of one network.
+  // The full address is rechecked (two addresses can share a key) inside coalesce(), which the
+  // planner does not see through: were it to multiply the key's selectivity by the address's, it
+  // would expect a handful of rows for an address with millions and sort them all.
+  const byKey = (side: 'from_address' | 'to_address', a: Address) =>
+    sql`halyard_addr_key(network_id, ${sql.raw(side)}) = halyard_addr_key(${net}, ${bytea(a)})
+      and coalesce(${sql.raw(side)} = ${bytea(a)}, false)`
+  if (f.from !== undefined) where.push(byKey('from_address', f.from))
+  else if (f.to !== undefined) where.push(byKey('to_address', f.to))
+  else where.push(sql`network_id = ${net}`)
+  if (f.from !== undefined && f.to !== undefined)
+    where.push(sql`coalesce(to_address = ${bytea(f.to)}, false)`)
+  if (f.notFrom !== undefined) where.push(sql`from_address <> ${bytea(f.notFrom)}`)
   if (q.fromBlock !== undefined) where.push(sql`block_number >= ${q.fromBlock.toString()}`)
   if (q.toBlock !== undefined) where.push(sql`block_number <= ${q.toBlock.toString()}`)
   if (native) {
-    if (cats.length < NATIVE_CATEGORIES.length) where.push(sql`category = ${cats[0]}`)
+    if (cats.length < NATIVE_CATEGORIES.length)
+      where.push(sql`category = ${CATEGORY_OF[cats[0] ?? 'external']}`)
   } else {
     if (cats.length < TOKEN_CATEGORIES.length)
       where.push(sql`standard in (${sql.join(cats.map((c) => STANDARD_OF[c]))})`)
-    if (q.contracts && q.contracts.length > 0) where.push(sql`contract in (${sql.join([...q.contracts])})`)
+    if (q.contracts && q.contracts.length > 0)
+      where.push(sql`contract in (${sql.join(q.contracts.map((c) => bytea(c)))})`)
   }
   if (q.excludeZeroValue) where.push(sql`value <> 0`)
   if (q.after) {
@@ -135,13 +161,17 @@ export function branchSql(q: TransferQuery, f: AddressFilter, source: 0 | 1, cat
     where.push(sql`${key} ${op} (${q.after.block.toString()}::bigint, ${a}::integer, ${b}::integer)`)
   }
   const cols = native
-    ? sql`block_number, 0 as source, tx_index as a, trace_index as b, block_timestamp, tx_hash, category, null as contract,
-        from_address, to_address, null as token_id, value`
-    : sql`block_number, 1 as source, log_index as a, batch_index as b, block_timestamp, tx_hash, standard as category, contract,
-        from_address, to_address, token_id, value`
+    ? sql`block_number, 0 as source, tx_index as a, trace_index as b, block_timestamp, ${HEX('tx_hash')} as tx_hash,
+        category, null as contract, ${HEX('from_address')} as from_address, ${HEX('to_address')} as to_address,
+        null as token_id, value`
+    : sql`block_number, 1 as source, log_index as a, batch_index as b, block_timestamp, ${HEX('tx_hash')} as tx_hash,
+        standard as category, ${HEX('contract')} as contract, ${HEX('from_address')} as from_address,
+        ${HEX('to_address')} as to_address, case when standard = 20 then null else token_id end as token_id, value`
   return sql<RawRow>`select ${cols} from ${table} where ${sql.join(where, sql` and `)}
     order by block_number ${dir}, ${sql.raw(colA)} ${dir}, ${sql.raw(colB)} ${dir} limit ${q.limit}`
 }
+
+const HEX = (column: string) => sql.raw(`'0x' || encode(${column}, 'hex')`)
 
 /**
  * The cursor's (a, b) as seen from one table: the same source compares as is; the other source
@@ -162,7 +192,7 @@ interface RawRow {
   b: number
   block_timestamp: string | number | bigint
   tx_hash: Hash
-  category: string
+  category: number
   contract: Address | null
   from_address: Address
   to_address: Address | null
@@ -179,7 +209,12 @@ function toRow(r: RawRow): TransferRow {
     b: Number(r.b),
     timestamp: BigInt(r.block_timestamp),
     txHash: r.tx_hash,
-    category: source === 0 ? (r.category as Category) : (STANDARD[r.category] ?? 'erc20'),
+    category:
+      source === 0
+        ? Number(r.category) === 1
+          ? 'internal'
+          : 'external'
+        : (STANDARD[Number(r.category)] ?? 'erc20'),
     contract: r.contract,
     from: r.from_address,
     to: r.to_address,
