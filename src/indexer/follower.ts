@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely'
-import { nodeError } from '../chains/reads.ts'
+import { failureMessage, nodeError } from '../chains/reads.ts'
 import type { Network } from '../chains/registry.ts'
+import type { RequestBudget } from '../common/request-budget.ts'
 import type { Logger } from '../logger.ts'
 import type { Database } from '../storage/schema.ts'
 import type { Hash } from '../types.ts'
@@ -9,6 +10,7 @@ import { type ChainLog, ChainReader } from './chain.ts'
 import { toIndexedBlock } from './indexed-block.ts'
 import type { InternalTransferTracing } from './internal-transfers.ts'
 import { nativeTransfersOf } from './native.ts'
+import { narrowedRange } from './range-hint.ts'
 import type { ReportSkippedLog, SkippedLog } from './skipped-logs.ts'
 import * as store from './store.ts'
 import type { BlockConsumer, IndexedBlock } from './types.ts'
@@ -31,6 +33,8 @@ export interface FollowerOptions {
   onSkippedLog: ReportSkippedLog
   /** Internal transfers: whether to trace, and each block's trace (internal-transfers.ts). */
   tracing: InternalTransferTracing
+  /** The network's request budget: every read of the follower goes through it. */
+  budget?: RequestBudget
 }
 
 /** Below this gap to the target the follower goes block by block (full blocks); above it, ranges. */
@@ -63,6 +67,8 @@ export class NetworkFollower {
   private readonly slug: string
   private pos: Position | undefined
   private range: bigint
+  /** The widest range the node accepts, once a refusal named it (the range never grows past it). */
+  private rangeCap: bigint
   /** Blocks per backfill step, shrunk while steps carry many transactions. */
   private fullRange = 100n
   /** Head minus confirmations at the last step that read the head (for lag and readiness). */
@@ -73,9 +79,10 @@ export class NetworkFollower {
   private skipped: SkippedLog[] = []
 
   constructor(private readonly opts: FollowerOptions) {
-    this.chain = new ChainReader(opts.network)
+    this.chain = new ChainReader(opts.network, opts.budget)
     this.slug = opts.network.slug
     this.range = BigInt(Math.min(opts.maxRange, 1000))
+    this.rangeCap = BigInt(opts.maxRange)
   }
 
   /** Forget the in-memory position (after an error or a lost lock): re-read from the DB. */
@@ -136,14 +143,16 @@ export class NetworkFollower {
     if (tracing === undefined) return false
     // Block, logs and trace in parallel (one round trip, not three): logs and trace are asked
     // for by number, so each must match the block, or it was replaced between the answers.
-    const [block, logs, first] = await Promise.all([
+    const [block, logs, first, receipts] = await Promise.all([
       this.chain.header(n, true),
       this.chain.logsByRange(n, n),
-      tracing ? this.opts.tracing.attempt(net, n) : undefined,
+      tracing ? this.traceAttempt(n) : undefined,
+      this.chain.blockReceipts(n),
     ])
     if (!block) return false
     if (pos.hash !== null && block.parentHash !== pos.hash) return this.handleReorg(db, pos, pos.number)
     if (logs.some((l) => l.blockHash !== block.hash)) return false
+    if (!(await this.chain.markReverted(block, { receipts }))) return false
     const internal = await internalTransfersOf(this.opts.tracing, net, block, first)
     if (internal === 'replaced') return false
     const fetched = performance.now()
@@ -188,26 +197,31 @@ export class NetworkFollower {
     try {
       logs = await this.chain.logsByRange(from, to)
     } catch (err) {
-      // Nodes refuse ranges that are too wide or too full with a JSON-RPC error, and some time
-      // out or cut the connection instead: halve and retry; only a single block failing is fatal.
-      if (this.range > 1n) {
-        this.range = this.range / 2n
-        this.opts.logger.debug(
-          {
-            network: this.slug,
-            range: Number(this.range),
-            err: (err as Error).message,
-            rpcError: nodeError(err) !== undefined,
-          },
-          'eth_getLogs range shrunk',
-        )
-        return true
-      }
-      throw err
+      // Nodes refuse ranges that are too wide or too full with a JSON-RPC error, most naming
+      // the range or width that works (range-hint.ts): the next request asks for that. Some
+      // name nothing, time out or cut the connection instead: halve. Only one block failing is fatal.
+      const node = nodeError(err)
+      const said =
+        node?.data === undefined ? failureMessage(err) : `${node.message} ${JSON.stringify(node.data)}`
+      const next = narrowedRange(said, from, to)
+      if (!next) throw err
+      this.range = next.to - next.from + 1n
+      if (next.named) this.rangeCap = this.range
+      this.opts.logger.debug(
+        {
+          network: this.slug,
+          range: Number(this.range),
+          named: next.named,
+          err: said,
+          rpcError: node !== undefined,
+        },
+        'eth_getLogs range shrunk',
+      )
+      return true
     }
     if (logs.length > this.opts.maxLogsPerRange && this.range > 1n) this.range /= 2n
-    else if (logs.length < this.opts.maxLogsPerRange / 4 && this.range < BigInt(this.opts.maxRange))
-      this.range = this.range * 2n > BigInt(this.opts.maxRange) ? BigInt(this.opts.maxRange) : this.range * 2n
+    else if (logs.length < this.opts.maxLogsPerRange / 4 && this.range < this.rangeCap)
+      this.range = this.range * 2n > this.rangeCap ? this.rangeCap : this.range * 2n
 
     const byBlock = new Map<bigint, ChainLog[]>()
     for (const l of logs) {
@@ -267,6 +281,12 @@ export class NetworkFollower {
       'range indexed',
     )
     return true
+  }
+
+  /** One trace try beside the block, within the network's request budget. */
+  private traceAttempt(n: bigint) {
+    const attempt = () => this.opts.tracing.attempt(this.opts.network, n)
+    return this.opts.budget ? this.opts.budget.run(attempt) : attempt()
   }
 
   private async commit(
