@@ -20,6 +20,8 @@ export interface FetchedBlock {
  */
 export async function fetchFullBlocks(
   chain: ChainReader,
+  /** One trace try (the follower's, within the network's request budget). */
+  attempt: (n: bigint) => Promise<TraceOutcome>,
   tracing: InternalTransferTracing,
   net: Network,
   numbers: readonly bigint[],
@@ -35,7 +37,7 @@ export async function fetchFullBlocks(
       // against the block's hash: a block replaced between the answers retries the step.
       const [header, first, receipts] = await Promise.all([
         chain.header(n, true),
-        traced ? tracing.attempt(net, n) : undefined,
+        traced ? attempt(n) : undefined,
         chain.blockReceipts(n),
       ])
       if (!header) continue
