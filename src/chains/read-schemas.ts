@@ -81,3 +81,17 @@ export const receiptSchema = z.object({
 })
 
 export type Receipt = z.output<typeof receiptSchema>
+
+/**
+ * A receipt as eth_getBlockReceipts lists it, read for its status only: the logs are left
+ * unchecked (a full block's logs come from eth_getLogs, and checking them twice costs).
+ */
+export const receiptStatusSchema = z.object({
+  transactionHash: hash,
+  blockNumber: quantity,
+  blockHash: hash,
+  /** 0x1 success, 0x0 reverted (EIP-658); absent on pre-Byzantium receipts. */
+  status: quantity.optional(),
+})
+
+export type ReceiptStatus = z.output<typeof receiptStatusSchema>

@@ -10,14 +10,16 @@ import {
   pendingBlockSchema,
   quantity,
   type Receipt,
+  type ReceiptStatus,
   receiptSchema,
+  receiptStatusSchema,
   type Transaction,
   transactionSchema,
 } from './read-schemas.ts'
 import type { UpstreamCallOptions, UpstreamPool } from './upstream-pool.ts'
 import { UpstreamUnavailableError, upstreamAnswered, upstreamMalformed } from './upstream-unavailable.ts'
 
-export type { Block, Log, Receipt, Transaction }
+export type { Block, Log, Receipt, ReceiptStatus, Transaction }
 
 /**
  * Typed chain reads: one function per JSON-RPC method (Ethereum JSON-RPC specification,
@@ -193,6 +195,24 @@ export function getTransactionReceipt(
   return request(node, 'eth_getTransactionReceipt', [txHash], receiptSchema.nullable(), opts)
 }
 
+/**
+ * Every receipt of the block (eth_getBlockReceipts), status only; null when the node does not
+ * have the block. Not every node offers the method: its refusal is the node's error answer.
+ */
+export function getBlockReceipts(
+  node: ChainNode,
+  block: BlockRef,
+  opts?: ReadOptions,
+): Promise<ReceiptStatus[] | null> {
+  return request(
+    node,
+    'eth_getBlockReceipts',
+    [toBlockRef(block)],
+    z.array(receiptStatusSchema).nullable(),
+    opts,
+  )
+}
+
 export function getTransactionCount(
   node: ChainNode,
   of: Address,
@@ -205,6 +225,19 @@ export function getTransactionCount(
 /** A read's failure that is the node's own JSON-RPC error answer (a revert, a refused range). */
 export function nodeError(err: unknown): { code: number; message: string; data?: unknown } | undefined {
   return err instanceof UpstreamUnavailableError && err.problem === 'error_answer' ? err.node : undefined
+}
+
+/**
+ * Whether the node refused the method itself (not offered, or not by this provider or plan),
+ * as opposed to failing this one call: JSON-RPC -32601, or a message saying so.
+ */
+export function methodRefused(err: unknown): boolean {
+  const e = nodeError(err)
+  if (!e) return false
+  if (e.code === -32601) return true
+  return /method not (found|supported|available)|not supported|unsupported|does not exist|unknown method|not available/i.test(
+    e.message,
+  )
 }
 
 /** Whether a read failed because the node's answer was not in the method's shape. */

@@ -68,6 +68,12 @@ const networkCoreShape = {
        * the call tracer); `off` spares the upstream that cost (the `internal` category is refused).
        */
       internalTransfers: z.enum(['auto', 'off']).default('auto'),
+      /**
+       * The indexer's budget on this network's upstreams: requests started in any second, and
+       * in flight at once (blocks, logs, receipts, traces). Set them under the provider's plan.
+       */
+      requestsPerSecond: z.number().int().min(1).max(100_000).default(200),
+      maxConcurrency: z.number().int().min(1).max(1024).default(16),
     })
     .strict()
     .optional(),

@@ -14,12 +14,14 @@ export interface FetchedBlock {
 }
 
 /**
- * Full blocks, each traced when it has transactions and `traced` (the node traces),
- * BLOCK_CONCURRENCY at a time. 'replaced' (try again next step) when a trace is of another block
- * than the header read beside it.
+ * Full blocks with their receipts' statuses (ChainReader.markReverted), each traced when it has
+ * transactions and `traced` (the node traces), BLOCK_CONCURRENCY at a time. 'replaced' (try
+ * again next step) when a trace or the receipts are of another block than the header read beside them.
  */
 export async function fetchFullBlocks(
   chain: ChainReader,
+  /** One trace try (the follower's, within the network's request budget). */
+  attempt: (n: bigint) => Promise<TraceOutcome>,
   tracing: InternalTransferTracing,
   net: Network,
   numbers: readonly bigint[],
@@ -31,11 +33,18 @@ export async function fetchFullBlocks(
   const worker = async () => {
     while (next < numbers.length && !replaced) {
       const n = numbers[next++] as bigint
-      const [header, first] = await Promise.all([
+      // Block, receipts (which transactions reverted) and trace side by side, each checked
+      // against the block's hash: a block replaced between the answers retries the step.
+      const [header, first, receipts] = await Promise.all([
         chain.header(n, true),
-        traced ? tracing.attempt(net, n) : undefined,
+        traced ? attempt(n) : undefined,
+        chain.blockReceipts(n),
       ])
       if (!header) continue
+      if (!(await chain.markReverted(header, { receipts }))) {
+        replaced = true
+        continue
+      }
       const internal = await internalTransfersOf(tracing, net, header, first)
       if (internal === 'replaced') replaced = true
       else out.set(header.number, { header, internal })

@@ -1,10 +1,11 @@
 import type { Kysely } from 'kysely'
-import { nodeError } from '../chains/reads.ts'
 import type { Network } from '../chains/registry.ts'
+import type { RequestBudget } from '../common/request-budget.ts'
 import type { Logger } from '../logger.ts'
 import type { Database } from '../storage/schema.ts'
 import type { Hash } from '../types.ts'
-import { fetchFullBlocks, internalTransfersOf } from './block-fetch.ts'
+import { type FetchedRange, RangeReader, rangeOf } from './backfill-range.ts'
+import { internalTransfersOf } from './block-fetch.ts'
 import { type ChainLog, ChainReader } from './chain.ts'
 import { toIndexedBlock } from './indexed-block.ts'
 import type { InternalTransferTracing } from './internal-transfers.ts'
@@ -31,19 +32,14 @@ export interface FollowerOptions {
   onSkippedLog: ReportSkippedLog
   /** Internal transfers: whether to trace, and each block's trace (internal-transfers.ts). */
   tracing: InternalTransferTracing
+  /** The network's request budget: every read of the follower goes through it. */
+  budget?: RequestBudget
 }
 
 /** Below this gap to the target the follower goes block by block (full blocks); above it, ranges. */
 const BACKFILL_GAP = 16n
 /** Block hashes kept for finding the common ancestor of a reorg. */
 const KEEP_BLOCKS = 512n
-/**
- * Backfill reads every block with its transactions (external transfers) and traces those with
- * any: at most this many blocks per step, fewer while steps carry many transactions (memory),
- * read this many at a time.
- */
-const MAX_FULL_STEP = 1000n
-const MAX_TXS_PER_STEP = 10_000
 
 /** In-memory position: `hash` null before the first indexed block (nothing to compare with). */
 interface Position {
@@ -62,25 +58,34 @@ export class NetworkFollower {
   private readonly chain: ChainReader
   private readonly slug: string
   private pos: Position | undefined
-  private range: bigint
-  /** Blocks per backfill step, shrunk while steps carry many transactions. */
-  private fullRange = 100n
+  /** Backfill ranges: their sizes, and reading them (backfill-range.ts). */
+  private readonly ranges: RangeReader
   /** Head minus confirmations at the last step that read the head (for lag and readiness). */
   lastTarget: bigint | undefined
   /** The first block the last step tried to index (the one a failing step is stuck on). */
   nextBlock: bigint | undefined
+  /** The next backfill range, read while the current one commits. */
+  private ahead: { from: bigint; result: Promise<FetchedRange> } | undefined
   /** Logs skipped while decoding this step's blocks: reported once their blocks commit. */
   private skipped: SkippedLog[] = []
 
   constructor(private readonly opts: FollowerOptions) {
-    this.chain = new ChainReader(opts.network)
+    this.chain = new ChainReader(opts.network, opts.budget)
     this.slug = opts.network.slug
-    this.range = BigInt(Math.min(opts.maxRange, 1000))
+    this.ranges = new RangeReader(this.chain, {
+      network: opts.network,
+      logger: opts.logger,
+      tracing: opts.tracing,
+      maxRange: opts.maxRange,
+      maxLogsPerRange: opts.maxLogsPerRange,
+      attempt: (n) => this.traceAttempt(n),
+    })
   }
 
   /** Forget the in-memory position (after an error or a lost lock): re-read from the DB. */
   reset(): void {
     this.pos = undefined
+    this.ahead = undefined
   }
 
   /** One step of work. Returns false when caught up (the caller waits before the next step). */
@@ -136,14 +141,16 @@ export class NetworkFollower {
     if (tracing === undefined) return false
     // Block, logs and trace in parallel (one round trip, not three): logs and trace are asked
     // for by number, so each must match the block, or it was replaced between the answers.
-    const [block, logs, first] = await Promise.all([
+    const [block, logs, first, receipts] = await Promise.all([
       this.chain.header(n, true),
       this.chain.logsByRange(n, n),
-      tracing ? this.opts.tracing.attempt(net, n) : undefined,
+      tracing ? this.traceAttempt(n) : undefined,
+      this.chain.blockReceipts(n),
     ])
     if (!block) return false
     if (pos.hash !== null && block.parentHash !== pos.hash) return this.handleReorg(db, pos, pos.number)
     if (logs.some((l) => l.blockHash !== block.hash)) return false
+    if (!(await this.chain.markReverted(block, { receipts }))) return false
     const internal = await internalTransfersOf(this.opts.tracing, net, block, first)
     if (internal === 'replaced') return false
     const fetched = performance.now()
@@ -179,38 +186,28 @@ export class NetworkFollower {
     const tracing = await this.opts.tracing.wanted(this.opts.network)
     // Not known yet whether the node traces: wait (a poll) rather than index blocks untraced.
     if (tracing === undefined) return false
-    // The log range adapts to logs per answer, the block count to transactions per step.
-    // biome-ignore lint/complexity/useMathMinMax: bigints (Math.min takes numbers)
-    const step = this.fullRange > this.range ? this.range : this.fullRange
-    const to = from + step - 1n < target ? from + step - 1n : target
-    let logs: ChainLog[]
-    const started = performance.now()
-    try {
-      logs = await this.chain.logsByRange(from, to)
-    } catch (err) {
-      // Nodes refuse ranges that are too wide or too full with a JSON-RPC error, and some time
-      // out or cut the connection instead: halve and retry; only a single block failing is fatal.
-      if (this.range > 1n) {
-        this.range = this.range / 2n
-        this.opts.logger.debug(
-          {
-            network: this.slug,
-            range: Number(this.range),
-            err: (err as Error).message,
-            rpcError: nodeError(err) !== undefined,
-          },
-          'eth_getLogs range shrunk',
-        )
-        return true
-      }
-      throw err
-    }
-    if (logs.length > this.opts.maxLogsPerRange && this.range > 1n) this.range /= 2n
-    else if (logs.length < this.opts.maxLogsPerRange / 4 && this.range < BigInt(this.opts.maxRange))
-      this.range = this.range * 2n > BigInt(this.opts.maxRange) ? BigInt(this.opts.maxRange) : this.range * 2n
-
+    // The range read while the previous one committed, if it starts here and is still below
+    // the target (a rollback may have moved both); otherwise read it now.
+    const ahead = this.ahead
+    this.ahead = undefined
+    let got = ahead && ahead.from === from ? await ahead.result : undefined
+    if (got?.kind === 'ok' && got.to > target) got = undefined
+    got ??= await this.ranges
+      .read(from, target, tracing)
+      .catch((err: unknown) => ({ kind: 'error', err }) as const)
+    if (got.kind === 'error') throw got.err
+    if (got.kind === 'narrowed') return true
+    if (got.kind === 'replaced') return false
+    const { to, logs, fetched } = got
+    const first = fetched.get(from)?.header
+    const last = fetched.get(to)?.header
+    if (!first || !last) return false
+    if (pos.hash !== null && first.parentHash !== pos.hash) return this.handleReorg(db, pos, pos.number)
     const byBlock = new Map<bigint, ChainLog[]>()
     for (const l of logs) {
+      // A log whose block hash differs from the header read beside it came from a replaced block.
+      const h = fetched.get(l.blockNumber)?.header
+      if (!h || h.hash !== l.blockHash) return false
       const list = byBlock.get(l.blockNumber)
       if (list) list.push(l)
       else byBlock.set(l.blockNumber, [l])
@@ -219,24 +216,10 @@ export class NetworkFollower {
     // when one needs every block, else only the blocks with logs, as before.
     const asked = await Promise.all(this.opts.consumers.map((c) => c.needsFullBlocks?.(this.slug)))
     const full = asked.some((a) => a === true)
-    const numbers = rangeOf(from, to)
-    const logsAt = performance.now()
-    const fetched = await fetchFullBlocks(this.chain, this.opts.tracing, this.opts.network, numbers, tracing)
-    const blocksAt = performance.now()
-    if (fetched === 'replaced') return false
-    const first = fetched.get(from)?.header
-    const last = fetched.get(to)?.header
-    if (!first || !last) return false
-    if (pos.hash !== null && first.parentHash !== pos.hash) return this.handleReorg(db, pos, pos.number)
-    // A log whose block hash differs from the header we just read came from a replaced block.
-    for (const l of logs) {
-      const h = fetched.get(l.blockNumber)?.header
-      if (!h || h.hash !== l.blockHash) return false
-    }
     const blocks: IndexedBlock[] = []
     const native: store.StoredNativeTransfer[] = []
     let txs = 0
-    for (const n of numbers) {
+    for (const n of rangeOf(from, to)) {
       const f = fetched.get(n)
       if (!f) return false // the node lost a block we just saw: try again next step
       txs += f.header.transactions?.length ?? 0
@@ -246,27 +229,34 @@ export class NetworkFollower {
           toIndexedBlock(this.opts.network, f.header, byBlock.get(n) ?? [], f.internal, this.skipped),
         )
     }
-    if (txs > MAX_TXS_PER_STEP && this.fullRange > 1n) this.fullRange /= 2n
-    else if (txs < MAX_TXS_PER_STEP / 4 && this.fullRange < MAX_FULL_STEP) this.fullRange *= 2n
+    this.ranges.carried(txs)
     const seen = [...fetched.values()].map(({ header: h }) => ({
       number: h.number,
       hash: h.hash,
       parentHash: h.parentHash,
     }))
+    // Read the next range while this one commits: the node's time and the database's overlap.
+    // It is checked like any other when its step comes (parent hash against this range's last
+    // block), and dropped on a reorg, a reset or a failed commit.
+    if (to < target) {
+      const next = to + 1n
+      const result = this.ranges
+        .read(next, target, tracing)
+        .catch((err: unknown) => ({ kind: 'error', err }) as const)
+      this.ahead = { from: next, result }
+    }
     const t = await this.commit(db, blocks, native, seen, { number: to, hash: last.hash })
     this.opts.logger.debug(
-      {
-        from: Number(from),
-        to: Number(to),
-        logs: logs.length,
-        txs,
-        logsMs: logsAt - started,
-        blocksMs: blocksAt - logsAt,
-        ...t,
-      },
+      { from: Number(from), to: Number(to), logs: logs.length, txs, ...got.ms, ...t },
       'range indexed',
     )
     return true
+  }
+
+  /** One trace try beside the block, within the network's request budget. */
+  private traceAttempt(n: bigint) {
+    const attempt = () => this.opts.tracing.attempt(this.opts.network, n)
+    return this.opts.budget ? this.opts.budget.run(attempt) : attempt()
   }
 
   private async commit(
@@ -350,11 +340,13 @@ export class NetworkFollower {
         await trx.deleteFrom('indexer_cursors').where('network', '=', this.slug).execute()
       })
       this.pos = undefined
+      this.ahead = undefined
     }
     return true
   }
 
   private async rollbackTo(db: Kysely<Database>, ancestor: store.Cursor): Promise<void> {
+    this.ahead = undefined
     await db.transaction().execute(async (trx) => {
       await store.rollbackAbove(trx, this.slug, ancestor.number)
       for (const c of this.opts.consumers) await c.onRollback(trx, this.slug, ancestor.number)
@@ -363,11 +355,4 @@ export class NetworkFollower {
     this.pos = { ...ancestor }
     this.opts.onAdvance(this.slug, ancestor)
   }
-}
-
-/** from, from + 1, …, to. */
-function rangeOf(from: bigint, to: bigint): bigint[] {
-  const out: bigint[] = []
-  for (let n = from; n <= to; n++) out.push(n)
-  return out
 }

@@ -94,7 +94,7 @@ describe('adaptive eth_getLogs ranges during backfill', () => {
     await anvil?.stop()
   })
 
-  it('shrinks on refusals, grows again on success, and indexes every transfer exactly once', async () => {
+  it('narrows to the range a refusal names, stays within it, and indexes every transfer exactly once', async () => {
     const { head, expected } = await seedChain(anvil)
     // The range logic does not depend on the database: the fastest one at hand will do.
     const storage = await (storageBackends().at(-1) as StorageBackend).open()
@@ -117,9 +117,11 @@ describe('adaptive eth_getLogs ranges during backfill', () => {
     expect(refused.length).toBeGreaterThan(0)
     expect(served.length).toBeGreaterThan(0)
     expect(served.every((s) => s.span <= LIMIT)).toBe(true)
-    // After a success the range is doubled again: a refusal follows a served request.
+    // The refusal names the limit (range-hint.ts): the next request asks for exactly that, and
+    // the range never grows past it again (doubling after a success stops at the named width).
     const firstServed = spans.findIndex((s) => !s.refused)
-    expect(spans.slice(firstServed).some((s) => s.refused)).toBe(true)
+    expect(spans[firstServed]?.span).toBe(LIMIT)
+    expect(spans.slice(firstServed).some((s) => s.refused)).toBe(false)
   })
 })
 

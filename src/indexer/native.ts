@@ -7,6 +7,9 @@ import type { BlockTrace, InternalTransfer } from './traces.ts'
  * A block's native_transfers rows: each transaction as 'external' (trace_index 0, value possibly
  * 0; a creation's `to` is the address it deploys to), then the value-moving frames inside it as
  * 'internal' (trace_index 1.. in the trace's depth-first order, trace_path the frame's path).
+ * A reverted transaction moved no value: no row at all (balances are summed from these rows;
+ * README, Data APIs, on how this differs from Alchemy). Its frames are none either: the tracers
+ * report value only from frames that succeeded (traces.ts).
  */
 export function nativeTransfersOf(
   block: ChainHeader,
@@ -22,6 +25,7 @@ export function nativeTransfersOf(
   const at = { blockNumber: block.number, blockHash: block.hash, timestamp: block.timestamp }
   const out: StoredNativeTransfer[] = []
   for (const tx of [...txs].sort((a, b) => a.index - b.index)) {
+    if (tx.reverted) continue
     out.push({
       ...at,
       txIndex: tx.index,

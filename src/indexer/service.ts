@@ -2,6 +2,7 @@ import { EventEmitter } from 'node:events'
 import type { Kysely } from 'kysely'
 import type { Network, NetworkRegistry } from '../chains/registry.ts'
 import { type BackgroundLoop, LoopSet } from '../common/background-loop.ts'
+import { RequestBudget } from '../common/request-budget.ts'
 import { sleep } from '../common/time.ts'
 import { WakeSignal } from '../common/wake-signal.ts'
 import type { Logger } from '../logger.ts'
@@ -180,6 +181,10 @@ export class IndexerService {
       },
       onSkippedLog: this.skippedLogs.report,
       tracing: this.tracing,
+      budget: new RequestBudget({
+        requestsPerSecond: cfg?.requestsPerSecond ?? 200,
+        maxConcurrency: cfg?.maxConcurrency ?? 16,
+      }),
     })
     // A local devnet answers a head poll in well under a millisecond, so a fast devnet (small
     // blockTimeMs) may be polled down to 20 ms; public networks stay at 50 ms or more.

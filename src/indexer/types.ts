@@ -20,6 +20,11 @@ export interface IndexedTransaction {
   value: bigint
   /** Receipt status: true = success. Undefined when the receipt was not fetched. */
   success?: boolean
+  /**
+   * The receipt's status is 0 (EIP-658): the transaction moved no value. Set by the indexer from
+   * the block's receipts; undefined where they were not read.
+   */
+  reverted?: boolean
   /** Index within the block. */
   index: number
   input: Hex

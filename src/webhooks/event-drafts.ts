@@ -153,6 +153,8 @@ export class EventDrafter {
     }
     const selectors = c.sets.selectors
     for (const t of txs) {
+      // A reverted transaction moved no value (src/indexer/native.ts keeps no row for it either).
+      if (t.reverted) continue
       if (t.value < min || (selectors && !selectors.has(selectorOf?.(t.hash) ?? ''))) continue
       for (const direction of sidesOf(t.from, t.to)) {
         out.push({
