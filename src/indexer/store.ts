@@ -184,7 +184,16 @@ export async function pruneBlocks(db: Db, network: string, below: bigint): Promi
  * Writes transfers and the holdings derived from them. Rows go in as parallel arrays through
  * `unnest`, so a statement carries a fixed number of parameters however many rows it holds.
  */
-export async function saveTransfers(db: Db, network: string, transfers: StoredTransfer[]): Promise<void> {
+export async function saveTransfers(
+  db: Db,
+  network: string,
+  transfers: StoredTransfer[],
+  /**
+   * A history scan of one address (history-scan.ts): holdings change for that address only —
+   * the other side's own history is not known until its scan, which applies that side.
+   */
+  only?: { holder: Address },
+): Promise<void> {
   if (transfers.length === 0) return
   const CHUNK = 5000
   for (let i = 0; i < transfers.length; i += CHUNK) {
@@ -207,8 +216,9 @@ export async function saveTransfers(db: Db, network: string, transfers: StoredTr
         ${part.map((t) => t.value.toString())}::numeric[])
       on conflict do nothing`.execute(db)
   }
-  await saveHolders(db, network, transfers)
-  await applyNftDeltas(db, network, nftDeltas(transfers, 1n))
+  await saveHolders(db, network, transfers, only?.holder)
+  const deltas = nftDeltas(transfers, 1n)
+  await applyNftDeltas(db, network, only ? deltas.filter((d) => d.holder === only.holder) : deltas)
 }
 
 /** Writes native transfers, as parallel arrays through `unnest` like saveTransfers. */
@@ -239,13 +249,18 @@ export async function saveNativeTransfers(
   }
 }
 
-async function saveHolders(db: Db, network: string, transfers: StoredTransfer[]): Promise<void> {
+async function saveHolders(
+  db: Db,
+  network: string,
+  transfers: StoredTransfer[],
+  onlyHolder?: Address,
+): Promise<void> {
   // Blocks arrive in ascending order, so the first sighting kept here is the earliest one.
   const first = new Map<string, { holder: Address; contract: Address; block: bigint }>()
   for (const t of transfers) {
     if (t.standard !== 'ERC20') continue
     for (const holder of [t.from, t.to]) {
-      if (holder === ZERO_ADDRESS) continue
+      if (holder === ZERO_ADDRESS || (onlyHolder !== undefined && holder !== onlyHolder)) continue
       const key = `${holder}${t.contract}`
       if (!first.has(key)) first.set(key, { holder, contract: t.contract, block: t.blockNumber })
     }

@@ -55,7 +55,7 @@ export async function registerFeatures(host: FeatureHost): Promise<Features> {
   const rpc = registerRpc(host)
   const indexer = registerIndexer(host)
   const data = await registerTokens(host, { indexer })
-  const nfts = registerNfts(host, { data })
+  const nfts = registerNfts(host, { data, indexer })
   const transfers = registerTransfers(host, { data, indexer })
   const ws = registerWs(host, { rpc })
   const webhooks = registerWebhooks(host, { indexer, nfts, ws })
