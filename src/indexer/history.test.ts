@@ -153,6 +153,16 @@ describeEachStorage('history below the index on $name', (backend) => {
     // With native transfers the answer is complete from N only: a log scan cannot find those.
     const all = await get(`/transfers/${SLUG}/${HOLDER}`)
     expect(all.body.index).toMatchObject({ complete_from: Number(N), partial: true, history_scan: 'done' })
+    // Operators see it too: a /ready line and gauges per network.
+    const ready = (await (await fetch(`${h.halyard.origin}/ready`)).json()) as {
+      checks: Record<string, string>
+    }
+    expect(ready.checks['history ethereum/devnet']).toMatch(
+      new RegExp(`^complete from block ${N}, indexed to block \\d+; address history scans: 1 done`),
+    )
+    const metrics = await (await fetch(`${h.halyard.origin}/metrics`)).text()
+    expect(metrics).toContain(`halyard_indexer_complete_from_block{network="${SLUG}"} ${N}`)
+    expect(metrics).toMatch(new RegExp(`halyard_indexer_indexed_block\\{network="${SLUG}"\\} \\d+`))
     // The scan's windows were halved down to what the node serves, never past it.
     expect(relay.spans.some((s) => s.refused)).toBe(true)
     expect(relay.spans.filter((s) => !s.refused).every((s) => s.span <= MAX_SPAN)).toBe(true)
