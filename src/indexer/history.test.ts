@@ -3,6 +3,7 @@ import { type HistoryRelay, startHistoryRelay } from '../../test/fixtures/indexe
 import { anvilNetwork, startTestHalyard, type TestHalyard } from '../../test/helpers/halyard.ts'
 import { describeEachStorage } from '../../test/helpers/storage.ts'
 import { until } from '../../test/helpers/until.ts'
+import { COOKIE } from '../dashboard/web.ts'
 import { type AnvilProcess, startAnvil } from '../devnet/anvil.ts'
 import { Devnet } from '../devnet/demo.ts'
 import { ensureMulticall3 } from '../devnet/multicall3.ts'
@@ -210,5 +211,21 @@ describeEachStorage('history below the index on $name', (backend) => {
       .sort()
     expect(ids).toEqual(['1', '2'])
     expect(await negativeRows(OTHER)).toBe(0)
+    // The dashboard's networks table shows the same: complete from N, indexed to the cursor.
+    const email = `d-${Date.now()}@test.local`
+    await h.createKey({ email })
+    const account = await h.halyard.ctx.auth.accountByEmail(email)
+    const link = await h.halyard.services.dashboard.createLink(account.id, h.halyard.origin)
+    const session = await h.halyard.services.dashboard.signIn(
+      new URL(link).searchParams.get('token') ?? '',
+      {},
+    )
+    const page = await fetch(`${h.halyard.origin}/dashboard`, {
+      headers: { cookie: `${COOKIE}=${session?.token}` },
+    })
+    expect(page.status).toBe(200)
+    const cursor = (await h.halyard.services.indexer.cursor(SLUG))?.number
+    expect(await page.text()).toMatch(new RegExp(`<td>${SLUG}</td>.*<td>${N}</td><td>\\d+</td></tr>`))
+    expect(cursor).toBeDefined()
   })
 })

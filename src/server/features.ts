@@ -65,7 +65,7 @@ export async function registerFeatures(host: FeatureHost): Promise<Features> {
   const bundler = registerBundler(host, { rpc, gasPrices, sponsorship })
   registerAlchemy(host, { rpc, data, nfts, transfers, ws, sponsorship, bundler })
   registerOpenApi(host)
-  const dashboard = registerDashboard(host, { webhooks, sponsorship, wallets })
+  const dashboard = registerDashboard(host, { webhooks, sponsorship, wallets, indexer })
   return {
     usage,
     rpc,
