@@ -154,6 +154,13 @@ describeEachStorage('history below the index on $name', (backend) => {
     // With native transfers the answer is complete from N only: a log scan cannot find those.
     const all = await get(`/transfers/${SLUG}/${HOLDER}`)
     expect(all.body.index).toMatchObject({ complete_from: Number(N), partial: true, history_scan: 'done' })
+    // The Alchemy-compatible owner listing has no room for a field: the headers say it.
+    const alchemy = await fetch(
+      `${h.baseUrl}/alchemy/${SLUG}/nft/v3/${key}/getNFTsForOwner?owner=${HOLDER}&withMetadata=false`,
+    )
+    expect(alchemy.status).toBe(200)
+    expect(alchemy.headers.get('halyard-index-complete-from')).toBe('0')
+    expect(alchemy.headers.get('halyard-index-partial')).toBe('false')
     // Operators see it too: a /ready line and gauges per network.
     const ready = (await (await fetch(`${h.halyard.origin}/ready`)).json()) as {
       checks: Record<string, string>

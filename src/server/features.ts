@@ -63,7 +63,7 @@ export async function registerFeatures(host: FeatureHost): Promise<Features> {
   const gasPrices = registerGasPrices(host)
   const sponsorship = await registerSponsorship(host, { rpc, data })
   const bundler = registerBundler(host, { rpc, gasPrices, sponsorship })
-  registerAlchemy(host, { rpc, data, nfts, transfers, ws, sponsorship, bundler })
+  registerAlchemy(host, { rpc, data, nfts, transfers, ws, sponsorship, bundler, history: indexer.history })
   registerOpenApi(host)
   const dashboard = registerDashboard(host, { webhooks, sponsorship, wallets, indexer })
   return {
