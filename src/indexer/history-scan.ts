@@ -28,6 +28,8 @@ export const DEFAULT_SCAN_LIMITS: ScanLimits = {
 
 /** A window with more logs than this is halved for the next one (memory, answer size). */
 const MAX_LOGS_PER_WINDOW = 10_000
+/** Finished scans remembered in memory per network (then forgotten all at once: reads again). */
+const DONE_CACHE = 10_000
 /** Block headers (timestamps) read at once when the node's logs carry no blockTimestamp. */
 const HEADER_READS = 8
 
@@ -54,6 +56,8 @@ export class HistoryScans {
   private readonly jobs = new Map<Address, Job>()
   private readonly queue: Job[] = []
   private readonly perOwner = new Map<string, number>()
+  /** Addresses whose scan is done (a finished scan never changes): spares a read per answer. */
+  private readonly done = new Set<Address>()
   private running = 0
   private stopped = false
   private readonly chain: ChainReader
@@ -79,16 +83,21 @@ export class HistoryScans {
    * the bounds allow). `owner` names the asker for the per-key bound.
    */
   async request(address: Address, completeFrom: bigint, owner: string): Promise<ScanState> {
+    if (this.done.has(address)) return 'done'
     const job = this.jobs.get(address)
     if (job) return job.running ? 'running' : 'queued'
     const row = await readScan(this.db, this.network.slug, address)
-    if (row?.done) return 'done'
+    if (row?.done) {
+      this.remember(address)
+      return 'done'
+    }
     if (this.stopped || this.limits.concurrency === 0) return 'refused'
     if (this.queue.length >= this.limits.maxQueued) return 'refused'
     if ((this.perOwner.get(owner) ?? 0) >= this.limits.maxQueuedPerKey) return 'refused'
-    // Checked again: another request for the same address may have queued it meanwhile.
-    if (this.jobs.has(address)) return this.jobs.get(address)?.running ? 'running' : 'queued'
     if (!row) await openScan(this.db, this.network.slug, address, completeFrom, owner)
+    // Checked again after the await: a request for the same address may have queued it meanwhile.
+    const queued = this.jobs.get(address)
+    if (queued) return queued.running ? 'running' : 'queued'
     this.enqueue(address, owner)
     return 'queued'
   }
@@ -108,6 +117,11 @@ export class HistoryScans {
     this.stopped = true
     for (const j of this.queue.splice(0)) j.finish()
     return Promise.allSettled([...this.jobs.values()].map((j) => j.done)).then(() => {})
+  }
+
+  private remember(address: Address): void {
+    if (this.done.size >= DONE_CACHE) this.done.clear()
+    this.done.add(address)
   }
 
   private enqueue(address: Address, owner: string): void {
@@ -176,11 +190,13 @@ export class HistoryScans {
         ? { ...row, nextBlock: to + 1n, done: to + 1n >= row.endBlock }
         : await readScan(this.db, slug, address)
     }
-    if (row?.done)
+    if (row?.done) {
+      this.remember(address)
       this.logger.info(
         { network: slug, address, endBlock: row.endBlock.toString(), ms: Date.now() - started },
         'history scan done',
       )
+    }
   }
 
   /** Every log of a transfer event with `address` as sender or recipient in [from, to], once each. */
