@@ -163,6 +163,30 @@ export class Metrics {
     registers: [this.registry],
   })
 
+  readonly indexerIndexedBlock = new Gauge({
+    name: 'halyard_indexer_indexed_block',
+    help: 'The last block the index holds (its cursor), by network',
+    labelNames: ['network'] as const,
+    aggregator: 'max',
+    registers: [this.registry],
+  })
+
+  readonly indexerCompleteFrom = new Gauge({
+    name: 'halyard_indexer_complete_from_block',
+    help: 'The block the index is complete from (indexer.history), by network; 0 from genesis',
+    labelNames: ['network'] as const,
+    aggregator: 'min',
+    registers: [this.registry],
+  })
+
+  readonly historyScans = new Gauge({
+    name: 'halyard_history_scans',
+    help: 'Address history scans in this process, by network and state (queued, running)',
+    labelNames: ['network', 'state'] as const,
+    aggregator: 'sum',
+    registers: [this.registry],
+  })
+
   // WebSocket subscriptions (src/ws).
   readonly wsConnections = new Gauge({
     name: 'halyard_ws_connections',

@@ -2,6 +2,7 @@ import type { Bundler } from '../bundler/register.ts'
 import { paymasterRegistry } from '../gas/paymaster-rpc.ts'
 import type { Sponsorship } from '../gas/register-sponsorship.ts'
 import type { FeatureHost } from '../http/host.ts'
+import type { IndexHistory } from '../indexer/history.ts'
 import type { NftService } from '../nfts/service.ts'
 import type { RpcService } from '../rpc/service.ts'
 import type { DataApis } from '../tokens/register.ts'
@@ -29,6 +30,8 @@ export interface AlchemyDeps {
   ws: WsService
   sponsorship: Sponsorship
   bundler: Bundler
+  /** Index coverage: getNFTsForOwner answers carry the index headers. */
+  history: IndexHistory
 }
 
 export function registerAlchemy(host: FeatureHost, deps: AlchemyDeps): void {
@@ -55,5 +58,6 @@ export function registerAlchemy(host: FeatureHost, deps: AlchemyDeps): void {
   registerAlchemyNftRoutes(app, {
     api: new AlchemyNftApi(ctx.storage.db, deps.nfts),
     charger: ctx.charger,
+    history: deps.history,
   })
 }

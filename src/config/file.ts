@@ -53,8 +53,28 @@ const networkCoreShape = {
   indexer: z
     .object({
       enabled: z.boolean().default(true),
-      /** First block to index; default genesis on a devnet, the head at first start elsewhere. */
+      /**
+       * Where the index starts at first start: `genesis` (default), a block number, or `head`
+       * (now, minus confirmations). Answers say from which block they are complete; addresses
+       * asked about with older history get a targeted scan (README "Indexer history").
+       */
+      history: z.union([z.enum(['genesis', 'head']), z.number().int().min(0)]).optional(),
+      /** Deprecated alias of `history: <block>`. */
       startBlock: z.number().int().min(0).optional(),
+      /** Targeted history scans of addresses older than the index (README "Indexer history"). */
+      historyScans: z
+        .object({
+          /** Scans run at once per network, on each instance. */
+          concurrency: z.number().int().min(0).max(64).default(2),
+          /** Scans waiting per network; beyond it a request is answered partial, not queued. */
+          maxQueued: z.number().int().min(0).max(1_000_000).default(1000),
+          /** Scans one API key may have waiting or running per network. */
+          maxQueuedPerKey: z.number().int().min(0).max(1_000_000).default(20),
+          /** First eth_getLogs window (blocks); halved when the node refuses it. */
+          window: z.number().int().min(1).max(100_000_000).default(100_000),
+        })
+        .strict()
+        .optional(),
       /** Largest eth_getLogs block range during backfill (shrinks on errors, grows on success). */
       maxBlockRange: z.number().int().min(1).max(100_000).default(2000),
       /**
@@ -76,6 +96,10 @@ const networkCoreShape = {
       maxConcurrency: z.number().int().min(1).max(1024).default(16),
     })
     .strict()
+    .refine((i) => i.history === undefined || i.startBlock === undefined, {
+      message: 'set history or its deprecated alias startBlock, not both',
+      path: ['startBlock'],
+    })
     .optional(),
   /** JSON-RPC gateway: lag limits, hedging, breaker, cache, eth_getLogs limits (defaults apply). */
   gateway: gatewaySchema.optional(),

@@ -4,6 +4,7 @@ import { HalyardError } from '../errors.ts'
 import type { Sponsorship } from '../gas/register-sponsorship.ts'
 import type { FeatureHost } from '../http/host.ts'
 import { definePublicRoute } from '../http/route.ts'
+import type { IndexerService } from '../indexer/service.ts'
 import type { WalletService } from '../wallets/service.ts'
 import type { WebhookService } from '../webhooks/service.ts'
 import { DashboardRoutes } from './route.ts'
@@ -31,7 +32,12 @@ const ASSETS = {
  */
 export function registerDashboard(
   host: FeatureHost,
-  deps: { webhooks: WebhookService; sponsorship: Sponsorship; wallets: WalletService },
+  deps: {
+    webhooks: WebhookService
+    sponsorship: Sponsorship
+    wallets: WalletService
+    indexer: IndexerService
+  },
 ): DashboardSessions {
   const { ctx } = host
   const sessions = new DashboardSessions(ctx.storage.db, ctx.auth, ctx.limiter)
@@ -97,7 +103,7 @@ export function registerDashboard(
     registerKeyAccessPages(routes, ctx.auth)
     registerWebhookPages(routes, deps.webhooks, ctx.networks, ctx.storage.db)
     registerGasPages(routes, deps.sponsorship.policies, ctx.networks)
-    registerOverviewPages(routes, host, deps.wallets)
+    registerOverviewPages(routes, host, deps.wallets, deps.indexer.history)
   })
   return sessions
 }

@@ -1,4 +1,5 @@
 import type { FeatureHost } from '../http/host.ts'
+import type { IndexHistory } from '../indexer/history.ts'
 import { effectiveLimits } from '../limits/plans.ts'
 import { readUsage, resolveRange } from '../usage/service.ts'
 import type { WalletService } from '../wallets/service.ts'
@@ -11,7 +12,12 @@ import type { DashboardRoutes } from './route.ts'
 const fmt = (n: number | null) => (n === null ? 'unlimited' : n.toLocaleString('en-US'))
 
 /** Overview (plan, limits, networks), Smart wallets and the API docs page. */
-export function registerOverviewPages(r: DashboardRoutes, host: FeatureHost, wallets: WalletService): void {
+export function registerOverviewPages(
+  r: DashboardRoutes,
+  host: FeatureHost,
+  wallets: WalletService,
+  history: IndexHistory,
+): void {
   const { ctx } = host
 
   r.signedIn('GET', '/dashboard', async ({ session }) => {
@@ -21,16 +27,22 @@ export function registerOverviewPages(r: DashboardRoutes, host: FeatureHost, wal
       rpd: account?.limit_rpd === null || account?.limit_rpd === undefined ? null : Number(account.limit_rpd),
       cups: account?.limit_cups ?? null,
     })
-    const networks = ctx.networks.all().map((n) => {
-      const statuses = n.pool.statuses?.() ?? []
-      return {
-        slug: n.slug,
-        kind: n.kind,
-        head: n.pool.bestHead?.() ?? null,
-        healthy: statuses.filter((s) => s.healthy).length,
-        total: statuses.length,
-      }
-    })
+    const networks = await Promise.all(
+      ctx.networks.all().map(async (n) => {
+        const statuses = n.pool.statuses?.() ?? []
+        // The index: from which block it is complete and how far it has come (EVM networks).
+        const index = n.kind === 'evm' ? await history.ofNetwork(n) : null
+        return {
+          slug: n.slug,
+          kind: n.kind,
+          head: n.pool.bestHead?.() ?? null,
+          healthy: statuses.filter((s) => s.healthy).length,
+          total: statuses.length,
+          completeFrom: index?.completeFrom ?? null,
+          indexedTo: index?.indexedTo ?? null,
+        }
+      }),
+    )
     const usage = await readUsage(ctx.storage, session.account_id, resolveRange({}, Date.now()))
     const perDay = (pick: (d: (typeof usage.days)[number]) => number) =>
       usage.days.map((d) => ({ label: d.date.slice(5), value: pick(d) }))
@@ -52,10 +64,10 @@ ${barChart({ id: 'chart-cu', title: 'Compute units per day', bars: perDay((d) =>
 ${barChart({ id: 'chart-429', title: 'Rate-limited requests (429) per day', bars: perDay((d) => d.limited), unit: '429s' })}
 ${labelledBars({ title: `Compute units per method today (${usage.methodsDate})`, bars: top.map((m) => ({ label: m.method, value: m.computeUnits })), unit: 'CU' })}
 <h2>Networks</h2>
-<table><thead><tr><th scope="col">Network</th><th scope="col">Kind</th><th scope="col">Head block</th><th scope="col">Upstreams healthy</th></tr></thead><tbody>
+<table><thead><tr><th scope="col">Network</th><th scope="col">Kind</th><th scope="col">Head block</th><th scope="col">Upstreams healthy</th><th scope="col">Index complete from</th><th scope="col">Indexed to</th></tr></thead><tbody>
 ${networks.map(
   (n) =>
-    html`<tr><td>${n.slug}</td><td>${n.kind}</td><td>${n.head ?? '—'}</td><td><span class="${n.healthy > 0 ? 'status-active' : 'status-paused'}">${n.healthy} of ${n.total}</span></td></tr>`,
+    html`<tr><td>${n.slug}</td><td>${n.kind}</td><td>${n.head ?? '—'}</td><td><span class="${n.healthy > 0 ? 'status-active' : 'status-paused'}">${n.healthy} of ${n.total}</span></td><td>${n.completeFrom ?? '—'}</td><td>${n.indexedTo ?? '—'}</td></tr>`,
 )}</tbody></table>`,
     })
   })

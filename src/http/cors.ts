@@ -15,7 +15,8 @@ const ALLOW_METHODS = 'GET, POST, PUT, PATCH, DELETE, OPTIONS'
 const ALLOW_HEADERS = 'Content-Type, X-API-Key, Authorization, X-Request-Id'
 /** Response headers a page may read besides the CORS-safelisted ones. */
 const EXPOSE_HEADERS =
-  'X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, Retry-After, X-Request-Id, X-Cache'
+  'X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, Retry-After, X-Request-Id, X-Cache, ' +
+  'Halyard-Index-Complete-From, Halyard-Index-Indexed-To, Halyard-Index-Partial, Halyard-History-Scan'
 /** How long a browser may reuse a preflight's answer (seconds; Chromium caps it at 7200). */
 const MAX_AGE = '7200'
 

@@ -18,8 +18,13 @@ export interface FollowerOptions {
   network: Network
   consumers: readonly BlockConsumer[]
   logger: Logger
-  /** First block to index when there is no cursor yet. */
-  startBlock: bigint | undefined
+  /** Where the index starts (`indexer.history`), recorded durably as where it is complete from. */
+  history: {
+    /** The first block to index when there is no cursor yet. */
+    start(db: Kysely<Database>): Promise<bigint>
+    /** A cursor exists: record its start if an older version left none. */
+    existing(db: Kysely<Database>, cursor: store.Cursor): Promise<unknown>
+  }
   /** Largest eth_getLogs range (blocks) during backfill. */
   maxRange: number
   /** A range answer with more logs than this shrinks the next range. */
@@ -117,18 +122,11 @@ export class NetworkFollower {
     if (this.pos) return this.pos
     const saved = await store.readCursor(db, this.slug)
     if (saved) {
+      await this.opts.history.existing(db, saved)
       this.pos = saved
       return saved
     }
-    let start = this.opts.startBlock
-    if (start === undefined) {
-      // Without a configured start, a devnet is indexed from genesis; a public chain from now on
-      // (indexing mainnet from block 0 is an operator's decision, made with startBlock).
-      start = this.opts.network.isDevnet
-        ? 0n
-        : (await this.chain.blockNumber()) - BigInt(this.opts.network.config.confirmations)
-      if (start < 0n) start = 0n
-    }
+    const start = await this.opts.history.start(db)
     this.pos = { number: start - 1n, hash: null }
     return this.pos
   }

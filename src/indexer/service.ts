@@ -13,7 +13,9 @@ import { leaderLoop } from '../storage/session-lock.ts'
 import { NetworkFollower } from './follower.ts'
 import type { HeadSignal, HeadSignalReason } from './head-signal.ts'
 import { IndexerHealth } from './health.ts'
+import { IndexHistory, recordExistingStart, startBlock } from './history.ts'
 import { type InternalTransfersAvailability, InternalTransferTracing } from './internal-transfers.ts'
+import { IndexerProgress } from './progress.ts'
 import { SkippedLogs } from './skipped-logs.ts'
 import { type Cursor, readCursor } from './store.ts'
 import { TraceReader } from './traces.ts'
@@ -71,6 +73,9 @@ export class IndexerService {
   /** Call traces: the indexer's internal transfers, and the webhooks' internal_transfer kind. */
   readonly traces: TraceReader
   private readonly tracing: InternalTransferTracing
+  /** From which block each network's index is complete; address history scans. */
+  readonly history: IndexHistory
+  private readonly progress: IndexerProgress
 
   constructor(private readonly opts: IndexerOptions) {
     this.events.setMaxListeners(0)
@@ -78,6 +83,13 @@ export class IndexerService {
     this.skippedLogs = new SkippedLogs(opts.logger, opts.metrics?.indexerLogsSkipped)
     this.traces = new TraceReader(opts.networks, opts.logger.child({ component: 'traces' }))
     this.tracing = new InternalTransferTracing(this.traces, opts.logger.child({ component: 'indexer' }))
+    this.history = new IndexHistory({
+      db: opts.storage.db,
+      logger: opts.logger.child({ component: 'history-scan' }),
+      cursor: (slug) => this.cursor(slug),
+      metrics: opts.metrics,
+    })
+    this.progress = new IndexerProgress(opts.logger.child({ component: 'indexer' }), opts.metrics)
   }
 
   /**
@@ -112,6 +124,12 @@ export class IndexerService {
         check: async () => {},
         info: () => this.tracing.describe(n),
       },
+      // Information too: from which block the index is complete, how far it is, the scans.
+      {
+        name: `history ${n.chain}/${n.network}`,
+        check: async () => {},
+        info: () => this.history.describe(n),
+      },
     ])
   }
 
@@ -132,10 +150,14 @@ export class IndexerService {
     // Ask each node whether it traces now, so the query side's first question finds an answer.
     for (const n of this.indexedNetworks()) this.tracing.availability(n)
     this.loops.start()
+    // Scans a previous run left unfinished go on (each resumes at its last window).
+    this.history
+      .resume(this.indexedNetworks())
+      .catch((err) => this.opts.logger.warn({ err: (err as Error).message }, 'history scans not resumed'))
   }
 
-  stop(): Promise<void> {
-    return this.loops.stop()
+  async stop(): Promise<void> {
+    await Promise.all([this.loops.stop(), this.history.stop()])
   }
 
   /** The last indexed block of a network (as committed), or null before the first block. */
@@ -163,6 +185,11 @@ export class IndexerService {
     }
   }
 
+  private recordedStart(slug: string, block: bigint): bigint {
+    this.progress.completeFrom(slug, block)
+    return block
+  }
+
   /** The network's follower, run by whichever instance holds its leader lock. */
   private leader(network: Network): BackgroundLoop {
     const log = this.opts.logger.child({ network: network.slug })
@@ -171,7 +198,11 @@ export class IndexerService {
       network,
       consumers: this.consumers,
       logger: log,
-      startBlock: cfg?.startBlock === undefined ? undefined : BigInt(cfg.startBlock),
+      history: {
+        start: async (db) => this.recordedStart(network.slug, await startBlock(db, network)),
+        existing: async (db, cursor) =>
+          this.recordedStart(network.slug, await recordExistingStart(db, network, cursor)),
+      },
       maxRange: cfg?.maxBlockRange ?? 2000,
       maxLogsPerRange: 10_000,
       headStart: this.opts.storage.kind === 'postgres',
@@ -243,6 +274,7 @@ export class IndexerService {
           failures = 0
           this.health.stepSucceeded(network.slug)
           this.health.observeLag(network, follower.lastTarget, this.cursors.get(network.slug)?.number)
+          this.progress.observe(network.slug, this.cursors.get(network.slug)?.number, follower.lastTarget)
           if (worked) {
             eager = false
             continue

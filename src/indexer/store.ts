@@ -197,7 +197,16 @@ export async function pruneBlocks(db: Db, network: string, below: bigint): Promi
  * Writes transfers and the holdings derived from them. Rows go in as parallel arrays through
  * `unnest`, so a statement carries a fixed number of parameters however many rows it holds.
  */
-export async function saveTransfers(db: Db, network: string, transfers: StoredTransfer[]): Promise<void> {
+export async function saveTransfers(
+  db: Db,
+  network: string,
+  transfers: StoredTransfer[],
+  /**
+   * A history scan of one address (history-scan.ts): holdings change for that address only —
+   * the other side's own history is not known until its scan, which applies that side.
+   */
+  only?: { holder: Address },
+): Promise<void> {
   if (transfers.length === 0) return
   const net = await ensureNetworkId(db, network)
   const CHUNK = 5000
@@ -222,8 +231,9 @@ export async function saveTransfers(db: Db, network: string, transfers: StoredTr
         ${part.map((t) => t.value.toString())}::numeric[]) as u(b, l, bi, ts, tx, st, c, f, t, id, v)
       on conflict do nothing`.execute(db)
   }
-  await saveHolders(db, net, transfers)
-  await applyNftDeltas(db, net, nftDeltas(transfers, 1n))
+  await saveHolders(db, net, transfers, only?.holder)
+  const deltas = nftDeltas(transfers, 1n)
+  await applyNftDeltas(db, net, only ? deltas.filter((d) => d.holder === only.holder) : deltas)
 }
 
 /** Writes native transfers, as parallel arrays through `unnest` like saveTransfers. */
@@ -257,13 +267,18 @@ export async function saveNativeTransfers(
   }
 }
 
-async function saveHolders(db: Db, net: number, transfers: StoredTransfer[]): Promise<void> {
+async function saveHolders(
+  db: Db,
+  net: number,
+  transfers: StoredTransfer[],
+  onlyHolder?: Address,
+): Promise<void> {
   // Blocks arrive in ascending order, so the first sighting kept here is the earliest one.
   const first = new Map<string, { holder: Address; contract: Address; block: bigint }>()
   for (const t of transfers) {
     if (t.standard !== 'ERC20') continue
     for (const holder of [t.from, t.to]) {
-      if (holder === ZERO_ADDRESS) continue
+      if (holder === ZERO_ADDRESS || (onlyHolder !== undefined && holder !== onlyHolder)) continue
       const key = `${holder}${t.contract}`
       if (!first.has(key)) first.set(key, { holder, contract: t.contract, block: t.blockNumber })
     }

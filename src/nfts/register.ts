@@ -1,4 +1,5 @@
 import type { FeatureHost } from '../http/host.ts'
+import type { IndexerService } from '../indexer/service.ts'
 import type { DataApis } from '../tokens/register.ts'
 import { registerNftRoutes } from './routes.ts'
 import { NftService } from './service.ts'
@@ -7,7 +8,10 @@ import { NftService } from './service.ts'
  * NFT API (README "Data APIs"): reads holdings from the indexer's tables and contract views through the
  * Token API's Multicall3 reader; loopback metadata servers are reachable in dev mode only.
  */
-export function registerNfts(host: FeatureHost, deps: { data: DataApis }): NftService {
+export function registerNfts(
+  host: FeatureHost,
+  deps: { data: DataApis; indexer: IndexerService },
+): NftService {
   const { ctx } = host
   const { data } = deps
   const nfts = new NftService({
@@ -17,7 +21,7 @@ export function registerNfts(host: FeatureHost, deps: { data: DataApis }): NftSe
     allowLoopback: ctx.devMode,
     logger: ctx.logger.child({ feature: 'nfts' }),
   })
-  registerNftRoutes(host.app, nfts)
+  registerNftRoutes(host.app, nfts, deps.indexer.history)
   host.addTask({ name: 'nft-metadata', stop: () => nfts.stop() })
   return nfts
 }

@@ -2,6 +2,8 @@ import type { FastifyInstance } from 'fastify'
 import { z } from 'zod'
 import { address, boolFlag, chainSlug, pageQuery, uint256 } from '../http/params.ts'
 import { defineRoute } from '../http/route.ts'
+import type { IndexHistory } from '../indexer/history.ts'
+import { indexCoverage, stateCoverage } from '../indexer/index-coverage.ts'
 import type { NftService } from './service.ts'
 
 const EVM_SLUG = { from: 'slug', param: 'chain', kinds: ['evm'] } as const
@@ -53,10 +55,11 @@ const ownedNfts = z.object({
   ),
   page: z.number().int(),
   total: z.number().int(),
+  index: indexCoverage,
 })
 
 /** NFT metadata, collection, owned NFTs. */
-export function registerNftRoutes(app: FastifyInstance, nfts: NftService): void {
+export function registerNftRoutes(app: FastifyInstance, nfts: NftService, history: IndexHistory): void {
   defineRoute(app, {
     method: 'GET',
     url: '/v1/nfts/:chain/metadata/:contract/:token_id',
@@ -82,7 +85,11 @@ export function registerNftRoutes(app: FastifyInstance, nfts: NftService): void 
     what: 'NFT collections',
     schema: { params: z.object({ chain: chainSlug, contract: address('contract') }) },
     responses: { 200: nftCollection },
-    handler: ({ network, params }) => nfts.collection(network, params.contract),
+    // Owner counts come from the index: the headers say from which block it is complete.
+    handler: async ({ network, params, reply }) => {
+      stateCoverage(reply, await history.ofNetwork(network))
+      return nfts.collection(network, params.contract)
+    },
   })
 
   defineRoute(app, {
@@ -94,6 +101,9 @@ export function registerNftRoutes(app: FastifyInstance, nfts: NftService): void 
     what: 'owned NFTs',
     schema: { params: z.object({ chain: chainSlug, address: address('address') }), query: pageQuery(50) },
     responses: { 200: ownedNfts },
-    handler: ({ network, params, query }) => nfts.owned(network, params.address, query),
+    handler: async ({ network, params, query, reply, caller }) => {
+      const index = stateCoverage(reply, await history.ofAddress(network, params.address, caller.accountId))
+      return { ...(await nfts.owned(network, params.address, query)), index }
+    },
   })
 }

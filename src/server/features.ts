@@ -55,7 +55,7 @@ export async function registerFeatures(host: FeatureHost): Promise<Features> {
   const rpc = registerRpc(host)
   const indexer = registerIndexer(host)
   const data = await registerTokens(host, { indexer })
-  const nfts = registerNfts(host, { data })
+  const nfts = registerNfts(host, { data, indexer })
   const transfers = registerTransfers(host, { data, indexer })
   const ws = registerWs(host, { rpc })
   const webhooks = registerWebhooks(host, { indexer, nfts, ws })
@@ -63,9 +63,9 @@ export async function registerFeatures(host: FeatureHost): Promise<Features> {
   const gasPrices = registerGasPrices(host)
   const sponsorship = await registerSponsorship(host, { rpc, data })
   const bundler = registerBundler(host, { rpc, gasPrices, sponsorship })
-  registerAlchemy(host, { rpc, data, nfts, transfers, ws, sponsorship, bundler })
+  registerAlchemy(host, { rpc, data, nfts, transfers, ws, sponsorship, bundler, history: indexer.history })
   registerOpenApi(host)
-  const dashboard = registerDashboard(host, { webhooks, sponsorship, wallets })
+  const dashboard = registerDashboard(host, { webhooks, sponsorship, wallets, indexer })
   return {
     usage,
     rpc,

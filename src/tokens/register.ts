@@ -35,6 +35,6 @@ export async function registerTokens(
     sources,
     indexCursor: (slug) => indexer.cursor(slug),
   })
-  registerTokenRoutes(host.app, tokens)
+  registerTokenRoutes(host.app, tokens, indexer.history)
   return { tokens, sources }
 }

@@ -2,6 +2,8 @@ import type { FastifyInstance } from 'fastify'
 import { z } from 'zod'
 import { address, chainSlug, pageQuery } from '../http/params.ts'
 import { defineRoute } from '../http/route.ts'
+import type { IndexHistory } from '../indexer/history.ts'
+import { indexCoverage, stateCoverage } from '../indexer/index-coverage.ts'
 import type { TokenService } from './service.ts'
 
 const EVM_SLUG = { from: 'slug', param: 'chain', kinds: ['evm'] } as const
@@ -25,6 +27,7 @@ const tokenBalanceList = z.object({
   ),
   page: z.number().int(),
   total: z.number().int(),
+  index: indexCoverage,
 })
 const tokenMetadata = z.object({
   contract: z.string(),
@@ -40,7 +43,7 @@ const tokenMetadata = z.object({
 })
 
 /** Token balances and token metadata. */
-export function registerTokenRoutes(app: FastifyInstance, tokens: TokenService) {
+export function registerTokenRoutes(app: FastifyInstance, tokens: TokenService, history: IndexHistory) {
   defineRoute(app, {
     method: 'GET',
     url: '/v1/tokens/:chain/balances/:address',
@@ -50,7 +53,12 @@ export function registerTokenRoutes(app: FastifyInstance, tokens: TokenService) 
     what: 'token balances',
     schema: { params: z.object({ chain: chainSlug, address: address('address') }), query: pageQuery(50) },
     responses: { 200: tokenBalanceList },
-    handler: ({ network, params, query }) => tokens.balances(network, params.address, query),
+    // Balances are balanceOf at the head; which tokens to ask about comes from the index, so the
+    // answer says from which block the index knows the address's tokens (its history scan).
+    handler: async ({ network, params, query, reply, caller }) => {
+      const index = stateCoverage(reply, await history.ofAddress(network, params.address, caller.accountId))
+      return { ...(await tokens.balances(network, params.address, query)), index }
+    },
   })
 
   defineRoute(app, {

@@ -17,7 +17,7 @@ export function registerTransfers(
     metas: (net, contracts) => data.tokens.metas(net, contracts),
     internalUnavailable: (net) => internalUnavailable(indexer, net),
   })
-  registerTransferRoutes(host.app, transfers)
+  registerTransferRoutes(host.app, transfers, indexer.history)
   return transfers
 }
 

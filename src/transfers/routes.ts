@@ -2,6 +2,8 @@ import type { FastifyInstance } from 'fastify'
 import { z } from 'zod'
 import { address, chainSlug, intString } from '../http/params.ts'
 import { defineRoute } from '../http/route.ts'
+import type { IndexHistory } from '../indexer/history.ts'
+import { fromBlock, indexCoverage, stateCoverage } from '../indexer/index-coverage.ts'
 import type { TransferService } from './service.ts'
 import { CATEGORIES, type Category } from './store.ts'
 
@@ -90,10 +92,15 @@ const transferList = z.object({
     }),
   ),
   next_cursor: z.string().nullable().describe('null on the last page'),
+  index: indexCoverage,
 })
 
 /** Halyard's transfer API: native and token transfers of an address, keyset-paged. */
-export function registerTransferRoutes(app: FastifyInstance, transfers: TransferService): void {
+export function registerTransferRoutes(
+  app: FastifyInstance,
+  transfers: TransferService,
+  history: IndexHistory,
+): void {
   defineRoute(app, {
     method: 'GET',
     url: '/v1/transfers/:chain/:address',
@@ -104,8 +111,15 @@ export function registerTransferRoutes(app: FastifyInstance, transfers: Transfer
     what: 'transfers',
     schema: { params: z.object({ chain: chainSlug, address: address('address') }), query: transferQuery },
     responses: { 200: transferList },
-    handler: ({ network, params, query }) =>
-      transfers.list(network, params.address, {
+    handler: async ({ network, params, query, reply, caller }) => {
+      // Native transfers are not found by a history scan (no logs): with them, the answer is
+      // complete from the index's own start only.
+      const native =
+        query.contract === undefined &&
+        (query.category === undefined || query.category.some((c) => c === 'external' || c === 'internal'))
+      const coverage = await history.ofAddress(network, params.address, caller.accountId, { native })
+      const index = stateCoverage(reply, fromBlock(coverage, query.from_block))
+      const list = await transfers.list(network, params.address, {
         direction: query.direction,
         categories: query.category,
         fromBlock: query.from_block,
@@ -114,6 +128,8 @@ export function registerTransferRoutes(app: FastifyInstance, transfers: Transfer
         order: query.order,
         limit: query.limit,
         cursor: query.cursor,
-      }),
+      })
+      return { ...list, index }
+    },
   })
 }

@@ -20,6 +20,7 @@ import { m0111_webhooks_event_types } from './0111_webhooks_event_types.ts'
 import { m0120_token_holders_by_first_block } from './0120_token_holders_by_first_block.ts'
 import { m0130_api_keys_allowlists } from './0130_api_keys_allowlists.ts'
 import { m0134_sponsorship_ceilings } from './0134_sponsorship_ceilings.ts'
+import { m0150_indexer_history } from './0150_indexer_history.ts'
 import { m0160_compact_index_tables } from './0160_compact_index_tables.ts'
 
 /**
@@ -48,5 +49,6 @@ export const migrations: Record<string, Migration> = {
   '0120_token_holders_by_first_block': m0120_token_holders_by_first_block,
   '0130_api_keys_allowlists': m0130_api_keys_allowlists,
   '0134_sponsorship_ceilings': m0134_sponsorship_ceilings,
+  '0150_indexer_history': m0150_indexer_history,
   '0160_compact_index_tables': m0160_compact_index_tables,
 }

@@ -1,0 +1,57 @@
+import type { FastifyReply } from 'fastify'
+import { z } from 'zod'
+import type { Coverage } from './history.ts'
+
+/**
+ * How an answer states the index behind it (README "Indexer history"): a field `index` in the
+ * JSON where the shape allows an addition, and these headers on every data answer.
+ */
+export const INDEX_HEADERS = {
+  completeFrom: 'Halyard-Index-Complete-From',
+  indexedTo: 'Halyard-Index-Indexed-To',
+  partial: 'Halyard-Index-Partial',
+  scan: 'Halyard-History-Scan',
+} as const
+
+/** The `index` field of an answer (OpenAPI). */
+export const indexCoverage = z
+  .object({
+    complete_from: z
+      .number()
+      .int()
+      .nullable()
+      .describe('The answer holds every transfer from this block on; null before the index started'),
+    indexed_to: z.number().int().nullable().describe('The last block indexed; null before the first'),
+    partial: z.boolean().describe('Blocks below complete_from may hold data this answer lacks'),
+    history_scan: z
+      .enum(['not_needed', 'queued', 'running', 'done', 'refused'])
+      .describe(
+        "The address's history scan below the index: refused when the scan queue (or this account's share of it) is full; ask again later",
+      ),
+  })
+  .describe('From which block the answer is complete')
+
+export type IndexCoverage = z.output<typeof indexCoverage>
+
+/**
+ * Narrows coverage to an answer that reads only blocks from `fromBlock` on: complete when the
+ * index covers them all, whatever lies below.
+ */
+export function fromBlock(c: Coverage, from: bigint | undefined): Coverage {
+  if (from === undefined || c.completeFrom === null || from < c.completeFrom) return c
+  return { ...c, partial: false }
+}
+
+/** Sets the index headers on `reply` and returns the `index` field. */
+export function stateCoverage(reply: FastifyReply, c: Coverage): IndexCoverage {
+  if (c.completeFrom !== null) reply.header(INDEX_HEADERS.completeFrom, c.completeFrom.toString())
+  if (c.indexedTo !== null) reply.header(INDEX_HEADERS.indexedTo, c.indexedTo.toString())
+  reply.header(INDEX_HEADERS.partial, String(c.partial))
+  reply.header(INDEX_HEADERS.scan, c.scan)
+  return {
+    complete_from: c.completeFrom === null ? null : Number(c.completeFrom),
+    indexed_to: c.indexedTo === null ? null : Number(c.indexedTo),
+    partial: c.partial,
+    history_scan: c.scan,
+  }
+}
