@@ -13,6 +13,7 @@ import type { Address, Hash } from '../types.ts'
 import { historyChoice, recordExistingStart, startBlock } from './history.ts'
 import { readCompleteFrom } from './history-store.ts'
 import { IndexerProgress } from './progress.ts'
+import { saveNativeTransfers } from './store.ts'
 
 /**
  * `indexer.history`: the choice as configured (and its deprecated alias), the start recorded
@@ -67,23 +68,21 @@ describe('indexer.history', () => {
 
   it('an index older than the record is complete from the lowest block it holds', async () => {
     const n = net({ network: 'old-index', chainId: 1 })
-    await storage.db
-      .insertInto('native_transfers')
-      .values({
-        network: n.slug,
-        block_number: '1234',
-        tx_index: 0,
-        trace_index: 0,
-        block_hash: `0x${'ab'.repeat(32)}` as Hash,
-        block_timestamp: '1',
-        tx_hash: `0x${'cd'.repeat(32)}` as Hash,
+    await saveNativeTransfers(storage.db, n.slug, [
+      {
+        blockNumber: 1234n,
+        blockHash: `0x${'ab'.repeat(32)}` as Hash,
+        timestamp: 1,
+        txIndex: 0,
+        traceIndex: 0,
+        txHash: `0x${'cd'.repeat(32)}` as Hash,
         category: 'external',
-        trace_path: null,
-        from_address: `0x${'11'.repeat(20)}` as Address,
-        to_address: null,
-        value: '0',
-      })
-      .execute()
+        tracePath: null,
+        from: `0x${'11'.repeat(20)}` as Address,
+        to: null,
+        value: 0n,
+      },
+    ])
     const cursor = { number: 2000n, hash: `0x${'ef'.repeat(32)}` as const }
     expect(await recordExistingStart(storage.db, n, cursor)).toBe(1234n)
     // A devnet without a configured start was always indexed from genesis.

@@ -1,4 +1,6 @@
 import { type Kysely, sql } from 'kysely'
+import { bytea } from '../storage/bytea.ts'
+import { ensureNetworkId, networkIdOf } from '../storage/networks.ts'
 import type { Database } from '../storage/schema.ts'
 import type { Address } from '../types.ts'
 import { type StoredTransfer, saveTransfers } from './store.ts'
@@ -60,12 +62,12 @@ export async function lowestIndexedBlock(db: Db, network: string): Promise<bigin
     db
       .selectFrom('native_transfers')
       .select((eb) => eb.fn.min('block_number').as('b'))
-      .where('network', '=', network)
+      .where('network_id', '=', networkIdOf(network))
       .executeTakeFirst(),
     db
       .selectFrom('token_transfers')
       .select((eb) => eb.fn.min('block_number').as('b'))
-      .where('network', '=', network)
+      .where('network_id', '=', networkIdOf(network))
       .executeTakeFirst(),
   ])
   const found = [native?.b, tokens?.b].filter((b) => b !== null && b !== undefined).map((b) => BigInt(b))
@@ -187,13 +189,14 @@ export async function commitWindow(
       const cur = firsts.get(t.contract)
       if (cur === undefined || t.blockNumber < cur) firsts.set(t.contract, t.blockNumber)
     }
+    const net = firsts.size > 0 ? await ensureNetworkId(trx, network) : 0
     for (const [contract, block] of firsts)
       await trx
         .updateTable('token_holders')
         .set({ first_block: block.toString() })
-        .where('network', '=', network)
-        .where('holder', '=', address)
-        .where('contract', '=', contract)
+        .where('network_id', '=', net)
+        .where('holder', '=', bytea(address))
+        .where('contract', '=', bytea(contract))
         .where('first_block', '>', block.toString())
         .execute()
     return true

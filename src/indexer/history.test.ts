@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, expect, it } from 'vitest'
 import { type HistoryRelay, startHistoryRelay } from '../../test/fixtures/indexer/history-relay.ts'
+import { nftBalanceRows } from '../../test/fixtures/indexer/rows.ts'
 import { anvilNetwork, startTestHalyard, type TestHalyard } from '../../test/helpers/halyard.ts'
 import { describeEachStorage } from '../../test/helpers/storage.ts'
 import { until } from '../../test/helpers/until.ts'
@@ -59,14 +60,9 @@ describeEachStorage('history below the index on $name', (backend) => {
   }
   const owned = (a: Address, k?: string) => get(`/nfts/${SLUG}/owned/${a}`, k)
   const negativeRows = async (holder: Address) =>
-    (
-      await storage.db
-        .selectFrom('nft_balances')
-        .select('balance')
-        .where('network', '=', SLUG)
-        .where('holder', '=', holder)
-        .execute()
-    ).filter((r) => BigInt(r.balance) < 0n).length
+    (await nftBalanceRows(storage.db)).filter(
+      (r) => r.network === SLUG && r.holder === holder.toLowerCase() && BigInt(r.balance) < 0n,
+    ).length
 
   beforeAll(async () => {
     anvil = await startAnvil()

@@ -2,6 +2,7 @@ import type http from 'node:http'
 import { toHex } from 'viem'
 import { afterAll, beforeAll, expect, it } from 'vitest'
 import { P, ROW_COLUMNS, type Row } from '../../test/fixtures/indexer/native-fixture.ts'
+import { nativeTransferRows } from '../../test/fixtures/indexer/rows.ts'
 import { anvilNetwork } from '../../test/helpers/halyard.ts'
 import { type RelayedCall, rpcRelay } from '../../test/helpers/rpc-relay.ts'
 import { describeEachStorage } from '../../test/helpers/storage.ts'
@@ -40,13 +41,9 @@ describeEachStorage('reverted transactions on $name', (backend) => {
   const early = {} as Record<'reverted' | 'paid', Hash>
 
   const rows = async (tx: Hash, network: string): Promise<Row[]> =>
-    (await storage.db
-      .selectFrom('native_transfers')
-      .select([...ROW_COLUMNS])
-      .where('network', '=', network)
-      .where('tx_hash', '=', tx)
-      .orderBy('trace_index')
-      .execute()) as Row[]
+    (await nativeTransferRows(storage.db))
+      .filter((r) => r.network === network && r.tx_hash === tx)
+      .map((r) => Object.fromEntries(ROW_COLUMNS.map((c) => [c, r[c]])) as unknown as Row)
   const indexedTo = async (n: bigint) => {
     for (const s of NETWORKS) await indexer.waitForBlock(s, n, 30_000)
   }
