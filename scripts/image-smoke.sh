@@ -35,7 +35,7 @@ fail() {
 free_port() { node -e "const s=require('net').createServer().listen(0,'127.0.0.1',()=>{console.log(s.address().port);s.close()})"; }
 wait_health() { # container port seconds
   for _ in $(seq 1 $(($3 * 2))); do
-    curl -fsS --max-time 2 -o /dev/null "http://127.0.0.1:$2/health" && return 0
+    curl -fs --max-time 2 -o /dev/null "http://127.0.0.1:$2/health" && return 0
     [ "$(podman inspect --format '{{.State.Running}}' "$1")" = true ] || fail "$1 exited before /health answered"
     sleep 0.5
   done
