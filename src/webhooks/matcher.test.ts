@@ -93,4 +93,14 @@ describeEachStorage('webhook matcher on $name', (backend) => {
     await storage.db.transaction().execute((trx) => matcher.onBlock(trx, b3))
     expect(await eventsOf(3)).toEqual([A, B])
   })
+
+  it('a reverted transaction moved no value: no address_activity event for it', async () => {
+    // The config watches A and B since the test above; the indexer flags A's transaction reverted.
+    const b4 = block(4, [A, B])
+    const [toA] = b4.transactions ?? []
+    if (toA) toA.reverted = true
+    await matcher.prepare(b4)
+    await storage.db.transaction().execute((trx) => matcher.onBlock(trx, b4))
+    expect(await eventsOf(4)).toEqual([B])
+  })
 })
