@@ -123,13 +123,15 @@ describeEachStorage('upstream requests on $name', (backend) => {
     // Blocks, receipts and logs for BLOCKS blocks: several seconds' worth of the budget.
     expect(starts.length).toBeGreaterThan(2 * PER_SECOND)
     expect(mostInFlight).toBeLessThanOrEqual(AT_ONCE)
-    // Counted at the relay, a request arrives a little after the budget let it start (on a
-    // loaded machine, by over 100 ms): a window 300 ms shorter than the second absorbs that delay.
+    // Counted at the relay, a request arrives some time after the budget let it start (on a
+    // loaded machine, by hundreds of ms), so arrivals in a second are the starts the budget let
+    // through in that second (at most PER_SECOND) plus requests started before it and still on
+    // their way when it began — those were in flight, so at most AT_ONCE. No timing assumption.
     let most = 0
     for (let i = 0, j = 0; i < starts.length; i++) {
-      while ((starts[i] as number) - (starts[j] as number) >= 700) j++
+      while ((starts[i] as number) - (starts[j] as number) >= 1000) j++
       most = Math.max(most, i - j + 1)
     }
-    expect(most).toBeLessThanOrEqual(PER_SECOND)
+    expect(most).toBeLessThanOrEqual(PER_SECOND + AT_ONCE)
   })
 })
