@@ -31,11 +31,6 @@ export function hexOf(column: string): RawBuilder<Hex> {
   return sql<Hex>`('0x' || encode(${sql.ref(column)}, 'hex'))`
 }
 
-/** The same as `hexOf` for an arbitrary expression. */
-export function hexOfExpr(expr: RawBuilder<unknown>): RawBuilder<Hex> {
-  return sql<Hex>`('0x' || encode(${expr}, 'hex'))`
-}
-
 /** Bytes read from a bytea column, as lowercase 0x-hex. */
 export function bytesToHex<T extends Hex = Hex>(b: Uint8Array): T {
   return `0x${Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('hex')}` as T

@@ -40,9 +40,7 @@ export async function ensureNetworkId(db: Kysely<Database>, slug: string): Promi
     id = rows[0] === undefined ? undefined : Number(rows[0].id)
   }
   if (id === undefined) throw new Error(`no network id for ${slug}`)
-  let m = cache.get(db)
-  if (!m) cache.set(db, (m = new Map()))
-  m.set(slug, id)
+  remember(db, slug, id)
   return id
 }
 
@@ -55,8 +53,12 @@ export async function lookupNetworkId(db: Kysely<Database>, slug: string): Promi
   if (known !== undefined) return known
   const row = await db.selectFrom('networks').select('id').where('slug', '=', slug).executeTakeFirst()
   if (!row) return null
-  let m = cache.get(db)
-  if (!m) cache.set(db, (m = new Map()))
-  m.set(slug, Number(row.id))
+  remember(db, slug, Number(row.id))
   return Number(row.id)
+}
+
+function remember(db: object, slug: string, id: number): void {
+  const m = cache.get(db) ?? new Map<string, number>()
+  cache.set(db, m)
+  m.set(slug, id)
 }

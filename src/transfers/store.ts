@@ -1,5 +1,5 @@
 import { type Kysely, type RawBuilder, sql } from 'kysely'
-import { bytea } from '../storage/bytea.ts'
+import { bytea, hexOf } from '../storage/bytea.ts'
 import { lookupNetworkId, networkIdOf } from '../storage/networks.ts'
 import type { Database } from '../storage/schema.ts'
 import type { Address, Hash } from '../types.ts'
@@ -161,17 +161,15 @@ export function branchSql(q: TransferQuery, f: AddressFilter, source: 0 | 1, cat
     where.push(sql`${key} ${op} (${q.after.block.toString()}::bigint, ${a}::integer, ${b}::integer)`)
   }
   const cols = native
-    ? sql`block_number, 0 as source, tx_index as a, trace_index as b, block_timestamp, ${HEX('tx_hash')} as tx_hash,
-        category, null as contract, ${HEX('from_address')} as from_address, ${HEX('to_address')} as to_address,
+    ? sql`block_number, 0 as source, tx_index as a, trace_index as b, block_timestamp, ${hexOf('tx_hash')} as tx_hash,
+        category, null as contract, ${hexOf('from_address')} as from_address, ${hexOf('to_address')} as to_address,
         null as token_id, value`
-    : sql`block_number, 1 as source, log_index as a, batch_index as b, block_timestamp, ${HEX('tx_hash')} as tx_hash,
-        standard as category, ${HEX('contract')} as contract, ${HEX('from_address')} as from_address,
-        ${HEX('to_address')} as to_address, case when standard = 20 then null else token_id end as token_id, value`
+    : sql`block_number, 1 as source, log_index as a, batch_index as b, block_timestamp, ${hexOf('tx_hash')} as tx_hash,
+        standard as category, ${hexOf('contract')} as contract, ${hexOf('from_address')} as from_address,
+        ${hexOf('to_address')} as to_address, case when standard = 20 then null else token_id end as token_id, value`
   return sql<RawRow>`select ${cols} from ${table} where ${sql.join(where, sql` and `)}
     order by block_number ${dir}, ${sql.raw(colA)} ${dir}, ${sql.raw(colB)} ${dir} limit ${q.limit}`
 }
-
-const HEX = (column: string) => sql.raw(`'0x' || encode(${column}, 'hex')`)
 
 /**
  * The cursor's (a, b) as seen from one table: the same source compares as is; the other source

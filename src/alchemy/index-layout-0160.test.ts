@@ -2,14 +2,7 @@ import { randomBytes } from 'node:crypto'
 import { type Kysely, sql } from 'kysely'
 import pg from 'pg'
 import { afterAll, beforeAll, expect, it } from 'vitest'
-import { describeEach, serviceUrl } from '../../../test/helpers/services.ts'
-import {
-  balancesBetween,
-  contractOwners,
-  ownedAfter,
-  tokenOwners,
-  tokensFrom,
-} from '../../alchemy/nft-store.ts'
+import { describeEach, serviceUrl } from '../../test/helpers/services.ts'
 import {
   rollbackAbove,
   type StoredNativeTransfer,
@@ -17,18 +10,19 @@ import {
   saveBlocks,
   saveNativeTransfers,
   saveTransfers,
-} from '../../indexer/store.ts'
-import { indexedCounts, ownedPage } from '../../nfts/store.ts'
-import { touchedContracts, touchedContractsPage } from '../../tokens/store.ts'
-import { addressBranches } from '../../transfers/service.ts'
-import { CATEGORIES, readTransfers } from '../../transfers/store.ts'
-import type { Address, Hash } from '../../types.ts'
-import { openStorage, type Storage } from '../database.ts'
-import { migrate } from '../migrate.ts'
-import type { Database } from '../schema.ts'
+} from '../indexer/store.ts'
+import { indexedCounts, ownedPage } from '../nfts/store.ts'
+import { openStorage, type Storage } from '../storage/database.ts'
+import { migrate } from '../storage/migrate.ts'
+import type { Database } from '../storage/schema.ts'
+import { touchedContracts, touchedContractsPage } from '../tokens/store.ts'
+import { addressBranches } from '../transfers/service.ts'
+import { CATEGORIES, readTransfers } from '../transfers/store.ts'
+import type { Address, Hash } from '../types.ts'
+import { balancesBetween, contractOwners, ownedAfter, tokenOwners, tokensFrom } from './nft-store.ts'
 
 /**
- * Migration 0160 moves the index tables' rows into the compact layout. Rows written in the old
+ * Migration 0160 (src/storage/migrations) moves the index tables' rows into the compact layout. Rows written in the old
  * layout (as the old writer did: transfers, the holder pairs and NFT balances derived from them)
  * and then migrated must answer every reader exactly as the same transfers written by today's
  * save functions into a fresh database do, before and after a reorg rollback.
