@@ -64,7 +64,7 @@ describe.each(storageBackends())('bundler engine on $name', (backend) => {
       const r1 = await minedReceipt(svc, h1)
       expect(r1).toMatchObject({
         userOpHash: h1,
-        entryPoint: getAddress(ep.address),
+        entryPoint: ep.address,
         sender: acct.address,
         success: true,
         nonce: '0x0',
