@@ -1,4 +1,4 @@
-import { parseAbi } from 'viem'
+import { getAddress, parseAbi } from 'viem'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
   type BundlerFixture,
@@ -54,7 +54,7 @@ describe.each(storageBackends())('bundler engine on $name', (backend) => {
       expect(await svc.getUserOperationReceipt(NETWORK, h1)).toBeNull()
       const pending = await svc.getUserOperationByHash(NETWORK, h1)
       expect(pending).toMatchObject({
-        entryPoint: ep.address,
+        entryPoint: getAddress(ep.address),
         blockNumber: null,
         transactionHash: null,
         status: 'pending',
@@ -188,7 +188,7 @@ describe.each(storageBackends())('bundler engine on $name', (backend) => {
     })
     const found = await svc.getUserOperationByHash(NETWORK, hash)
     expect(found).toMatchObject({
-      entryPoint: fx.entryPoint('v06').address,
+      entryPoint: getAddress(fx.entryPoint('v06').address),
       transactionHash: r.receipt.transactionHash,
     })
     expect(found?.userOperation).toEqual(toRpcUserOperation(op))
