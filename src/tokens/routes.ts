@@ -57,7 +57,7 @@ export function registerTokenRoutes(app: FastifyInstance, tokens: TokenService, 
     // answer says from which block the index knows the address's tokens (its history scan).
     handler: async ({ network, params, query, reply, caller }) => {
       const index = stateCoverage(reply, await history.ofAddress(network, params.address, caller.accountId))
-      return { ...(await tokens.balances(network, params.address, query)), index }
+      return { ...(await tokens.balances(network, params.address, query, `${index.history_scan}`)), index }
     },
   })
 

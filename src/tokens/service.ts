@@ -93,8 +93,12 @@ export class TokenService {
     return r
   }
 
-  async balances(net: Network, holder: Address, page: Page): Promise<TokenBalanceList> {
-    const all = await this.holdings(net, holder)
+  /**
+   * `coverage` names how far the index knows the holder's history (its history scan's state):
+   * a list read while a scan was running is not reused once it has finished.
+   */
+  async balances(net: Network, holder: Address, page: Page, coverage = ''): Promise<TokenBalanceList> {
+    const all = await this.holdings(net, holder, coverage)
     const shown = slicePage(all, page)
     const src = this.deps.sources(net)
     const prices = await src.prices.prices(
@@ -124,8 +128,8 @@ export class TokenService {
    * chain head (as the upstream pool tracks it) and the index cursor stay where they were, and
    * for at most one block time: a wallet polling an address pays for one read per block.
    */
-  private async holdings(net: Network, holder: Address): Promise<Holding[]> {
-    const key = `${net.slug}:${holder}`
+  private async holdings(net: Network, holder: Address, coverage: string): Promise<Holding[]> {
+    const key = `${net.slug}:${holder}:${coverage}`
     const stamp = await this.blockStamp(net)
     const maxAge = Math.min(5000, net.config.blockTimeMs)
     const hit = stamp === null ? undefined : this.holdingsCache.get(key)
