@@ -11,6 +11,8 @@ export const USAGE = `usage: halyard <command>
                                           --demo deploys sample tokens and NFTs to the dev account
   serve [--config FILE]                   production mode; networks from the YAML config
   migrate                                 apply database migrations and exit
+  import --network SLUG --parquet DIR [--batch BLOCKS]
+                                          history from cryo-layout Parquet files into the index
   accounts create --email E [--plan free|growth|enterprise]
   accounts set-plan --account E --plan P
   accounts login-link --account E [--base-url URL]   one-time dashboard sign-in link
