@@ -25,6 +25,8 @@ export interface ChainShape {
 const SPRAY_TXS = 10
 const NOTE_TXS = 10
 const PAY_TXS = 2
+/** Loading a cached chain of a thousand dense blocks takes a while on a busy machine. */
+const LOAD_MS = 600_000
 const ANVIL_ARGS = ['--gas-limit', '1000000000', '--no-mining', '--order', 'fifo']
 
 export interface BenchChain {
@@ -55,7 +57,10 @@ export async function benchChain(shape: ChainShape): Promise<BenchChain> {
   mkdirSync(dir, { recursive: true, mode: 0o700 })
   const file = path.join(dir, `${key}.json`)
   if (existsSync(file)) {
-    const anvil = await startAnvil({ extraArgs: [...ANVIL_ARGS, '--load-state', file] })
+    const anvil = await startAnvil({
+      extraArgs: [...ANVIL_ARGS, '--load-state', file],
+      startTimeoutMs: LOAD_MS,
+    })
     const head = BigInt(await call<string>(anvil.url, 'eth_blockNumber'))
     if (head >= BigInt(shape.blocks)) return { anvil, head, generatedMs: undefined }
     await anvil.stop()
@@ -66,11 +71,12 @@ export async function benchChain(shape: ChainShape): Promise<BenchChain> {
   await generate(anvil.url, shape)
   const generatedMs = performance.now() - t0
   const head = BigInt(await call<string>(anvil.url, 'eth_blockNumber'))
-  // Dumped on exit: restart from the dump, so this run reads the same chain a rerun will.
-  await anvil.stop()
-  renameSync(partial, file)
-  const again = await startAnvil({ extraArgs: [...ANVIL_ARGS, '--load-state', file] })
-  return { anvil: again, head, generatedMs }
+  // anvil dumps its state on exit: the cache file is complete once it has stopped.
+  const stop = async () => {
+    await anvil.stop()
+    if (existsSync(partial)) renameSync(partial, file)
+  }
+  return { anvil: { ...anvil, stop }, head, generatedMs }
 }
 
 async function generate(url: string, shape: ChainShape): Promise<void> {
