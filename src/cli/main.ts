@@ -71,6 +71,11 @@ export async function main(argv: string[]): Promise<number> {
         }
         return 0
       }
+      case 'import': {
+        const { runImport } = await import('./import.ts')
+        await runImport(rest, env)
+        return 0
+      }
       case 'accounts':
       case 'keys': {
         const { runAdminCommand } = await import('./admin-commands.ts')

@@ -17,6 +17,8 @@ export const COMMAND_USAGE: Record<string, string> = {
                                           --demo deploys sample tokens and NFTs to the dev account`,
   serve: 'serve [--config FILE]                   production mode; networks from the YAML config',
   migrate: 'migrate                                 apply database migrations and exit',
+  import: `import --network SLUG --parquet DIR [--batch BLOCKS]
+                                          history from cryo-layout Parquet files into the index`,
   'accounts create': 'accounts create --email E [--plan free|growth|enterprise]',
   'accounts set-plan': 'accounts set-plan --account E --plan P',
   'accounts login-link': 'accounts login-link --account E [--base-url URL]   one-time dashboard sign-in link',

@@ -24,6 +24,8 @@ export interface AnvilOptions {
   /** Load state from and dump it to this file (dev mode keeps the chain across restarts). */
   statePath?: string
   extraArgs?: string[]
+  /** How long anvil may take to listen (loading a large state takes longer); default 30 s. */
+  startTimeoutMs?: number
   /** Called with anvil's output lines (dev mode prints nothing by default). */
   onOutput?: (line: string) => void
 }
@@ -60,7 +62,8 @@ export async function startAnvil(opts: AnvilOptions = {}): Promise<AnvilProcess>
   const output: string[] = []
 
   const port = await new Promise<number>((resolve, reject) => {
-    const timer = setTimeout(() => fail(new Error('anvil did not start within 30 s')), 30_000)
+    const startMs = opts.startTimeoutMs ?? 30_000
+    const timer = setTimeout(() => fail(new Error(`anvil did not start within ${startMs / 1000} s`)), startMs)
     const fail = (err: Error) => {
       clearTimeout(timer)
       child.kill('SIGKILL')

@@ -11,7 +11,7 @@ import type { IndexedBlock, TokenTransfer } from './types.ts'
  * commits), never thrown: one contract's malformed log must not stop the network's index.
  */
 export function toIndexedBlock(
-  net: Network,
+  net: Pick<Network, 'slug' | 'chainId'>,
   block: ChainHeader,
   logs: readonly ChainLog[],
   internal: readonly InternalTransfer[] | undefined,

@@ -1,0 +1,124 @@
+import type { Network } from '../../chains/registry.ts'
+import { HalyardError, invalidRequest } from '../../errors.ts'
+import type { Storage } from '../../storage/database.ts'
+import { withSessionLock } from '../../storage/session-lock.ts'
+import type { Hash } from '../../types.ts'
+import { toIndexedBlock } from '../indexed-block.ts'
+import { nativeTransfersOf } from '../native.ts'
+import type { SkippedLog } from '../skipped-logs.ts'
+import * as store from '../store.ts'
+import type { BulkBlock, BulkSource } from './source.ts'
+
+/** Block hashes kept for finding a reorg's common ancestor (as the follower keeps). */
+const KEEP_BLOCKS = 512n
+
+export interface ImportOptions {
+  storage: Storage
+  network: Pick<Network, 'slug' | 'chainId'>
+  source: BulkSource
+  /** Blocks per database transaction. */
+  batchBlocks?: number
+  onBatch?: (progress: { to: bigint; blocks: number; transfers: number; native: number }) => void
+}
+
+export interface ImportResult {
+  /** The blocks written (null when the index was already past the source). */
+  from: bigint | null
+  to: bigint | null
+  blocks: number
+  transfers: number
+  native: number
+  skippedLogs: number
+}
+
+/**
+ * Writes a bulk source's blocks through the indexer's own store functions (token and native
+ * transfers, holders, NFT balances, block hashes), advancing the cursor with each batch in the
+ * same transaction, so the index is consistent after every batch and the follower carries on
+ * from where the import stopped. The import continues the index: it starts at the cursor's next
+ * block (or, without a cursor, at the source's first block), refuses a source that starts above
+ * that or whose blocks do not chain onto the cursor, and holds the network's indexer lock (on
+ * PostgreSQL) so no follower writes meanwhile. Consumers (webhooks, …) are not called: history
+ * is not news.
+ */
+export async function importBulk(opts: ImportOptions): Promise<ImportResult> {
+  const slug = opts.network.slug
+  const got = await withSessionLock(opts.storage, `halyard-indexer:${slug}`, (conn) =>
+    importLocked(conn, opts),
+  )
+  if (got === 'busy')
+    throw new HalyardError(
+      'service_unavailable',
+      `an indexer is following ${slug} now: stop it before importing`,
+    )
+  return got
+}
+
+async function importLocked(db: Storage['db'], opts: ImportOptions): Promise<ImportResult> {
+  const slug = opts.network.slug
+  const span = opts.source.range()
+  const cursor = await store.readCursor(db, slug)
+  const start = cursor ? cursor.number + 1n : span.from
+  const result: ImportResult = { from: null, to: null, blocks: 0, transfers: 0, native: 0, skippedLogs: 0 }
+  if (start > span.to) return result
+  if (start < span.from)
+    throw invalidRequest(
+      `${slug} is indexed up to block ${cursor?.number}; the source starts at ${span.from}, leaving a gap`,
+    )
+  const net = { slug, chainId: opts.network.chainId }
+  const batchSize = opts.batchBlocks ?? 500
+  let prev: Hash | null = cursor?.hash ?? null
+  let batch: BulkBlock[] = []
+  const flush = async () => {
+    if (batch.length === 0) return
+    const skipped: SkippedLog[] = []
+    const transfers: store.StoredTransfer[] = []
+    const native: store.StoredNativeTransfer[] = []
+    for (const b of batch) {
+      const indexed = toIndexedBlock(net, b.header, b.logs, b.internal, skipped)
+      for (const t of indexed.transfers)
+        transfers.push({
+          ...t,
+          blockNumber: b.header.number,
+          blockHash: b.header.hash,
+          timestamp: b.header.timestamp,
+        })
+      for (const r of nativeTransfersOf(b.header, b.internal)) native.push(r)
+    }
+    const last = (batch.at(-1) as BulkBlock).header
+    const kept = batch
+      .filter((b) => b.header.number + KEEP_BLOCKS > last.number)
+      .map((b) => ({ number: b.header.number, hash: b.header.hash, parentHash: b.header.parentHash }))
+    await db.transaction().execute(async (trx) => {
+      await store.saveTransfers(trx, slug, transfers)
+      await store.saveNativeTransfers(trx, slug, native)
+      await store.saveBlocks(trx, slug, kept)
+      await store.writeCursor(trx, slug, { number: last.number, hash: last.hash })
+      await store.pruneBlocks(trx, slug, last.number - KEEP_BLOCKS)
+    })
+    result.from ??= (batch[0] as BulkBlock).header.number
+    result.to = last.number
+    result.blocks += batch.length
+    result.transfers += transfers.length
+    result.native += native.length
+    result.skippedLogs += skipped.length
+    opts.onBatch?.({
+      to: last.number,
+      blocks: result.blocks,
+      transfers: result.transfers,
+      native: result.native,
+    })
+    batch = []
+  }
+  for await (const b of opts.source.blocks(start, span.to)) {
+    if (prev !== null && b.header.parentHash !== prev)
+      throw invalidRequest(
+        `block ${b.header.number} does not follow the ${b.header.number === start ? 'indexed cursor' : 'previous block'}: its parent is ${b.header.parentHash}, expected ${prev}`,
+      )
+    prev = b.header.hash
+    batch.push(b)
+    if (batch.length >= batchSize) await flush()
+  }
+  await flush()
+  return result
+}
