@@ -18,6 +18,12 @@ if [ -n "$setup" ] && [ -x "$setup" ]; then
 fi
 command -v podman >/dev/null || skip "podman is not installed (and no HALYARD_OCI_SETUP script)"
 podman info >/dev/null 2>&1 || skip "podman cannot run here: $(podman info 2>&1 | tail -n1)"
+# No registry here: the base image must already be in podman's store (HALYARD_OCI_SETUP provides
+# it offline). Without it the build cannot start, which is not a defect of the image.
+base="$(sed -n 's/^ARG NODE_IMAGE=//p' "$repo/Dockerfile" | head -n1)"
+if [ -n "$base" ] && ! podman image exists "$base"; then
+  skip "base image $base is not in podman's store and no registry can be reached (set HALYARD_OCI_SETUP to a script that provides it offline)"
+fi
 
 image="${HALYARD_IMAGE:-localhost/halyard:smoke}"
 tag="smoke-$$"
