@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util'
 import type { Env } from '../config/env.ts'
 import { readAdminFile } from './data-dir.ts'
-import { UsageError } from './usage.ts'
+import { UsageError, usageOf } from './usage.ts'
 
 const SLUG = /^[a-z0-9]+(-[a-z0-9]+)*$/
 
@@ -16,21 +16,16 @@ export async function runImport(args: string[], env: Env): Promise<void> {
       network: { type: 'string' },
       parquet: { type: 'string' },
       batch: { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
     },
     strict: true,
   })
-  if (values.help) {
-    console.log(IMPORT_USAGE)
-    return
-  }
   const network = values.network
   if (!network || !SLUG.test(network))
-    throw new UsageError('--network SLUG is required (e.g. ethereum, base-sepolia)')
-  if (!values.parquet) throw new UsageError('--parquet DIR is required')
+    throw new UsageError('--network SLUG is required (e.g. ethereum, base-sepolia)', usageOf('import'))
+  if (!values.parquet) throw new UsageError('--parquet DIR is required', usageOf('import'))
   const batch = values.batch === undefined ? 500 : Number(values.batch)
   if (!Number.isInteger(batch) || batch < 1 || batch > 100_000)
-    throw new UsageError('--batch must be a whole number of blocks between 1 and 100000')
+    throw new UsageError('--batch must be a whole number of blocks between 1 and 100000', usageOf('import'))
   // PGlite is one process's database: a server holding the data dir must be stopped first.
   if (!env.DATABASE_URL && readAdminFile(env.dataDir))
     throw new UsageError('a running server holds the data dir: stop it before importing')
@@ -65,11 +60,3 @@ export async function runImport(args: string[], env: Env): Promise<void> {
     await storage.close()
   }
 }
-
-export const IMPORT_USAGE = `usage: halyard import --network SLUG --parquet DIR [--batch BLOCKS]
-
-  Imports history from Parquet files laid out as cryo writes them (blocks, transactions, logs
-  and optionally traces; one folder per dataset or all in one, files named
-  <chain>__<dataset>__<first>_to_<last>.parquet) into the index of network SLUG, continuing
-  its cursor. Stop the server's indexer for that network first (on PostgreSQL the import holds
-  its lock; on PGlite the server must be stopped).`

@@ -18,7 +18,9 @@ export const COMMAND_USAGE: Record<string, string> = {
   serve: 'serve [--config FILE]                   production mode; networks from the YAML config',
   migrate: 'migrate                                 apply database migrations and exit',
   import: `import --network SLUG --parquet DIR [--batch BLOCKS]
-                                          history from cryo-layout Parquet files into the index`,
+                                          history from cryo-layout Parquet files (blocks, transactions,
+                                          logs, optional traces) into the index, continuing its cursor;
+                                          stop the network's indexer first`,
   'accounts create': 'accounts create --email E [--plan free|growth|enterprise]',
   'accounts set-plan': 'accounts set-plan --account E --plan P',
   'accounts login-link': 'accounts login-link --account E [--base-url URL]   one-time dashboard sign-in link',
