@@ -66,6 +66,8 @@ export async function startAnvil(opts: AnvilOptions = {}): Promise<AnvilProcess>
     const timer = setTimeout(() => fail(new Error(`anvil did not start within ${startMs / 1000} s`)), startMs)
     const fail = (err: Error) => {
       clearTimeout(timer)
+      // Killing the guard shell alone would orphan anvil (its background job does not read stdin).
+      killPid(anvilPid)
       child.kill('SIGKILL')
       reject(new Error(`${err.message}\n${output.slice(-20).join('\n')}`))
     }
@@ -86,8 +88,14 @@ export async function startAnvil(opts: AnvilOptions = {}): Promise<AnvilProcess>
   })
 
   const url = `http://127.0.0.1:${port}`
-  await waitForRpc(url, 15_000)
   let stopping: Promise<void> | undefined
+  try {
+    await waitForRpc(url, 15_000)
+  } catch (err) {
+    stopping = stopGuarded(child, exited, () => anvilPid)
+    await stopping
+    throw err
+  }
   return {
     url,
     wsUrl: `ws://127.0.0.1:${port}`,
@@ -106,14 +114,18 @@ async function stopGuarded(child: ChildProcess, exited: Promise<void>, pid: () =
   child.stdin?.end()
   const killed = await Promise.race([exited.then(() => true), delay(10_000).then(() => false)])
   if (!killed) {
-    const p = pid()
-    if (p) {
-      try {
-        process.kill(p, 'SIGKILL')
-      } catch {}
-    }
+    killPid(pid())
     child.kill('SIGKILL')
     await exited
+  }
+}
+
+function killPid(pid: number | undefined) {
+  if (pid === undefined) return
+  try {
+    process.kill(pid, 'SIGKILL')
+  } catch {
+    // already gone
   }
 }
 
