@@ -64,12 +64,16 @@ export async function startAnvil(opts: AnvilOptions = {}): Promise<AnvilProcess>
   const port = await new Promise<number>((resolve, reject) => {
     const startMs = opts.startTimeoutMs ?? 30_000
     const timer = setTimeout(() => fail(new Error(`anvil did not start within ${startMs / 1000} s`)), startMs)
+    let failed = false
     const fail = (err: Error) => {
+      // The guard's own exit while we stop it is not a second failure.
+      if (failed) return
+      failed = true
       clearTimeout(timer)
-      // Killing the guard shell alone would orphan anvil (its background job does not read stdin).
-      killPid(anvilPid)
-      child.kill('SIGKILL')
-      reject(new Error(`${err.message}\n${output.slice(-20).join('\n')}`))
+      // Through the guard (stdin closed → it kills anvil), never SIGKILL on the shell alone: that
+      // would orphan an anvil that is still starting.
+      const failure = new Error(`${err.message}\n${output.slice(-20).join('\n')}`)
+      stopGuarded(child, exited, () => anvilPid).then(() => reject(failure), reject)
     }
     const onLine = (line: string) => {
       output.push(line)
