@@ -59,7 +59,7 @@ interface Mode {
   args: string[]
   env: NodeJS.ProcessEnv
   readyWhen: RegExp
-  /** Targets (README "Footprint"). */
+  /** Targets (docs/benchmarks.md, Footprint). */
   target: { readyS?: number; rssMb: number }
 }
 

@@ -1,5 +1,5 @@
 /**
- * npm run bench:transfers — the transfer reads (README "Data APIs") for one address with 100,000 indexed
+ * npm run bench:transfers — the transfer reads (docs/data-apis.md) for one address with 100,000 indexed
  * transfers: the first page and a page 500 pages deep of
  *   floor     the bare SQL keyset statement the REST route runs (its branches as one UNION ALL),
  *             executed alone: no HTTP, auth, JSON or metadata — what the database costs;

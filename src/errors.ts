@@ -37,7 +37,7 @@ export const unauthorized = (message: string) => new HalyardError('unauthorized'
 export const forbidden = (message: string) => new HalyardError('forbidden', message)
 export const notFound = (message: string) => new HalyardError('not_found', message)
 
-/** Body shape of every error response (README "Keys, scopes, plans, errors"). */
+/** Body shape of every error response (docs/concepts.md). */
 export interface ErrorBody {
   error: { code: ErrorCode; message: string; status: number }
 }

@@ -112,7 +112,7 @@ export function registerAlchemyNftRoutes(
           const extra = m.extra(input)
           // Compute units only: the gate already counted the request.
           if (extra > 0) await deps.charger.charge(request, reply, extra, 0)
-          // Alchemy's shape has no room for a field: the index headers say it (README "Indexer history").
+          // Alchemy's shape has no room for a field: the index headers say it (docs/data-apis.md).
           if (p.method === 'getNFTsForOwner') {
             const owner = (input as { owner: Address }).owner
             stateCoverage(reply, await deps.history.ofAddress(network, owner, caller.accountId))

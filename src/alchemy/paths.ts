@@ -1,7 +1,7 @@
 import { z } from 'zod'
 
 /**
- * The Alchemy-compatible root (README "Moving from Alchemy"). An app written against Alchemy moves by changing its
+ * The Alchemy-compatible root (docs/alchemy.md). An app written against Alchemy moves by changing its
  * URL to `{base_url}/alchemy/{network}/v2/{key}` (base_url includes /v1): clients such as alchemy-sdk add nothing to that
  * URL but `/{method}` for REST, so the key can live only in the path. `{network}` is any name
  * NetworkRegistry.getByAlias accepts (`ethereum-devnet`, `ethereum-mainnet`, `eth-mainnet`).

@@ -19,7 +19,7 @@ import { registerAlchemyRpcRoute } from './routes.ts'
 import { alchemyWsSurface, registerAlchemyWsRoute } from './ws.ts'
 
 /**
- * The Alchemy-compatible root (README "Moving from Alchemy"): `/alchemy/{network}/v2/{key}` for JSON-RPC, the NFT
+ * The Alchemy-compatible root (docs/alchemy.md): `/alchemy/{network}/v2/{key}` for JSON-RPC, the NFT
  * API v3 and WebSocket, served by the same services as Halyard's own routes.
  */
 export interface AlchemyDeps {

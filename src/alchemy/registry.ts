@@ -13,7 +13,7 @@ const unservedAlchemy: Family = {
   spec: (name) =>
     m(name, 0, {
       label: 'other',
-      refusal: `the method ${name} is not served by Halyard's Alchemy-compatible API (see README, "Moving from Alchemy")`,
+      refusal: `the method ${name} is not served by Halyard's Alchemy-compatible API (see docs/alchemy.md)`,
     }),
 }
 

@@ -3,7 +3,7 @@ import { isAddress } from 'viem'
 import { invalidRequest } from '../errors.ts'
 
 /**
- * Per-key allowlists, as browser-facing providers offer them (README, "From a browser"): the
+ * Per-key allowlists, as browser-facing providers offer them (docs/browser.md): the
  * origins (RFC 6454) a key may be used from, the client addresses (IPv4/IPv6, single or CIDR),
  * the contract addresses its calls may touch and the JSON-RPC methods it may call. An empty
  * list is no restriction. Entries are validated and normalised here, once, when a key is

@@ -17,7 +17,7 @@ export interface KeyView {
   revoked_at: string | null
   /** When the key last authenticated, to within a flush interval; null if never since recorded. */
   last_used_at: string | null
-  /** Allowlists (README, "From a browser"); empty = no restriction. */
+  /** Allowlists (docs/browser.md); empty = no restriction. */
   allowed_origins: string[]
   allowed_ips: string[]
   allowed_contracts: string[]

@@ -1,4 +1,4 @@
-/** The scopes a key may hold (README "Keys, scopes, plans, errors"). A key created without scopes has all of them. */
+/** The scopes a key may hold (docs/concepts.md). A key created without scopes has all of them. */
 export const SCOPES = [
   'rpc:read',
   'rpc:write',

@@ -22,7 +22,7 @@ import type { EntryPointVersion } from './types.ts'
 
 /**
  * The bundler on a running Halyard in dev mode (safe mode: ERC-7562 rules on anvil), used by
- * permissionless.js unchanged except for the URL and the key header, as the README shows it.
+ * permissionless.js unchanged except for the URL and the key header, as docs/bundler.md shows it.
  */
 
 const backend = storageBackends()[0]

@@ -116,7 +116,7 @@ export function checkTrace(trace: ValidationTrace, ctx: RuleContext): Violation[
       )
   // [EREP-050] for EntryPoint v0.6 only: v0.7 charges the paymaster for its whole
   // paymasterPostOpGasLimit up front (and 10% of what goes unused), which prices the postOp grief
-  // the rule guarded against; the reference bundler dropped it for v0.7 too (README "ERC-4337 bundler").
+  // the rule guarded against; the reference bundler dropped it for v0.7 too (docs/bundler.md).
   if (
     op.version === 'v06' &&
     paymaster &&

@@ -60,7 +60,7 @@ function bundlerSpec(net: Network, devMode: boolean): { spec: BundlerNetworkSpec
 /**
  * ERC-7562 MIN_STAKE_VALUE / MIN_UNSTAKE_DELAY: 1 native unit and the canonical mempool's
  * 86400 s for `serve`; in dev mode a 1 s delay, so a devnet's tests can stake and unstake within
- * a run (README "ERC-4337 bundler").
+ * a run (docs/bundler.md).
  */
 export function stakeSettings(
   cfg: BundlerConfig | undefined,
@@ -72,7 +72,7 @@ export function stakeSettings(
 }
 
 /**
- * The ERC-4337 bundler (ERC-4337; README "ERC-4337 bundler"): the JSON-RPC endpoint on the shared endpoint, one
+ * The ERC-4337 bundler (ERC-4337; docs/bundler.md): the JSON-RPC endpoint on the shared endpoint, one
  * builder loop per network (started with the server, stopped before storage closes), and the
  * executor balance in `/ready`.
  */

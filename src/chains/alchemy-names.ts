@@ -1,6 +1,6 @@
 /**
  * Alchemy's network names (`eth-mainnet`, `base-sepolia`, …) for the networks Halyard knows by
- * chain and network, so an app written against Alchemy moves by changing one URL (README "Moving from Alchemy").
+ * chain and network, so an app written against Alchemy moves by changing one URL (docs/alchemy.md).
  * A network's config may add names (`alchemyNames`), e.g. for a chain Alchemy names differently.
  */
 const ALCHEMY_CHAIN_PREFIX: Readonly<Record<string, string>> = {

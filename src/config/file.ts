@@ -56,12 +56,12 @@ const networkCoreShape = {
       /**
        * Where the index starts at first start: `genesis` (default), a block number, or `head`
        * (now, minus confirmations). Answers say from which block they are complete; addresses
-       * asked about with older history get a targeted scan (README "Indexer history").
+       * asked about with older history get a targeted scan (docs/data-apis.md).
        */
       history: z.union([z.enum(['genesis', 'head']), z.number().int().min(0)]).optional(),
       /** Deprecated alias of `history: <block>`. */
       startBlock: z.number().int().min(0).optional(),
-      /** Targeted history scans of addresses older than the index (README "Indexer history"). */
+      /** Targeted history scans of addresses older than the index (docs/data-apis.md). */
       historyScans: z
         .object({
           /** Scans run at once per network, on each instance. */

@@ -4,7 +4,7 @@ import { browserFixture, describeBrowser } from '../../test/fixtures/dashboard/b
 import { call, postRpc } from '../../test/helpers/halyard.ts'
 
 /**
- * The key page's allowlists form (README, "From a browser") in a real browser: a bad entry
+ * The key page's allowlists form (docs/browser.md) in a real browser: a bad entry
  * re-shows the form as typed with the error next to its field; a good one is saved (CSRF form,
  * like the page's others), shown in the key table, and the key is refused from other origins.
  */

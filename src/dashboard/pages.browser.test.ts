@@ -10,7 +10,7 @@ const A = '0x00000000000000000000000000000000000a11ce'
 /**
  * The dashboard's pages in a real browser: a paused webhook resumed from its page
  * and then delivered; sign out everywhere; axe-core on every page (no serious or critical
- * violations) with a screenshot of each (docs/screenshots, shown in the README).
+ * violations) with a screenshot of each (docs/screenshots, shown in docs/dashboard.md).
  */
 describeBrowser('dashboard in Chromium: webhooks, sessions, accessibility of every page', () => {
   const fx = browserFixture({ sponsorship: true })

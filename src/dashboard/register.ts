@@ -26,7 +26,7 @@ const ASSETS = {
 } as const
 
 /**
- * The web dashboard under /dashboard (README "Dashboard"): server-rendered pages over the same services
+ * The web dashboard under /dashboard (docs/dashboard.md): server-rendered pages over the same services
  * as /v1. Its routes live in their own Fastify scope, the only one that parses HTML form bodies
  * and sends the dashboard's security headers.
  */

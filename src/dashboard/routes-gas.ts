@@ -19,7 +19,7 @@ function rulesJson(text: string): unknown {
   return parseJsonField('rules', text === '' ? '{}' : text)
 }
 
-/** Gas policies (README "Gas sponsorship"): list with spend, create, edit rules, pause and resume. */
+/** Gas policies (docs/gas.md): list with spend, create, edit rules, pause and resume. */
 export function registerGasPages(
   r: DashboardRoutes,
   policies: PolicyService,

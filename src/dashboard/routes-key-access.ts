@@ -41,7 +41,7 @@ function fieldOf(err: HalyardError): AllowlistName | undefined {
 }
 
 /**
- * Settings → API Keys → a key's allowlists (README, "From a browser"): four text areas, saved
+ * Settings → API Keys → a key's allowlists (docs/browser.md): four text areas, saved
  * together. A bad entry re-shows the form as typed, with the error next to its field (400).
  */
 export function registerKeyAccessPages(r: DashboardRoutes, auth: AuthService): void {

@@ -31,7 +31,7 @@ function parseConfigText(text: string): unknown {
   return parseJsonField('config', text)
 }
 
-/** Webhooks (README "Webhooks"): list with status filter, create, a webhook's page and its actions. */
+/** Webhooks (docs/webhooks.md): list with status filter, create, a webhook's page and its actions. */
 export function registerWebhookPages(
   r: DashboardRoutes,
   webhooks: WebhookService,

@@ -8,7 +8,7 @@ import { rulesSchema } from './policy-rules.ts'
 import type { PolicyRow, PolicyStore } from './policy-store.ts'
 
 /**
- * Gas sponsorship policies (README "Gas sponsorship"): create, list, read with the spend so far,
+ * Gas sponsorship policies (docs/gas.md): create, list, read with the spend so far,
  * update (name, rules, status active/paused), delete. Policies belong to an account; a viewer
  * (http/access.ts visibleTo) sees its account's on the networks it may see.
  */

@@ -6,7 +6,7 @@ import { invalidRequest } from '../errors.ts'
 import { DEFAULT_MIN_PRIORITY_FEE_GWEI } from './price-config.ts'
 
 /**
- * Gas price estimates (README "Gas prices") from `eth_feeHistory`.
+ * Gas price estimates (docs/gas.md) from `eth_feeHistory`.
  *
  * The method, and why:
  * - Window: the last 20 blocks with reward percentiles 10 / 50 / 90. Twenty blocks is geth's

@@ -25,7 +25,7 @@ export interface Sponsorship {
 }
 
 /**
- * Gas sponsorship (README "Gas sponsorship"): policy routes, `POST /v1/gas/sponsor`, the ERC-7677
+ * Gas sponsorship (docs/gas.md): policy routes, `POST /v1/gas/sponsor`, the ERC-7677
  * paymaster on the shared JSON-RPC endpoint, and the settlement
  * poller that settles reservations from `UserOperationEvent`s and releases expired ones. Runs
  * after registerTokens: the native USD price comes from the network's price source.

@@ -77,7 +77,7 @@ function hasScope(caller: Caller, scope: RouteScope): boolean {
   return scope.some((s) => caller.scopes.has(s))
 }
 
-/** A test key may not touch any mainnet network (README, "API keys"). */
+/** A test key may not touch any mainnet network (docs/concepts.md). */
 export function decideNetwork(caller: Caller, network: Network): Refusal | undefined {
   if (caller.env === 'test' && network.isMainnet)
     return refuse(

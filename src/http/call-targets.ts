@@ -1,8 +1,8 @@
 import { parseTransaction } from 'viem'
 
 /**
- * The contract addresses a JSON-RPC call touches, for a key's allowed-contracts list (README,
- * "From a browser"). Pure. `undefined`: the method is not one the list governs (reads of
+ * The contract addresses a JSON-RPC call touches, for a key's allowed-contracts list
+ * (docs/browser.md). Pure. `undefined`: the method is not one the list governs (reads of
  * blocks, balances, receipts…). Otherwise the lowercased addresses; an empty array means the
  * call names no contract the list could allow — a `eth_getLogs` without an address filter, a
  * contract creation, a raw transaction that does not decode — and is refused under a list.

@@ -4,7 +4,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 /**
  * CORS (the Fetch standard's CORS protocol) for the API surfaces under /v1: JSON-RPC, REST, the
  * bundler, the paymaster and the Alchemy-compatible root, so a dApp page on any origin can call
- * them with an API key (README, "From a browser"). Which origins may USE a key is the key's
+ * them with an API key (docs/browser.md). Which origins may USE a key is the key's
  * allowed-origins list, decided with everything else in http/access-decision.ts: CORS itself
  * lets every origin read every answer, refusals included, so a page can show why it was
  * refused. Never `Access-Control-Allow-Credentials`: keys travel in headers, not cookies, and

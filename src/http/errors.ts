@@ -90,7 +90,7 @@ const requestIdOf = (req: IncomingMessage | undefined) => (req && requestIds.get
  * request's own when it had reached Fastify), on a connection that is then closed: the stream
  * cannot be trusted past the error.
  *
- * Decision: the deadline answer is 400 invalid_request, not 408: the error table (README) pairs
+ * Decision: the deadline answer is 400 invalid_request, not 408: the error table (docs/concepts.md) pairs
  * invalid_request with 400 only (and `status` must equal the HTTP status); what failed is the
  * request itself, which never arrived whole. It is not charged (installErrorHandling).
  */

@@ -3,7 +3,7 @@ import { z } from 'zod'
 import type { Coverage } from './history.ts'
 
 /**
- * How an answer states the index behind it (README "Indexer history"): a field `index` in the
+ * How an answer states the index behind it (docs/data-apis.md): a field `index` in the
  * JSON where the shape allows an addition, and these headers on every data answer.
  */
 export const INDEX_HEADERS = {

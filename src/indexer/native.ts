@@ -8,7 +8,7 @@ import type { BlockTrace, InternalTransfer } from './traces.ts'
  * 0; a creation's `to` is the address it deploys to), then the value-moving frames inside it as
  * 'internal' (trace_index 1.. in the trace's depth-first order, trace_path the frame's path).
  * A reverted transaction moved no value: no row at all (balances are summed from these rows;
- * README, Data APIs, on how this differs from Alchemy). Its frames are none either: the tracers
+ * docs/data-apis.md, on how this differs from Alchemy). Its frames are none either: the tracers
  * report value only from frames that succeeded (traces.ts).
  */
 export function nativeTransfersOf(

@@ -1,4 +1,4 @@
-/** Plan limits (README "Keys, scopes, plans, errors"). `null` means unlimited (enterprise, unless set per account). */
+/** Plan limits (docs/concepts.md). `null` means unlimited (enterprise, unless set per account). */
 export interface PlanLimits {
   readonly requestsPerSecond: number | null
   readonly requestsPerDay: number | null

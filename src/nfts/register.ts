@@ -5,7 +5,7 @@ import { registerNftRoutes } from './routes.ts'
 import { NftService } from './service.ts'
 
 /**
- * NFT API (README "Data APIs"): reads holdings from the indexer's tables and contract views through the
+ * NFT API (docs/data-apis.md): reads holdings from the indexer's tables and contract views through the
  * Token API's Multicall3 reader; loopback metadata servers are reachable in dev mode only.
  */
 export function registerNfts(

@@ -253,7 +253,7 @@ function successResponses(method: string, url: string, meta: RouteMeta): Record<
     }
   if (meta.keyInQuery && method === 'GET')
     return { '101': { description: 'Switching Protocols: a WebSocket speaking JSON-RPC 2.0' } }
-  // Not declared: some JSON (the shapes README documents), any 2xx.
+  // Not declared: some JSON (the shapes docs/ documents), any 2xx.
   return { '2XX': ANY_JSON }
 }
 

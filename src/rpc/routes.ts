@@ -83,7 +83,7 @@ function networkBinding(route: {
   return route.alias ? { from: 'alias', param: route.alias.param, ...kinds } : { from: 'pair', ...kinds }
 }
 
-/** POST /v1/rpc/{chain}/{network} (README "Gateway"). */
+/** POST /v1/rpc/{chain}/{network} (docs/gateway.md). */
 export function registerRpcRoutes(app: FastifyInstance, deps: Deps) {
   // Either scope reaches the endpoint; each call is then checked against its method's scope.
   defineJsonRpcRoute(

@@ -11,7 +11,7 @@ import type { Storage } from '../storage/database.ts'
 
 /**
  * A dApp page on another origin calls Halyard from a real Chromium with viem's `http` and
- * `webSocket` transports (README, "From a browser"): the page is served by a second HTTP server
+ * `webSocket` transports (docs/browser.md): the page is served by a second HTTP server
  * on another port (another origin), viem bundled for it with esbuild. A key restricted to the
  * page's origin works over both transports (the browser's CORS preflight included); a key
  * restricted to another origin is refused on both; the page can read the rate-limit headers.

@@ -10,7 +10,7 @@ export interface DataApis {
   sources: (net: Network) => NetworkDataSources
 }
 
-/** Token API (README "Data APIs"): price sources and token lists per EVM network, then the routes. */
+/** Token API (docs/data-apis.md): price sources and token lists per EVM network, then the routes. */
 export async function registerTokens(
   host: FeatureHost,
   deps: { indexer: IndexerService },

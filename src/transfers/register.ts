@@ -5,7 +5,7 @@ import type { DataApis } from '../tokens/register.ts'
 import { registerTransferRoutes } from './routes.ts'
 import { TransferService } from './service.ts'
 
-/** Transfer API (README "Data APIs"): reads the indexer's transfer tables, token metadata from the Token API. */
+/** Transfer API (docs/data-apis.md): reads the indexer's transfer tables, token metadata from the Token API. */
 export function registerTransfers(
   host: FeatureHost,
   deps: { data: DataApis; indexer: IndexerService },

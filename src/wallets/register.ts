@@ -7,7 +7,7 @@ import { registerWalletRoutes } from './routes.ts'
 import { WalletService } from './service.ts'
 
 /**
- * Smart wallets (README "Smart wallets and ERC-4337 contracts"): routes, the indexer consumer that tracks deployments, and the
+ * Smart wallets (docs/wallets.md): routes, the indexer consumer that tracks deployments, and the
  * start-up check that every configured ERC-4337 contract has code (a clear error otherwise).
  */
 export function registerWallets(host: FeatureHost, deps: { indexer: IndexerService }): WalletService {

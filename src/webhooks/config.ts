@@ -4,7 +4,7 @@ import { invalidRequest } from '../errors.ts'
 import { type Address, addressProblem, type Hash, toLowerAddress, toLowerHash } from '../types.ts'
 
 /**
- * Webhook `config` per event type (README "Webhooks"): address_activity
+ * Webhook `config` per event type (docs/webhooks.md): address_activity
  * {addresses, address_match?, min_value?, selectors?}, token_transfer {addresses?,
  * address_match?, contracts?, min_value?, min_value_per_contract?}, nft_transfer {addresses?,
  * address_match?, contracts?}, mined_transaction {tx_hashes}, log {addresses?, topics?}

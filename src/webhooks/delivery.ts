@@ -12,7 +12,7 @@ import type { AttemptOutcome, ClaimedEvent } from './store.ts'
 import * as store from './store.ts'
 
 /**
- * The delivery worker (form A, README "Webhooks"). Every instance may run one: events are claimed from
+ * The delivery worker (form A, docs/webhooks.md). Every instance may run one: events are claimed from
  * PostgreSQL with FOR UPDATE SKIP LOCKED (store.claim) — only each webhook's oldest undelivered
  * event, so per webhook events go out in block order, one at a time — and leased, so a crash
  * mid-send makes the event claimable again after the lease (at-least-once; the event id never

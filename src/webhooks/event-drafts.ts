@@ -9,7 +9,7 @@ import type { InternalTransfer } from './traces.ts'
 /**
  * The `data` of each event type (form A), built for one candidate webhook from the
  * block items its matched keys point at. Payloads of mined_transaction and log are documented in
- * matcher.ts and README "Webhooks".
+ * matcher.ts and docs/webhooks.md.
  */
 
 /** A webhook that may match, with its parsed config and the row version it came from. */

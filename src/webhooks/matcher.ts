@@ -23,7 +23,7 @@ import type { TraceReader } from './traces.ts'
  * every address, contract and tx hash the block touches (webhook_match_keys), never a scan of
  * all webhooks; the per-item filter then runs only on those candidates.
  *
- * Payloads beyond the fixed transfer shapes (documented in README "Webhooks"):
+ * Payloads beyond the fixed transfer shapes (documented in docs/webhooks.md):
  *  - mined_transaction: chain, block_number, block_hash, tx_hash, transaction_index, from, to,
  *    value, status (`success` | `reverted`; null if the node had no receipt), gas_used.
  *  - log: chain, block_number, block_hash, tx_hash, log_index, address, topics, data.

@@ -18,7 +18,7 @@ import { webhookSettings } from './settings.ts'
 import { TokenMetadata } from './token-metadata.ts'
 
 /**
- * Webhooks (README "Webhooks"): the API, the matcher (an indexer consumer, so events
+ * Webhooks (docs/webhooks.md): the API, the matcher (an indexer consumer, so events
  * commit with the block), and the delivery worker every instance runs (claims are
  * SKIP LOCKED, so any number of instances cooperate).
  */

@@ -31,7 +31,7 @@ export interface WebhookView {
   /** Every type monitored (`event_type` is the first). */
   event_types: EventType[]
   config: WebhookConfig
-  /** Delivery form: 'A' (the default) or 'B' (README "Webhooks"). */
+  /** Delivery form: 'A' (the default) or 'B' (docs/webhooks.md). */
   format: string
   status: string
   status_reason: string | null

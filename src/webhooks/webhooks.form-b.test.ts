@@ -15,7 +15,7 @@ import { verifyWebhook } from './verify.ts'
 /**
  * Delivery form B end to end on real parts (test/fixtures/webhooks/webhooks-fixture.ts: anvil, Halyard in
  * production mode, a real HTTPS receiver). The receiver's checks below are written here with
- * node:crypto, not with Halyard's verify.ts: a receiver written from the README's description must accept it.
+ * node:crypto, not with Halyard's verify.ts: a receiver written from docs/webhooks.md's description must accept it.
  * The 7-retry schedule is compressed (SCHEDULE_B_MS), as form A's is.
  */
 

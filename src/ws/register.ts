@@ -6,7 +6,7 @@ import type { RpcService } from '../rpc/service.ts'
 import { WsService } from './service.ts'
 
 /**
- * WebSocket subscriptions (README "WebSocket subscriptions") on the HTTP server itself: the 'upgrade' event is handled
+ * WebSocket subscriptions (docs/websocket.md) on the HTTP server itself: the 'upgrade' event is handled
  * here (Fastify does not route upgrades), authorised before the handshake, and every client is
  * closed with 1001 before the server stops.
  */

@@ -9,14 +9,14 @@ import { type AnvilProcess, startAnvil } from '../devnet/anvil.ts'
 /**
  * Open WebSockets follow their key: two Halyard instances on one database, the socket on the
  * second, the change made on the first (or straight in the database). A revoked key's sockets
- * close with 1008 within the couple of seconds the README promises; a scope removed or a plan
+ * close with 1008 within the couple of seconds docs/websocket.md promises; a scope removed or a plan
  * changed applies to the next message; the re-read is per key, not per socket.
  */
 
 const backend = storageBackends()[0]
 if (!backend) throw new Error('no storage backend')
 
-/** The README's promise: a revoked key's sockets close within about two seconds (with room for a loaded machine). */
+/** docs/websocket.md's promise: a revoked key's sockets close within about two seconds (with room for a loaded machine). */
 const PROMISED_MS = 5_000
 
 describe('WebSocket connections follow their key', () => {

@@ -1,7 +1,7 @@
 import { type Kysely, type Migration, sql } from 'kysely'
 
 /**
- * Per-key allowlists (README, "From a browser"): the origins, client IPs/CIDRs, contract
+ * Per-key allowlists (docs/browser.md): the origins, client IPs/CIDRs, contract
  * addresses and JSON-RPC methods a key may be used with. An empty list is no restriction, so
  * every existing key keeps working unchanged. Entries are stored as validated and normalised
  * (auth/allowlists.ts); the auth cache compiles them once per key.
