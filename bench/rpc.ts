@@ -15,13 +15,18 @@
  *                        least any Node gateway pays per uncached call
  *   Halyard, no fast lane  uncached and cached with HALYARD_FAST_LANE=0 (the framework's
  *                        generic pipeline), for the lane's effect in the same run (BENCH_LANE_AB=0 skips)
- *   Halyard              /v1/rpc/ethereum/devnet: uncached eth_blockNumber, cached eth_chainId,
+ *   distinct rows        nginx, the bare Node proxy and Halyard with a new eth_getBalance (a new
+ *                        address, at latest) on every request: no cache and no coalescing of
+ *                        identical in-flight calls can answer it — the way a busy dApp calls
+ *   Halyard              /v1/rpc/ethereum/devnet: uncached eth_blockNumber (identical bodies:
+ *                        in-flight calls coalesce, so one upstream call answers several), cached eth_chainId,
  *                        a batch of 10, and the same two calls with a key on a limited plan
  *                        (counted by the limiter on every call) next to the enterprise key
  * One process runs on PGlite, with the Redis limiter when REDIS_URL is set (else in-process);
  * the workers run `HALYARD_WORKERS`-style (src/server/cluster.ts) on PostgreSQL and Redis and
  * need DATABASE_URL and REDIS_URL. Prints req/s, p50, p99 and the target ratios:
- * uncached ≥ 0.8 × nginx, cached ≥ 0.7 × bare node:http, limited ≥ 0.8 × unlimited.
+ * distinct ≥ 0.9 × the bare Node proxy, uncached ≥ 0.8 × nginx, cached ≥ 0.7 × bare node:http,
+ * limited ≥ 0.8 × unlimited.
  *
  * BENCH_PROFILE=1 runs Halyard under `--cpu-prof` and prints, per Halyard row, the top
  * functions by self time and the totals per package (bench/lib/cpu-top.ts; BENCH_PROFILE_TOP
@@ -40,7 +45,8 @@ import { startFloor } from './lib/floor-http.ts'
 import { type HalyardChild, serveHalyardChild, startHalyardChild } from './lib/halyard-child.ts'
 import { findNginx, startNginx } from './lib/nginx.ts'
 import { treeCpuUs } from './lib/proc-cpu.ts'
-import { findWrk, runWrk } from './lib/wrk.ts'
+import { type Config, cpu, type Direct, fmt, printRatios, type Row } from './lib/rpc-report.ts'
+import { distinctBalanceBody, findWrk, runWrk } from './lib/wrk.ts'
 
 const CONNECTIONS = 50
 const DURATION_S = Number(process.env.BENCH_SECONDS ?? 5)
@@ -52,18 +58,8 @@ const PROFILE_TOP = Number(process.env.BENCH_PROFILE_TOP ?? 25)
 const LANE_AB = process.env.BENCH_LANE_AB !== '0'
 
 const call = (method: string, params: unknown[] = [], id = 1) => ({ jsonrpc: '2.0', id, method, params })
-
-interface Row {
-  name: string
-  reqPerSec: number
-  p50: number
-  p99: number
-  errors: number
-  /** CPU the server under test (its process tree) spent per answered request, µs. */
-  cpuUsPerReq: number | undefined
-  /** The measured part of the row on the monotonic clock, µs (for slicing a profile). */
-  window: { from: number; to: number }
-}
+/** The body of a distinct-calls row: a new eth_getBalance per request (bench/lib/wrk.ts). */
+const DISTINCT = Symbol('a new eth_getBalance per request')
 
 const monotonicUs = () => Number(process.hrtime.bigint() / 1000n)
 
@@ -89,9 +85,10 @@ async function load(
   if (WRK) {
     const opts = {
       url,
-      body: JSON.stringify(body),
+      body: JSON.stringify(body === DISTINCT ? call('eth_chainId') : body),
       headers: { 'content-type': 'application/json', ...headers },
       connections: CONNECTIONS,
+      distinct: body === DISTINCT,
     }
     await runWrk(WRK, { ...opts, seconds: WARMUP_S })
     const from = monotonicUs()
@@ -100,12 +97,16 @@ async function load(
     const cpuUsPerReq = perReq(cpu0, r.reqPerSec)
     return { name, ...r, cpuUsPerReq, window: { from, to: monotonicUs() } }
   }
+  let counter = 0
   const opts = {
     url,
     method: 'POST' as const,
     connections: CONNECTIONS,
     headers: { 'content-type': 'application/json', ...headers },
-    body: JSON.stringify(body),
+    body: JSON.stringify(body === DISTINCT ? call('eth_chainId') : body),
+    ...(body === DISTINCT
+      ? { requests: [{ setupRequest: (req: object) => ({ ...req, body: distinctBalanceBody(++counter) }) }] }
+      : {}),
   }
   await autocannon({ ...opts, duration: WARMUP_S })
   const from = monotonicUs()
@@ -132,33 +133,7 @@ async function warmUp(target: Target, headers: Record<string, string>) {
   }
 }
 
-const fmt = (n: number, d = 0) => n.toFixed(d)
-const cpu = (r: Row) => (r.cpuUsPerReq === undefined ? '–' : fmt(r.cpuUsPerReq, 1))
-
 type Run = (name: string, target: Target, body: unknown, headers?: Record<string, string>) => Promise<Row>
-
-interface Direct {
-  blockNumber: Row
-  chainId: Row
-  batch: Row
-}
-
-/** One configuration's rows: nginx, the floors and Halyard, all with `workers` processes. */
-interface Config {
-  title: string
-  nginx: Row | undefined
-  floor: Row
-  proxyFloor: Row
-  /** Halyard with HALYARD_FAST_LANE=0 (one process only). */
-  laneOff: { uncached: Row; cached: Row } | undefined
-  uncached: Row
-  cached: Row
-  batch: Row
-  limitedUncached: Row
-  limitedCached: Row
-  /** Per Halyard row: the profile top, with BENCH_PROFILE=1. */
-  profiles: { row: Row; report: string }[]
-}
 
 async function measure(
   workers: number,
@@ -177,10 +152,12 @@ async function measure(
   const batch = Array.from({ length: 10 }, (_, i) => call('eth_blockNumber', [], i + 1))
 
   let nginxRow: Row | undefined
+  let nginxDistinct: Row | undefined
   if (nginxBin) {
     const nginx = await startNginx(nginxBin, anvil.port, workers)
     try {
       nginxRow = await run(`nginx ${tag} → anvil · eth_blockNumber`, nginx, call('eth_blockNumber'))
+      nginxDistinct = await run(`nginx ${tag} → anvil · distinct eth_getBalance`, nginx, DISTINCT)
     } finally {
       await nginx.stop()
     }
@@ -194,12 +171,14 @@ async function measure(
   }
   const proxyFloor = await startFloor(workers, anvil.url)
   let proxyRow: Row
+  let proxyDistinct: Row
   try {
     proxyRow = await run(
       `bare node:http ${tag} → anvil · eth_blockNumber`,
       proxyFloor,
       call('eth_blockNumber'),
     )
+    proxyDistinct = await run(`bare node:http ${tag} → anvil · distinct eth_getBalance`, proxyFloor, DISTINCT)
   } finally {
     await proxyFloor.stop()
   }
@@ -238,9 +217,12 @@ async function measure(
     const config: Config = {
       title,
       nginx: nginxRow,
+      nginxDistinct,
       floor: floorRow,
       proxyFloor: proxyRow,
+      proxyDistinct,
       laneOff,
+      distinct: await run(`${h} · distinct eth_getBalance (no cache, no coalescing)`, target, DISTINCT, hk),
       uncached: await run(`${h} · eth_blockNumber (uncached)`, target, call('eth_blockNumber'), hk),
       cached: await run(`${h} · eth_chainId (cached)`, target, call('eth_chainId'), hk),
       batch: await run(`${h} · batch of 10 eth_blockNumber`, target, batch, hk),
@@ -253,6 +235,7 @@ async function measure(
     if (profileDir) {
       const files = profileFiles(profileDir)
       for (const row of [
+        config.distinct,
         config.uncached,
         config.cached,
         config.batch,
@@ -267,46 +250,6 @@ async function measure(
   } finally {
     await stopChild(halyard)
   }
-}
-
-function printRatios(c: Config, direct: Direct) {
-  const ratio = (a: Row, b: Row) => a.reqPerSec / b.reqPerSec
-  const target = (r: number, floor: number) => `${fmt(r, 2)}×  [≥ ${floor}] ${r >= floor ? 'met' : 'NOT MET'}`
-  console.log(`\nratios, ${c.title}:`)
-  console.log(
-    c.nginx
-      ? `  uncached Halyard / nginx:               ${target(ratio(c.uncached, c.nginx), 0.8)}`
-      : '  uncached Halyard / nginx:               n/a (nginx not installed)',
-  )
-  console.log(
-    `  uncached Halyard / bare node proxy:     ${fmt(ratio(c.uncached, c.proxyFloor), 2)}×  (bare node proxy / nginx: ${c.nginx ? fmt(ratio(c.proxyFloor, c.nginx), 2) : 'n/a'}×)`,
-  )
-  console.log(`  cached eth_chainId / bare node:http:    ${target(ratio(c.cached, c.floor), 0.7)}`)
-  if (c.laneOff) {
-    console.log(`  fast lane on / off, uncached:           ${fmt(ratio(c.uncached, c.laneOff.uncached), 2)}×`)
-    console.log(`  fast lane on / off, cached:             ${fmt(ratio(c.cached, c.laneOff.cached), 2)}×`)
-  }
-  console.log(
-    `  limited / unlimited key, uncached:      ${target(ratio(c.limitedUncached, c.uncached), 0.8)}`,
-  )
-  console.log(`  limited / unlimited key, cached:        ${target(ratio(c.limitedCached, c.cached), 0.8)}`)
-  console.log(`  batch of 10 Halyard / direct anvil:     ${fmt(ratio(c.batch, direct.batch), 2)}×`)
-  console.log(`  cached eth_chainId / direct anvil:      ${fmt(ratio(c.cached, direct.chainId), 2)}×`)
-  console.log(
-    `  added p50, uncached − direct anvil:     ${fmt(c.uncached.p50 - direct.blockNumber.p50, 2)} ms`,
-  )
-  // The same comparisons by CPU spent per request: steadier than req/s when neighbours load the machine.
-  const cpuRatio = (label: string, a: Row, b: Row | undefined) => {
-    if (!b || a.cpuUsPerReq === undefined || b.cpuUsPerReq === undefined) return
-    console.log(
-      `  CPU/req, ${label.padEnd(33)}${fmt(a.cpuUsPerReq, 1)} vs ${fmt(b.cpuUsPerReq, 1)} µs (${fmt(a.cpuUsPerReq / b.cpuUsPerReq, 2)}×)`,
-    )
-  }
-  cpuRatio('uncached Halyard vs nginx:', c.uncached, c.nginx)
-  cpuRatio('uncached Halyard vs bare proxy:', c.uncached, c.proxyFloor)
-  cpuRatio('cached Halyard vs bare node:', c.cached, c.floor)
-  cpuRatio('limited vs unlimited, uncached:', c.limitedUncached, c.uncached)
-  cpuRatio('limited vs unlimited, cached:', c.limitedCached, c.cached)
 }
 
 async function main() {

@@ -31,15 +31,49 @@ export interface WrkResult {
 
 const lua = (s: string) => JSON.stringify(s) // a JSON string literal is a valid Lua string literal here
 
-/** Runs `wrk -t1 -c{connections} -d{seconds}s --latency` with a POST of `body`. */
+/**
+ * A body that differs on every request: `eth_getBalance` of a new address at `latest`, so neither
+ * a cache nor coalescing of identical in-flight calls can answer it (what a busy dApp sends).
+ * The address is a random 32-bit part, a per-run counter and zeros: never the same twice in a run.
+ */
+export const DISTINCT_BALANCE_LUA = `
+local counter = 0
+math.randomseed(os.time())
+request = function()
+  counter = counter + 1
+  local addr = "0x" .. string.format("%08x", math.random(0, 2147483647)) .. string.format("%08x", counter) .. string.rep("0", 24)
+  return wrk.format(nil, nil, nil, '{"jsonrpc":"2.0","id":1,"method":"eth_getBalance","params":["' .. addr .. '","latest"]}')
+end
+`
+
+/** The same distinct body for autocannon (the fallback load generator). */
+export function distinctBalanceBody(counter: number): string {
+  const addr = `0x${Math.floor(Math.random() * 0x7fffffff)
+    .toString(16)
+    .padStart(8, '0')}${counter.toString(16).padStart(8, '0')}${'0'.repeat(24)}`
+  return JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_getBalance', params: [addr, 'latest'] })
+}
+
+/**
+ * Runs `wrk -t1 -c{connections} -d{seconds}s --latency` with a POST of `body`, or with
+ * `distinct`, a new eth_getBalance body per request (DISTINCT_BALANCE_LUA).
+ */
 export async function runWrk(
   bin: string,
-  opts: { url: string; body: string; headers: Record<string, string>; connections: number; seconds: number },
+  opts: {
+    url: string
+    body: string
+    headers: Record<string, string>
+    connections: number
+    seconds: number
+    distinct?: boolean
+  },
 ): Promise<WrkResult> {
   const dir = mkdtempSync(path.join(tmpdir(), 'halyard-wrk-'))
   const script = path.join(dir, 'post.lua')
   const lines = ['wrk.method = "POST"', `wrk.body = ${lua(opts.body)}`]
   for (const [k, v] of Object.entries(opts.headers)) lines.push(`wrk.headers[${lua(k)}] = ${lua(v)}`)
+  if (opts.distinct) lines.push(DISTINCT_BALANCE_LUA)
   writeFileSync(script, `${lines.join('\n')}\n`)
   try {
     const { stdout } = await execFileP(
