@@ -100,6 +100,8 @@ before="$(deliveries)"
 tx="$(send_tx)"
 wait_delivery $((before + 1)) 180 || { echo "compose-smoke: FAIL: no delivery for $tx within 180 s after the kill" >&2; exit 1; }
 step "transaction $tx after the kill: delivered in $((SECONDS - t)) s ($(deliveries) deliveries in all)"
+webhook_metrics="$(podman exec halyard-smoke_halyard-1_1 node -e "fetch('http://127.0.0.1:8080/metrics').then(r=>r.text()).then(t=>console.log(t.split('\n').filter(l=>/^halyard_webhook_(attempts_total|queue_events|queue_lag_seconds)/.test(l)).join(' ')))")"
+step "instance 1's webhook metrics: $webhook_metrics"
 targets="$(curl -fsS --max-time 10 "http://127.0.0.1:$PROMETHEUS_PORT/api/v1/targets" | node -e "let s='';process.stdin.on('data',d=>s+=d).on('end',()=>{const t=JSON.parse(s).data.activeTargets;console.log(t.map(x=>x.labels.instance+'='+x.health).join(' '))})" || echo unavailable)"
 step "Prometheus targets: $targets"
 step "PASS in $SECONDS s"
