@@ -29,7 +29,7 @@ image="${HALYARD_IMAGE:-localhost/halyard:smoke}"
 tag="smoke-$$"
 work="$(mktemp -d "${TMPDIR:-/tmp}/halyard-image-smoke.XXXXXX")"
 cleanup() {
-  podman rm -f -t 0 "$tag-dev" "$tag-serve" >/dev/null 2>&1 || true
+  podman rm -f -v -t 0 "$tag-dev" "$tag-serve" >/dev/null 2>&1 || true
   rm -rf "$work"
 }
 trap cleanup EXIT

@@ -14,13 +14,23 @@ import { configAddressSchema as address } from '../common/address-schema.ts'
  * ```
  */
 /** One address per EntryPoint version, either optional. */
-const perVersion = z.object({ v06: address.optional(), v07: address.optional() }).strict().default({})
+const perVersion = z
+  .object({
+    v06: address.optional().describe('For EntryPoint v0.6.'),
+    v07: address.optional().describe('For EntryPoint v0.7.'),
+  })
+  .strict()
+  .default({})
 
 export const accountAbstractionSchema = z
   .object({
-    entryPoints: perVersion,
-    simpleAccountFactory: perVersion,
-    paymaster: address.optional(),
+    entryPoints: perVersion.describe(
+      'ERC-4337 EntryPoint address per version (`v06`, `v07`); dev mode fills them in from what it deployed.',
+    ),
+    simpleAccountFactory: perVersion.describe(
+      'SimpleAccountFactory address per EntryPoint version; the v07 one backs `/v1/wallets`.',
+    ),
+    paymaster: address.optional().describe('The VerifyingPaymaster v0.7 that gas sponsorship signs for.'),
   })
   .strict()
 

@@ -6,29 +6,80 @@ import { z } from 'zod'
  */
 export const gatewaySchema = z
   .object({
-    /** An upstream this many blocks (slots) behind the best one is left out until it catches up. */
-    maxLagBlocks: z.number().int().min(1).max(100_000).default(16),
-    /** …or this far behind in time (lag × block time); eRPC uses 30 s. */
-    maxLagMs: z.number().int().min(100).max(3_600_000).default(30_000),
-    /** Background health check period; default: half the block time, within 250 ms – 5 s. */
-    healthCheckMs: z.number().int().min(50).max(60_000).optional(),
-    /** Send a read slower than the method's recent p95 to a second upstream as well. */
-    hedge: z.boolean().default(false),
-    /** Never hedge sooner than this. */
-    hedgeMinDelayMs: z.number().int().min(1).max(60_000).default(20),
-    /** Consecutive failures that open an upstream's circuit breaker. */
-    breakerFailures: z.number().int().min(1).max(1_000).default(3),
-    /** How long an open breaker keeps an upstream out before a probe may close it. */
-    breakerCooldownMs: z.number().int().min(50).max(600_000).default(2_000),
-    /** Send raw transactions to every healthy upstream at once. */
-    broadcastTransactions: z.boolean().default(true),
-    /** Cache finalized, immutable results (memory, and Redis when REDIS_URL is set). */
-    cache: z.boolean().default(true),
-    /** eth_getLogs: largest block range and result count a request may ask for. */
-    getLogsMaxRange: z.number().int().min(1).max(10_000_000).default(10_000),
-    getLogsMaxResults: z.number().int().min(1).max(10_000_000).default(10_000),
-    /** Solana: the cluster's genesis hash; an upstream reporting another one is never used. */
-    genesisHash: z.string().min(32).max(64).optional(),
+    maxLagBlocks: z
+      .number()
+      .int()
+      .min(1)
+      .max(100_000)
+      .default(16)
+      .describe('An upstream this many blocks (slots) behind the best one is left out until it catches up.'),
+    maxLagMs: z
+      .number()
+      .int()
+      .min(100)
+      .max(3_600_000)
+      .default(30_000)
+      .describe('…or this far behind in time (lag × block time); eRPC uses 30 s.'),
+    healthCheckMs: z
+      .number()
+      .int()
+      .min(50)
+      .max(60_000)
+      .optional()
+      .describe('Background health check period; default: half the block time, within 250 ms – 5 s.'),
+    hedge: z
+      .boolean()
+      .default(false)
+      .describe("Send a read slower than the method's recent p95 to a second upstream as well."),
+    hedgeMinDelayMs: z
+      .number()
+      .int()
+      .min(1)
+      .max(60_000)
+      .default(20)
+      .describe('Never hedge sooner than this.'),
+    breakerFailures: z
+      .number()
+      .int()
+      .min(1)
+      .max(1_000)
+      .default(3)
+      .describe("Consecutive failures that open an upstream's circuit breaker."),
+    breakerCooldownMs: z
+      .number()
+      .int()
+      .min(50)
+      .max(600_000)
+      .default(2_000)
+      .describe('How long an open breaker keeps an upstream out before a probe may close it.'),
+    broadcastTransactions: z
+      .boolean()
+      .default(true)
+      .describe('Send raw transactions to every healthy upstream at once.'),
+    cache: z
+      .boolean()
+      .default(true)
+      .describe('Cache finalized, immutable results (memory, and Redis when REDIS_URL is set).'),
+    getLogsMaxRange: z
+      .number()
+      .int()
+      .min(1)
+      .max(10_000_000)
+      .default(10_000)
+      .describe('eth_getLogs: largest block range a request may ask for.'),
+    getLogsMaxResults: z
+      .number()
+      .int()
+      .min(1)
+      .max(10_000_000)
+      .default(10_000)
+      .describe('eth_getLogs: most logs a result may hold.'),
+    genesisHash: z
+      .string()
+      .min(32)
+      .max(64)
+      .optional()
+      .describe("Solana: the cluster's genesis hash; an upstream reporting another one is never used."),
   })
   .strict()
 

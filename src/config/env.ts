@@ -7,43 +7,72 @@ import { pgliteEnvShape } from '../storage/pglite-settings.ts'
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
 
-const envSchema = z.object({
-  HALYARD_HOST: z.string().min(1).default('127.0.0.1'),
-  HALYARD_PORT: z.coerce.number().int().min(0).max(65535).default(8080),
-  HALYARD_DATA_DIR: z.string().min(1).default('./.halyard'),
-  HALYARD_CONFIG: z.string().min(1).optional(),
+export const envSchema = z.object({
+  HALYARD_HOST: z
+    .string()
+    .min(1)
+    .default('127.0.0.1')
+    .describe('Address to listen on (`0.0.0.0` in the container image).'),
+  HALYARD_PORT: z.coerce.number().int().min(0).max(65535).default(8080).describe('Port to listen on.'),
+  HALYARD_DATA_DIR: z
+    .string()
+    .min(1)
+    .default('./.halyard')
+    .describe('Where the embedded PGlite database and other local state live when DATABASE_URL is not set.'),
+  HALYARD_CONFIG: z
+    .string()
+    .min(1)
+    .optional()
+    .describe('Path of the config file (`--config FILE` overrides it).'),
   DATABASE_URL: z
     .string()
     .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// or postgresql:// URL')
-    .optional(),
+    .optional()
+    .describe('PostgreSQL to use instead of the embedded PGlite; required for several instances or workers.'),
   REDIS_URL: z
     .string()
     .regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL')
-    .optional(),
-  // How long a rate-limit decision waits for Redis before it is taken without it, and what that
-  // is (docs/dependency-failures.md): a local allowance per process, or 503 + Retry-After.
+    .optional()
+    .describe('Redis for rate limits and the RPC cache, so that several instances share them.'),
   HALYARD_REDIS_TIMEOUT: z
     .string()
     .regex(/^[1-9]\d*(ms|s)$/, 'must be a duration such as 500ms or 1s')
     .transform(parseDuration)
-    .default(500),
+    .prefault('500ms')
+    .describe('How long a rate-limit decision waits for Redis before it is taken without it.'),
   HALYARD_REDIS_FALLBACK: z
     .enum(['local', 'closed'], { message: 'must be local or closed' })
-    .default('local'),
-  // Instances sharing the Redis: each process's local allowance is the plan's limits divided by
-  // this × HALYARD_WORKERS.
-  HALYARD_REDIS_FALLBACK_INSTANCES: z.coerce.number().int().min(1).max(10_000).default(1),
+    .default('local')
+    .describe(
+      'What a rate-limit decision is without Redis: `local`, a local allowance per process, or `closed`, 503 with Retry-After.',
+    ),
+  HALYARD_REDIS_FALLBACK_INSTANCES: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(10_000)
+    .default(1)
+    .describe(
+      "Instances sharing the Redis: each process's local allowance is the plan's limits divided by this × HALYARD_WORKERS.",
+    ),
   HALYARD_SECRET_KEY: z
     .string()
     .regex(/^(0x)?[0-9a-fA-F]{64}$/, 'must be 32 bytes as 64 hex digits')
-    .optional(),
+    .optional()
+    .describe(
+      'Key that encrypts stored secrets such as webhook signing secrets: 32 bytes as 64 hex digits; required by `serve`. Keep it: without it the stored secrets cannot be read.',
+    ),
   SMTP_URL: z
     .string()
     .regex(/^smtps?:\/\//, 'must be an smtp:// or smtps:// URL')
-    .optional(),
-  HALYARD_LOG_LEVEL: z.enum(LOG_LEVELS).default('info'),
-  // Where users reach Halyard (docs/behind-a-proxy.md): e-mailed sign-in links and the dashboard's
-  // Host and Origin checks use it, never what a request says. Kept as its origin (no trailing /).
+    .optional()
+    .describe(
+      'Mail server for sign-in links and notices (smtp:// or smtps://); without it nothing is sent (messages wait in the outbox).',
+    ),
+  HALYARD_LOG_LEVEL: z
+    .enum(LOG_LEVELS)
+    .default('info')
+    .describe('Least severe log line written (JSON lines on stdout).'),
   HALYARD_PUBLIC_URL: z
     .string()
     .transform((raw, c) => {
@@ -58,8 +87,10 @@ const envSchema = z.object({
       }
       return origin
     })
-    .optional(),
-  // Proxies whose X-Forwarded-For / X-Forwarded-Proto are believed (src/net/forwarded.ts).
+    .optional()
+    .describe(
+      "Where users reach Halyard (scheme://host[:port]); e-mailed sign-in links and the dashboard's Host and Origin checks use it, never what a request says.",
+    ),
   HALYARD_TRUSTED_PROXIES: z
     .string()
     .transform((raw, c) => {
@@ -77,48 +108,97 @@ const envSchema = z.object({
       }
       return list
     })
-    .default([]),
-  // `halyard serve` processes on one port (src/server/cluster.ts); above 1 needs DATABASE_URL and REDIS_URL.
-  HALYARD_WORKERS: z.coerce.number().int().min(1).max(64).default(1),
-  // Deadline for a request's headers and body to arrive (src/server/app.ts), in milliseconds.
+    .default([])
+    .describe(
+      'Comma-separated addresses or CIDR ranges of reverse proxies whose X-Forwarded-For / X-Forwarded-Proto are believed (see behind-a-proxy.md).',
+    ),
+  HALYARD_WORKERS: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(64)
+    .default(1)
+    .describe('`halyard serve` processes on one port; above 1 needs DATABASE_URL and REDIS_URL.'),
   HALYARD_REQUEST_TIMEOUT: z
     .string()
     .regex(/^[1-9]\d*(ms|s|m)$/, 'must be a duration such as 30s or 1500ms')
     .transform(parseDuration)
-    .default(30_000),
-  // 0 sends every request through Fastify's pipeline (src/http/fast-lane.ts); for comparisons.
-  HALYARD_FAST_LANE: z.enum(['0', '1'], { message: 'must be 0 or 1' }).default('1'),
-  // Webhook delivery (src/webhooks/settings.ts): durations like 500ms, 10s, 1m, 6h.
+    .prefault('30s')
+    .describe("Deadline for a request's headers and body to arrive."),
+  HALYARD_FAST_LANE: z
+    .enum(['0', '1'], { message: 'must be 0 or 1' })
+    .default('1')
+    .describe(
+      '0 sends every request through the full HTTP framework pipeline (for comparisons); 1 lets JSON-RPC calls take the fast path.',
+    ),
   HALYARD_WEBHOOK_RETRY_SCHEDULE: z
     .string()
     .regex(/^\d+(ms|s|m|h)(,\d+(ms|s|m|h))*$/, 'must be comma-separated durations such as 10s,1m,10m,1h,6h')
-    .optional(),
-  // Form B's retry delays (default 1s,5s,30s,5m,30m,2h,8h).
+    .optional()
+    .describe(
+      'Delays between delivery attempts of a webhook event (comma-separated durations, e.g. 10s,1m,10m,1h,6h).',
+    ),
   HALYARD_WEBHOOK_RETRY_SCHEDULE_B: z
     .string()
     .regex(/^\d+(ms|s|m|h)(,\d+(ms|s|m|h))*$/, 'must be comma-separated durations such as 1s,5s,30s,5m')
-    .optional(),
-  // Per-plan webhook limits (src/webhooks/quota.ts), e.g. free=1000,growth=100000,enterprise=unlimited.
-  HALYARD_WEBHOOK_DAILY_DELIVERIES: z.string().optional(),
-  HALYARD_WEBHOOK_MAX_WEBHOOKS: z.string().optional(),
+    .optional()
+    .describe("Form B's retry delays (default 1s,5s,30s,5m,30m,2h,8h)."),
+  HALYARD_WEBHOOK_DAILY_DELIVERIES: z
+    .string()
+    .optional()
+    .describe('Deliveries per account per day by plan, e.g. free=1000,growth=100000,enterprise=unlimited.'),
+  HALYARD_WEBHOOK_MAX_WEBHOOKS: z
+    .string()
+    .optional()
+    .describe('Webhooks per account by plan, in the same form.'),
   HALYARD_WEBHOOK_TIMEOUT: z
     .string()
     .regex(/^\d+(ms|s|m)$/, 'must be a duration such as 15s or 500ms')
-    .optional(),
-  HALYARD_WEBHOOK_ALLOW_CIDRS: z.string().optional(),
-  HALYARD_WEBHOOK_HOSTS: z.string().optional(),
-  HALYARD_WEBHOOK_CA_FILE: z.string().optional(),
-  HALYARD_WEBHOOK_CONCURRENCY: z.coerce.number().int().min(1).max(4096).optional(),
-  HALYARD_WEBHOOK_PER_HOST: z.coerce.number().int().min(1).max(4096).optional(),
-  // How long an idle delivery worker sleeps between claims when nothing wakes it (default 100ms,
-  // backing off to 1s); new work, here or on another instance, wakes it at once (src/webhooks/cross-wake.ts).
+    .optional()
+    .describe('Deadline of one delivery attempt (e.g. 15s).'),
+  HALYARD_WEBHOOK_ALLOW_CIDRS: z
+    .string()
+    .optional()
+    .describe(
+      'Private address ranges webhooks may be delivered to (comma-separated CIDRs); every other private, loopback or link-local target is refused.',
+    ),
+  HALYARD_WEBHOOK_HOSTS: z
+    .string()
+    .optional()
+    .describe(
+      'Host overrides for webhook targets, host=ip,…; the address is still checked like a DNS answer.',
+    ),
+  HALYARD_WEBHOOK_CA_FILE: z
+    .string()
+    .optional()
+    .describe('PEM file of extra certificate authorities trusted for webhook targets (a private CA).'),
+  HALYARD_WEBHOOK_CONCURRENCY: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(4096)
+    .optional()
+    .describe('Deliveries in flight at once per process.'),
+  HALYARD_WEBHOOK_PER_HOST: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(4096)
+    .optional()
+    .describe('Deliveries in flight at once per receiving host per process.'),
   HALYARD_WEBHOOK_POLL_INTERVAL: z
     .string()
     .regex(/^[1-9]\d*(ms|s|m)$/, 'must be a duration such as 100ms or 5s')
-    .optional(),
-  // off: this instance serves the webhook API and matches blocks but sends nothing (other instances deliver).
-  HALYARD_WEBHOOK_DELIVERY: z.enum(['on', 'off'], { message: 'must be on or off' }).default('on'),
-  // Accounts whose keys are the operator (operator controls such as debug_bundler_*), comma-separated e-mails.
+    .optional()
+    .describe(
+      'How long an idle delivery worker sleeps between claims when nothing wakes it (default 100ms, backing off to 1s); new work, on this instance or another, wakes it at once.',
+    ),
+  HALYARD_WEBHOOK_DELIVERY: z
+    .enum(['on', 'off'], { message: 'must be on or off' })
+    .default('on')
+    .describe(
+      '`off`: this instance serves the webhook API and matches blocks but sends nothing (other instances deliver).',
+    ),
   HALYARD_OPERATOR_EMAILS: z
     .string()
     .transform((v) => v.split(',').map((e) => e.trim().toLowerCase()))
@@ -126,13 +206,27 @@ const envSchema = z.object({
       (list) => list.every((e) => /^[^\s@]+@[^\s@]+$/.test(e)),
       'must be comma-separated e-mail addresses',
     )
-    .optional(),
-  // This process's name in webhook delivery attempts (default hostname:pid).
-  HALYARD_INSTANCE_ID: z.string().min(1).max(200).optional(),
+    .optional()
+    .describe(
+      'Accounts whose keys are the operator (operator controls such as debug_bundler_*), comma-separated e-mails.',
+    ),
+  HALYARD_INSTANCE_ID: z
+    .string()
+    .min(1)
+    .max(200)
+    .optional()
+    .describe("This process's name in webhook delivery attempts (default hostname:pid)."),
   // Database deadlines (src/storage/pg-pool.ts; docs/dependency-failures.md).
   ...databaseEnvShape,
-  // How long a key verified before is served while the database cannot be asked (0: never).
-  HALYARD_KEY_STALE_MS: z.coerce.number().int().min(0).max(86_400_000).default(300_000),
+  HALYARD_KEY_STALE_MS: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(86_400_000)
+    .default(300_000)
+    .describe(
+      'How long a key verified before is still accepted while the database cannot be asked (0: never).',
+    ),
   // Embedded PGlite's memory settings and template cache dir (src/storage/pglite-settings.ts).
   ...pgliteEnvShape,
 })

@@ -15,11 +15,11 @@ export const DEFAULT_MIN_PRIORITY_FEE_GWEI = '0.001'
 
 export const gasConfigSchema = z
   .object({
-    /** Lowest `max_priority_fee_gwei` any estimate returns, as an exact decimal (≤ 9 places). */
     minPriorityFeeGwei: z
       .string()
       .regex(/^\d{1,12}(\.\d{1,9})?$/, 'must be a decimal gwei amount with at most 9 decimal places')
-      .default(DEFAULT_MIN_PRIORITY_FEE_GWEI),
+      .default(DEFAULT_MIN_PRIORITY_FEE_GWEI)
+      .describe('Lowest `max_priority_fee_gwei` any estimate returns, as an exact decimal (≤ 9 places).'),
   })
   .strict()
 

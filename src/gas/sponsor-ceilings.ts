@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import { parseDecimal } from '../common/decimal.ts'
+import { formatUnits, parseDecimal } from '../common/decimal.ts'
 import { isPlanName, PLAN_NAMES, type PlanName } from '../limits/plans.ts'
 import type { Refusal } from './policy-checks.ts'
 
@@ -58,17 +58,33 @@ const nativeAmount = z
   .nullable()
 
 const planCeilingsSchema = z
-  .object({ perOperation: nativeAmount, perDay: nativeAmount, reservedAtOnce: nativeAmount })
+  .object({
+    perOperation: nativeAmount.describe(
+      'Most one UserOperation may be sponsored for (native units; null: no ceiling).',
+    ),
+    perDay: nativeAmount.describe(
+      'Most one account may be sponsored for in a UTC day (native units; null: no ceiling).',
+    ),
+    reservedAtOnce: nativeAmount.describe(
+      'Most one account may have reserved for UserOperations not yet included (native units; null: no ceiling).',
+    ),
+  })
   .partial()
   .strict()
+
+/** The config reference's line for a plan: its default ceilings, from DEFAULT_CEILINGS itself. */
+function planDefaultsText(plan: PlanName): string {
+  const c = DEFAULT_CEILINGS[plan]
+  const show = (w: bigint | null) => (w === null ? 'none' : formatUnits(w, 18))
+  return `Ceilings of the ${plan} plan; defaults: perOperation ${show(c.perOperationWei)}, perDay ${show(c.perDayWei)}, reservedAtOnce ${show(c.reservedAtOnceWei)}.`
+}
 
 /** `sponsorship.ceilings`: plans not named, and keys not given, keep the defaults. */
 export const ceilingsConfigSchema = z
   .object(
-    Object.fromEntries(PLAN_NAMES.map((p) => [p, planCeilingsSchema.optional()])) as Record<
-      PlanName,
-      z.ZodOptional<typeof planCeilingsSchema>
-    >,
+    Object.fromEntries(
+      PLAN_NAMES.map((p) => [p, planCeilingsSchema.optional().describe(planDefaultsText(p))]),
+    ) as Record<PlanName, z.ZodOptional<typeof planCeilingsSchema>>,
   )
   .strict()
 

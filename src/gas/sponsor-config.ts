@@ -21,12 +21,21 @@ import { ceilingsConfigSchema } from './sponsor-ceilings.ts'
 
 export const sponsorshipConfigSchema = z
   .object({
-    paymasterV06: configAddressSchema.optional(),
+    paymasterV06: configAddressSchema
+      .optional()
+      .describe('VerifyingPaymaster v0.6 (same signer as the v0.7 one) for v0.6 UserOperations.'),
     depositFloor: z
       .string()
       .refine((v) => parseDecimal(v) !== null, 'must be a decimal string in native units, such as "0.5"')
-      .default('0.1'),
-    ceilings: ceilingsConfigSchema.optional(),
+      .default('0.1')
+      .describe(
+        'Native units (decimal string); `/ready` and the paymaster deposit metric report a paymaster deposit below it.',
+      ),
+    ceilings: ceilingsConfigSchema
+      .optional()
+      .describe(
+        "The operator's sponsorship ceilings per plan (`free`, `growth`, `enterprise`); plans and keys not given keep the defaults.",
+      ),
   })
   .strict()
 

@@ -14,65 +14,123 @@ export const priceSourceSchema = z.discriminatedUnion('source', [
   z
     .object({
       source: z.literal('static'),
-      /** JSON file `{ "native": "3000", "0x…": "1.00" }`; re-read when it changes. */
-      file: z.string().min(1).optional(),
-      prices: z.record(tokenKey, decimalString).optional(),
+      file: z
+        .string()
+        .min(1)
+        .optional()
+        .describe('JSON file `{ "native": "3000", "0x…": "1.00" }`; re-read when it changes.'),
+      prices: z
+        .record(tokenKey, decimalString)
+        .optional()
+        .describe('Prices in USD by token (`native` or a contract address), as decimal strings.'),
     })
     .strict(),
   z
     .object({
       source: z.literal('coingecko'),
-      /** API root, e.g. https://api.coingecko.com/api/v3 (or pro-api…). */
-      url: httpUrl,
-      apiKey: z.string().min(1).optional(),
-      /** CoinGecko asset platform id of this network, e.g. `ethereum`, `polygon-pos`. */
-      platform: z.string().min(1),
-      /** CoinGecko coin id of the native currency, e.g. `ethereum`. */
-      nativeCoinId: z.string().min(1).optional(),
+      url: httpUrl.describe('API root, e.g. https://api.coingecko.com/api/v3 (or pro-api…).'),
+      apiKey: z.string().min(1).optional().describe('CoinGecko API key, if the plan needs one.'),
+      platform: z
+        .string()
+        .min(1)
+        .describe('CoinGecko asset platform id of this network, e.g. `ethereum`, `polygon-pos`.'),
+      nativeCoinId: z
+        .string()
+        .min(1)
+        .optional()
+        .describe('CoinGecko coin id of the native currency, e.g. `ethereum`.'),
     })
     .strict(),
   z
     .object({
       source: z.literal('chainlink'),
-      /** Token (or `native`) → USD aggregator address whose latestRoundData is read. */
-      feeds: z.record(tokenKey, address),
-      /** A round older than this is stale: its price counts as unknown. */
-      maxAgeSeconds: z.number().int().min(1).default(86_400),
+      feeds: z
+        .record(tokenKey, address)
+        .describe('Token (or `native`) → USD aggregator address whose latestRoundData is read.'),
+      maxAgeSeconds: z
+        .number()
+        .int()
+        .min(1)
+        .default(86_400)
+        .describe('A round older than this is stale: its price counts as unknown.'),
     })
     .strict(),
 ])
 
 export const dataApiSchema = z
   .object({
-    prices: priceSourceSchema.optional(),
-    priceTtlSeconds: z.number().int().min(0).max(86_400).default(60),
-    /** Token lists in the Uniswap token-list format (file paths or http(s) URLs), for logos. */
-    tokenLists: z.array(z.string().min(1)).default([]),
-    /** Gateways that `ipfs://` and `ar://` URIs are rewritten to (path appended). */
-    ipfsGateway: httpUrl.default('https://ipfs.io/ipfs/'),
-    arweaveGateway: httpUrl.default('https://arweave.net/'),
-    /** Fetching NFT metadata documents (src/nfts): always through the SSRF-safe fetch. */
+    prices: priceSourceSchema
+      .optional()
+      .describe(
+        'Where USD prices come from: `source: static` (a file or inline prices), `coingecko` or `chainlink`.',
+      ),
+    priceTtlSeconds: z
+      .number()
+      .int()
+      .min(0)
+      .max(86_400)
+      .default(60)
+      .describe('How long a price is reused before it is asked for again.'),
+    tokenLists: z
+      .array(z.string().min(1))
+      .default([])
+      .describe('Token lists in the Uniswap token-list format (file paths or http(s) URLs), for logos.'),
+    ipfsGateway: httpUrl
+      .default('https://ipfs.io/ipfs/')
+      .describe('Gateways that `ipfs://` and `ar://` URIs are rewritten to (path appended).'),
+    arweaveGateway: httpUrl
+      .default('https://arweave.net/')
+      .describe('Gateway that `ar://` URIs are rewritten to (path appended).'),
     nftMetadata: z
       .object({
-        /** Whole-fetch deadline, redirects included. */
-        timeoutMs: z.number().int().min(100).max(60_000).default(10_000),
-        /** Largest document read; a larger one leaves the token's metadata null. */
+        timeoutMs: z
+          .number()
+          .int()
+          .min(100)
+          .max(60_000)
+          .default(10_000)
+          .describe('Whole-fetch deadline, redirects included.'),
         maxBytes: z
           .number()
           .int()
           .min(1024)
           .max(16 * 1024 * 1024)
-          .default(1024 * 1024),
-        maxRedirects: z.number().int().min(0).max(10).default(3),
-        /** `?refresh=true` is honoured at most once per this many seconds per token. */
-        refreshIntervalSeconds: z.number().int().min(0).max(86_400).default(60),
-        /** Background metadata fetches (owned-NFT lists fill in lazily) in flight at once per network. */
-        concurrency: z.number().int().min(1).max(256).default(8),
-        /** How long an owned-NFT list waits for missing metadata before answering with nulls. */
-        ownedWaitMs: z.number().int().min(0).max(30_000).default(1500),
+          .default(1024 * 1024)
+          .describe("Largest document read; a larger one leaves the token's metadata null."),
+        maxRedirects: z
+          .number()
+          .int()
+          .min(0)
+          .max(10)
+          .default(3)
+          .describe('Redirects followed when fetching a metadata document.'),
+        refreshIntervalSeconds: z
+          .number()
+          .int()
+          .min(0)
+          .max(86_400)
+          .default(60)
+          .describe('`?refresh=true` is honoured at most once per this many seconds per token.'),
+        concurrency: z
+          .number()
+          .int()
+          .min(1)
+          .max(256)
+          .default(8)
+          .describe(
+            'Background metadata fetches (owned-NFT lists fill in lazily) in flight at once per network.',
+          ),
+        ownedWaitMs: z
+          .number()
+          .int()
+          .min(0)
+          .max(30_000)
+          .default(1500)
+          .describe('How long an owned-NFT list waits for missing metadata before answering with nulls.'),
       })
       .strict()
-      .prefault({}),
+      .prefault({})
+      .describe('Fetching NFT metadata documents (src/nfts): always through the SSRF-safe fetch.'),
   })
   .strict()
 

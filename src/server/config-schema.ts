@@ -12,9 +12,21 @@ import { dataApiSchema } from '../prices/config.ts'
  * missing here does not compile. The order is the order of the keys' error messages.
  */
 export const { networkSchema, configFileSchema, parseConfig, loadConfigFile } = configSchemas({
-  data: dataApiSchema.optional(),
-  accountAbstraction: accountAbstractionSchema.optional(),
-  gas: gasConfigSchema.optional(),
-  sponsorship: sponsorshipConfigSchema.optional(),
-  bundler: bundlerConfigSchema.optional(),
+  data: dataApiSchema
+    .optional()
+    .describe('Token and NFT data APIs: price source, token lists, IPFS/Arweave gateways.'),
+  accountAbstraction: accountAbstractionSchema
+    .optional()
+    .describe(
+      'ERC-4337 contract addresses; production names them (their code is checked at start-up), dev mode deploys them.',
+    ),
+  gas: gasConfigSchema.optional().describe('Gas price estimates.'),
+  sponsorship: sponsorshipConfigSchema
+    .optional()
+    .describe("Gas sponsorship: the v0.6 paymaster, the deposit floor and the plans' ceilings."),
+  bundler: bundlerConfigSchema
+    .optional()
+    .describe(
+      'ERC-4337 bundler. Without this key production serves no bundler on the network; dev mode runs one anyway.',
+    ),
 })

@@ -10,6 +10,9 @@ describe('deploy/halyard.example.yaml', () => {
     expect(config.networks.map((n) => `${n.chain}/${n.network}`)).toEqual([
       'ethereum/mainnet',
       'base/mainnet',
+      'ethereum/sepolia',
+      'ethereum/devnet',
+      'solana/mainnet',
     ])
     expect(config.networks[0]?.gateway?.hedge).toBe(true)
     expect(config.networks[1]?.indexer?.enabled).toBe(false)

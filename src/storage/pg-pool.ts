@@ -31,8 +31,13 @@ export const DEFAULT_DB_TIMEOUT_MS = 5_000
 
 /** Environment fields (validated with the rest in src/config/env.ts). */
 export const databaseEnvShape = {
-  // Deadline for a database connection and for each query, in milliseconds (PostgreSQL only).
-  HALYARD_DB_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).optional(),
+  HALYARD_DB_TIMEOUT_MS: z.coerce
+    .number()
+    .int()
+    .min(100)
+    .max(600_000)
+    .optional()
+    .describe('Deadline in milliseconds for a PostgreSQL connection and for each query (default 5000 ms).'),
 }
 
 /** HALYARD_DB_TIMEOUT_MS, or the default; read here rather than threaded through every openStorage caller. */

@@ -31,12 +31,21 @@ const memory = z
 
 /** Environment fields for the settings (validated with the rest in src/config/env.ts). */
 export const pgliteEnvShape = {
-  HALYARD_PGLITE_SHARED_BUFFERS: memory,
-  HALYARD_PGLITE_WORK_MEM: memory,
-  HALYARD_PGLITE_MAINTENANCE_WORK_MEM: memory,
-  HALYARD_PGLITE_TEMP_BUFFERS: memory,
-  // Where the initialised PGlite data-dir template is kept (default: $XDG_CACHE_HOME/halyard or ~/.cache/halyard).
-  HALYARD_CACHE_DIR: z.string().min(1).optional(),
+  HALYARD_PGLITE_SHARED_BUFFERS: memory.describe(
+    "Embedded PGlite's `shared_buffers` (default 16MB; PGlite's memory only grows, so it stays in the process's memory).",
+  ),
+  HALYARD_PGLITE_WORK_MEM: memory.describe("Embedded PGlite's `work_mem`, per sort or hash (default 4MB)."),
+  HALYARD_PGLITE_MAINTENANCE_WORK_MEM: memory.describe(
+    "Embedded PGlite's `maintenance_work_mem`, used by CREATE INDEX in migrations (default 16MB).",
+  ),
+  HALYARD_PGLITE_TEMP_BUFFERS: memory.describe("Embedded PGlite's `temp_buffers` (default 1MB)."),
+  HALYARD_CACHE_DIR: z
+    .string()
+    .min(1)
+    .optional()
+    .describe(
+      'Where the initialised PGlite data-dir template is kept (default: $XDG_CACHE_HOME/halyard or ~/.cache/halyard).',
+    ),
 }
 
 const pgliteEnvSchema = z.object(pgliteEnvShape)

@@ -46,6 +46,8 @@ export interface DeliveryWorkerDeps {
   logger: Logger
   /** The webhook's URL failed the safety checks at delivery: disable it (service.disable). */
   onDisable?: PauseHandler
+  /** Each attempt's outcome once it is recorded (the delivery metrics, metrics.ts). */
+  onOutcome?: (o: AttemptOutcome) => void
 }
 
 /** When a lease began, and how many reorgs this worker had seen by then. */
@@ -74,6 +76,7 @@ export class DeliveryWorker {
   private readonly onPause: PauseHandler
   private readonly logger: Logger
   private readonly onDisable: PauseHandler | undefined
+  private readonly onOutcome: ((o: AttemptOutcome) => void) | undefined
 
   constructor(deps: DeliveryWorkerDeps) {
     const { db, opts, logger } = deps
@@ -82,6 +85,7 @@ export class DeliveryWorker {
     this.onPause = deps.onPause
     this.logger = logger
     this.onDisable = deps.onDisable
+    this.onOutcome = deps.onOutcome
     this.loop = new BackgroundLoop({
       failure: 'webhook claim failed',
       logger,
@@ -354,6 +358,7 @@ export class DeliveryWorker {
    * recorded retry wakes the loop when due; the last failure pauses the webhook.
    */
   private async afterRecorded(o: AttemptOutcome): Promise<void> {
+    this.onOutcome?.(o)
     if (o.next !== 'pending') this.wake()
     if (o.disable !== undefined) {
       await this.onDisable?.(o.ev.webhook_id, o.disable).catch((err) =>

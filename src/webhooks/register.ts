@@ -9,6 +9,7 @@ import { CrossWake, instanceId } from './cross-wake.ts'
 import { DeliveryWorker } from './delivery.ts'
 import { camelData } from './form-b.ts'
 import { WebhookMatcher } from './matcher.ts'
+import { registerWebhookMetrics } from './metrics.ts'
 import { PendingWatcher } from './pending.ts'
 import { limitFor } from './quota.ts'
 import { ReceiptReader } from './receipts.ts'
@@ -85,6 +86,9 @@ export function registerWebhooks(
     onPause: (webhookId, lastError) => service.pauseAfterFailures(webhookId, lastError),
     logger: ctx.logger.child({ component: 'webhooks' }),
     onDisable: (webhookId, reason) => service.disable(webhookId, reason),
+    onOutcome: registerWebhookMetrics(ctx.metrics.registry, db, (err) =>
+      ctx.logger.debug({ err: err.message }, 'webhook queue metrics not read'),
+    ),
   })
   const matcher = new WebhookMatcher({
     db,
