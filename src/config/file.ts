@@ -94,6 +94,11 @@ const networkCoreShape = {
        */
       requestsPerSecond: z.number().int().min(1).max(100_000).default(200),
       maxConcurrency: z.number().int().min(1).max(1024).default(16),
+      /**
+       * Backfill ranges read at once (logs and blocks, within the budget above), committed in
+       * block order; 1 reads one range ahead of the one committing.
+       */
+      backfillWorkers: z.number().int().min(1).max(64).default(4),
     })
     .strict()
     .refine((i) => i.history === undefined || i.startBlock === undefined, {
