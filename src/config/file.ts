@@ -193,6 +193,15 @@ const networkCoreShape = {
         .max(1024)
         .default(16)
         .describe("The indexer's upstream requests in flight at once on this network."),
+      backfillWorkers: z
+        .number()
+        .int()
+        .min(1)
+        .max(64)
+        .default(4)
+        .describe(
+          'Backfill ranges read at once (logs and blocks, within the budget above), committed in block order; 1 reads one range ahead of the one committing.',
+        ),
     })
     .strict()
     .refine((i) => i.history === undefined || i.startBlock === undefined, {

@@ -4,6 +4,9 @@ import type { InternalTransferTracing } from './internal-transfers.ts'
 import { traceMatches, txHashesOf } from './native.ts'
 import type { InternalTransfer, TraceOutcome } from './traces.ts'
 
+/** Runs one request within a network's request budget (or directly when it has none). */
+export type Budgeted = <T>(task: () => Promise<T>) => Promise<T>
+
 /** Blocks read at once during backfill. */
 const BLOCK_CONCURRENCY = 16
 
@@ -22,6 +25,8 @@ export async function fetchFullBlocks(
   chain: ChainReader,
   /** One trace try (the follower's, within the network's request budget). */
   attempt: (n: bigint) => Promise<TraceOutcome>,
+  /** Runs one request within the network's request budget (the trace's retries). */
+  run: Budgeted,
   tracing: InternalTransferTracing,
   net: Network,
   numbers: readonly bigint[],
@@ -45,7 +50,7 @@ export async function fetchFullBlocks(
         replaced = true
         continue
       }
-      const internal = await internalTransfersOf(tracing, net, header, first)
+      const internal = await internalTransfersOf(tracing, net, header, first, run)
       if (internal === 'replaced') replaced = true
       else out.set(header.number, { header, internal })
     }
@@ -64,6 +69,8 @@ export async function internalTransfersOf(
   net: Network,
   block: ChainHeader,
   first: TraceOutcome | undefined,
+  /** Runs each retry within the network's request budget. */
+  run: Budgeted,
 ): Promise<readonly InternalTransfer[] | undefined | 'replaced'> {
   if (!first) return undefined
   const hashes = txHashesOf(block)
@@ -71,7 +78,7 @@ export async function internalTransfersOf(
   // A failed attempt counts as the first try; an answer that cannot vouch for this block (by
   // number, of a replaced block, or without hashes) is asked for again.
   const usable = first.ok && !traceMatches(block, first.trace, false) ? undefined : first
-  const trace = await tracing.trace(net, block.number, hashes, usable)
+  const trace = await tracing.trace(net, block.number, hashes, usable, run)
   if (trace && !traceMatches(block, trace, true)) return 'replaced'
   return trace?.internal
 }

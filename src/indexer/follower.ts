@@ -4,12 +4,13 @@ import type { RequestBudget } from '../common/request-budget.ts'
 import type { Logger } from '../logger.ts'
 import type { Database } from '../storage/schema.ts'
 import type { Hash } from '../types.ts'
-import { type FetchedRange, RangeReader, rangeOf } from './backfill-range.ts'
-import { internalTransfersOf } from './block-fetch.ts'
+import { RangeReader, rangeOf } from './backfill-range.ts'
+import { type Budgeted, internalTransfersOf } from './block-fetch.ts'
 import { type ChainLog, ChainReader } from './chain.ts'
 import { toIndexedBlock } from './indexed-block.ts'
 import type { InternalTransferTracing } from './internal-transfers.ts'
 import { nativeTransfersOf } from './native.ts'
+import { RangeQueue } from './range-queue.ts'
 import type { ReportSkippedLog, SkippedLog } from './skipped-logs.ts'
 import * as store from './store.ts'
 import type { BlockConsumer, IndexedBlock } from './types.ts'
@@ -39,6 +40,8 @@ export interface FollowerOptions {
   tracing: InternalTransferTracing
   /** The network's request budget: every read of the follower goes through it. */
   budget?: RequestBudget
+  /** Backfill ranges read at once (`indexer.backfillWorkers`); 1 reads one ahead of the commit. */
+  workers?: number
 }
 
 /** Below this gap to the target the follower goes block by block (full blocks); above it, ranges. */
@@ -69,14 +72,18 @@ export class NetworkFollower {
   lastTarget: bigint | undefined
   /** The first block the last step tried to index (the one a failing step is stuck on). */
   nextBlock: bigint | undefined
-  /** The next backfill range, read while the current one commits. */
-  private ahead: { from: bigint; result: Promise<FetchedRange> } | undefined
+  /** Backfill ranges being read, taken in block order (range-queue.ts). */
+  private readonly queue: RangeQueue
+  /** Runs one request within the network's request budget. */
+  private readonly run: Budgeted
   /** Logs skipped while decoding this step's blocks: reported once their blocks commit. */
   private skipped: SkippedLog[] = []
 
   constructor(private readonly opts: FollowerOptions) {
     this.chain = new ChainReader(opts.network, opts.budget)
     this.slug = opts.network.slug
+    const budget = opts.budget
+    this.run = budget ? (task) => budget.run(task) : (task) => task()
     this.ranges = new RangeReader(this.chain, {
       network: opts.network,
       logger: opts.logger,
@@ -84,13 +91,29 @@ export class NetworkFollower {
       maxRange: opts.maxRange,
       maxLogsPerRange: opts.maxLogsPerRange,
       attempt: (n) => this.traceAttempt(n),
+      run: this.run,
     })
+    this.queue = new RangeQueue(this.ranges, opts.workers ?? 1)
   }
 
-  /** Forget the in-memory position (after an error or a lost lock): re-read from the DB. */
+  /** Forget the in-memory position and every range being read (a lost lock): re-read from the DB. */
   reset(): void {
     this.pos = undefined
-    this.ahead = undefined
+    this.queue.clear()
+  }
+
+  /**
+   * A step failed: forget the in-memory position (re-read from the DB). Backfill ranges being
+   * read are kept: the next step checks they start at the cursor, and the failed range is read
+   * again before them (range-queue.ts).
+   */
+  stepFailed(): void {
+    this.pos = undefined
+  }
+
+  /** Backfill ranges being read right now (for tests and the bench). */
+  get rangesInFlight(): number {
+    return this.queue.inFlight
   }
 
   /** One step of work. Returns false when caught up (the caller waits before the next step). */
@@ -149,7 +172,7 @@ export class NetworkFollower {
     if (pos.hash !== null && block.parentHash !== pos.hash) return this.handleReorg(db, pos, pos.number)
     if (logs.some((l) => l.blockHash !== block.hash)) return false
     if (!(await this.chain.markReverted(block, { receipts }))) return false
-    const internal = await internalTransfersOf(this.opts.tracing, net, block, first)
+    const internal = await internalTransfersOf(this.opts.tracing, net, block, first, this.run)
     if (internal === 'replaced') return false
     const fetched = performance.now()
     const indexed = toIndexedBlock(net, block, logs, internal, this.skipped)
@@ -184,28 +207,23 @@ export class NetworkFollower {
     const tracing = await this.opts.tracing.wanted(this.opts.network)
     // Not known yet whether the node traces: wait (a poll) rather than index blocks untraced.
     if (tracing === undefined) return false
-    // The range read while the previous one committed, if it starts here and is still below
-    // the target (a rollback may have moved both); otherwise read it now.
-    const ahead = this.ahead
-    this.ahead = undefined
-    let got = ahead && ahead.from === from ? await ahead.result : undefined
-    if (got?.kind === 'ok' && got.to > target) got = undefined
-    got ??= await this.ranges
-      .read(from, target, tracing)
-      .catch((err: unknown) => ({ kind: 'error', err }) as const)
-    if (got.kind === 'error') throw got.err
-    if (got.kind === 'narrowed') return true
-    if (got.kind === 'replaced') return false
-    const { to, logs, fetched } = got
+    // Ranges are read ahead, up to the worker count, and taken here in block order.
+    const { to, got } = await this.queue.take(from, target, tracing)
+    if (got.kind === 'error') {
+      this.queue.failed(from, to)
+      throw got.err
+    }
+    if (got.kind === 'replaced') return this.inconsistent()
+    const { logs, fetched } = got
     const first = fetched.get(from)?.header
     const last = fetched.get(to)?.header
-    if (!first || !last) return false
+    if (!first || !last) return this.inconsistent()
     if (pos.hash !== null && first.parentHash !== pos.hash) return this.handleReorg(db, pos, pos.number)
     const byBlock = new Map<bigint, ChainLog[]>()
     for (const l of logs) {
       // A log whose block hash differs from the header read beside it came from a replaced block.
       const h = fetched.get(l.blockNumber)?.header
-      if (!h || h.hash !== l.blockHash) return false
+      if (!h || h.hash !== l.blockHash) return this.inconsistent()
       const list = byBlock.get(l.blockNumber)
       if (list) list.push(l)
       else byBlock.set(l.blockNumber, [l])
@@ -219,7 +237,7 @@ export class NetworkFollower {
     let txs = 0
     for (const n of rangeOf(from, to)) {
       const f = fetched.get(n)
-      if (!f) return false // the node lost a block we just saw: try again next step
+      if (!f) return this.inconsistent() // the node lost a block we just saw: try again next step
       txs += f.header.transactions?.length ?? 0
       for (const r of nativeTransfersOf(f.header, f.internal)) native.push(r)
       if (full || byBlock.has(n))
@@ -233,17 +251,13 @@ export class NetworkFollower {
       hash: h.hash,
       parentHash: h.parentHash,
     }))
-    // Read the next range while this one commits: the node's time and the database's overlap.
-    // It is checked like any other when its step comes (parent hash against this range's last
-    // block), and dropped on a reorg, a reset or a failed commit.
-    if (to < target) {
-      const next = to + 1n
-      const result = this.ranges
-        .read(next, target, tracing)
-        .catch((err: unknown) => ({ kind: 'error', err }) as const)
-      this.ahead = { from: next, result }
-    }
-    const t = await this.commit(db, blocks, native, seen, { number: to, hash: last.hash })
+    // The ranges after this one are being read meanwhile (the queue started them on take).
+    const t = await this.commit(db, blocks, native, seen, { number: to, hash: last.hash }).catch(
+      (err: unknown) => {
+        this.queue.failed(from, to)
+        throw err
+      },
+    )
     this.opts.logger.debug(
       { from: Number(from), to: Number(to), logs: logs.length, txs, ...got.ms, ...t },
       'range indexed',
@@ -253,8 +267,13 @@ export class NetworkFollower {
 
   /** One trace try beside the block, within the network's request budget. */
   private traceAttempt(n: bigint) {
-    const attempt = () => this.opts.tracing.attempt(this.opts.network, n)
-    return this.opts.budget ? this.opts.budget.run(attempt) : attempt()
+    return this.run(() => this.opts.tracing.attempt(this.opts.network, n))
+  }
+
+  /** Answers that do not fit together (a block replaced between them): drop what was read, wait. */
+  private inconsistent(): false {
+    this.queue.clear()
+    return false
   }
 
   private async commit(
@@ -338,13 +357,13 @@ export class NetworkFollower {
         await trx.deleteFrom('indexer_cursors').where('network', '=', this.slug).execute()
       })
       this.pos = undefined
-      this.ahead = undefined
+      this.queue.clear()
     }
     return true
   }
 
   private async rollbackTo(db: Kysely<Database>, ancestor: store.Cursor): Promise<void> {
-    this.ahead = undefined
+    this.queue.clear()
     await db.transaction().execute(async (trx) => {
       await store.rollbackAbove(trx, this.slug, ancestor.number)
       for (const c of this.opts.consumers) await c.onRollback(trx, this.slug, ancestor.number)

@@ -103,17 +103,19 @@ export class InternalTransferTracing {
   /**
    * The block's trace: `first` (an attempt already made) if it succeeded, else up to three
    * tries; undefined when they all failed (the block is then indexed without internal transfers).
+   * Each try runs through `run` (the caller's request budget); the waits between them hold no slot.
    */
   async trace(
     network: Network,
     block: bigint,
     txHashes: readonly Hash[],
     first?: TraceOutcome,
+    run: <T>(task: () => Promise<T>) => Promise<T> = (task) => task(),
   ): Promise<BlockTrace | undefined> {
     let out = first
     for (let i = out ? 1 : 0; i < ATTEMPTS && !out?.ok; i++) {
       if (i > 0) await sleep(RETRY_DELAYS_MS[i - 1] ?? 1_000)
-      out = await this.reader.traceBlock(network.slug, block, txHashes)
+      out = await run(() => this.reader.traceBlock(network.slug, block, txHashes))
     }
     if (out?.ok) {
       const u = this.untraced.get(network.slug)

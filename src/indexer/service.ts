@@ -216,6 +216,7 @@ export class IndexerService {
         requestsPerSecond: cfg?.requestsPerSecond ?? 200,
         maxConcurrency: cfg?.maxConcurrency ?? 16,
       }),
+      workers: cfg?.backfillWorkers ?? 4,
     })
     // A local devnet answers a head poll in well under a millisecond, so a fast devnet (small
     // blockTimeMs) may be polled down to 20 ms; public networks stay at 50 ms or more.
@@ -290,7 +291,7 @@ export class IndexerService {
           this.health.stepFailed(network.slug, follower.nextBlock, err)
           // A step stuck on a block still read the head first: the lag keeps growing in /metrics.
           this.health.observeLag(network, follower.lastTarget, this.cursors.get(network.slug)?.number)
-          follower.reset()
+          follower.stepFailed()
           // Debug until it persists: an upstream blip is routine, the give-up below is a warning.
           log.debug({ err: (err as Error).message, failures }, 'indexer step failed')
           if (failures >= 5) throw err
