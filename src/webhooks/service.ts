@@ -13,6 +13,7 @@ import {
   type WebhookConfig,
 } from './config.ts'
 import { encryptSecret, generateSigningSecret } from './crypto.ts'
+import { WebhookEvents } from './event-service.ts'
 import { camelData, type DeliveryFormat, envelopeB } from './form-b.ts'
 import { newEventId } from './matcher.ts'
 import { disableNotice, pauseNotice } from './notices.ts'
@@ -77,10 +78,17 @@ export interface WebhookServiceDeps {
 export class WebhookService {
   private readonly db: DB
   private readonly limits: WebhookLimits
+  /** The event history (lists, payloads, attempts, bulk redelivery), behind the same `get`. */
+  readonly events: WebhookEvents
 
   constructor(private readonly deps: WebhookServiceDeps) {
     this.db = deps.db
     this.limits = deps.limits ?? DEFAULT_LIMITS
+    this.events = new WebhookEvents({
+      db: deps.db,
+      owned: (v, id) => this.get(v, id),
+      onNewWork: deps.onNewWork,
+    })
   }
 
   checkUrl(raw: string): Promise<string> {
@@ -292,11 +300,7 @@ export class WebhookService {
   }
 
   private chainIdOf(slug: string): number {
-    try {
-      return this.deps.networks.getBySlug(slug).chainId ?? 0
-    } catch {
-      return 0
-    }
+    return this.deps.networks.all().find((n) => n.slug === slug)?.chainId ?? 0
   }
 
   async redeliver(viewer: Viewer, id: string, eventId: string) {
@@ -332,11 +336,6 @@ export class WebhookService {
   }
 
   /**
-   * Retries exhausted: pause, mark the rest failed, and e-mail the account holder once. The
-   * notice is written to the mail outbox in the pausing transaction (only by the call that moved
-   * the webhook from active; a later PATCH to active re-arms it); the mailer sends it after.
-   */
-  /**
    * For GET /ready: an undelivered event whose last try found its signing secret undecryptable
    * (HALYARD_SECRET_KEY changed) is an operator problem; the customer's webhook is not paused.
    */
@@ -368,6 +367,11 @@ export class WebhookService {
     if (done.mail) this.deps.mailer.queued(done.mail)
   }
 
+  /**
+   * Retries exhausted: pause, mark the rest failed, and e-mail the account holder once (written
+   * to the mail outbox in the pausing transaction, only by the call that moved the webhook from
+   * active; a later PATCH to active re-arms it); the mailer sends it after.
+   */
   async pauseAfterFailures(webhookId: string, lastError: string): Promise<void> {
     const paused = await store.pauseAfterFailures(
       this.db,
