@@ -174,11 +174,11 @@ export function hookForm(o: {
               html`<option value="${s}"${v.address_match === s ? html` selected` : ''}>${s === '' ? 'default (either)' : s}</option>`,
           )}</select>`
         : n === 'min_value'
-          ? html`<input id="${id}" name="${n}" inputmode="numeric" value="${v[n]}"${aria(n, id, true)}>`
+          ? html`<input id="${id}" name="${n}" type="text" inputmode="numeric" value="${v[n]}"${aria(n, id, true)}>`
           : html`<textarea id="${id}" name="${n}" rows="3"${aria(n, id, true)}>${v[n]}</textarea>`
-    return html`<label for="${id}">${f.label}</label>
+    return html`<div class="field"><label for="${id}">${f.label}</label>
 <p class="muted" id="${id}-hint">${f.hint}</p>${err(n, id)}
-${control}`
+${control}</div>`
   }
   return html`${error && error.field === undefined ? notice('error', error.message) : error ? html`<p class="notice error" role="alert">Not saved: one field needs a change (marked below). Everything typed is kept.</p>` : ''}
 <form method="post" action="${o.action}" class="stack">${csrfField(o.session)}
