@@ -14,11 +14,11 @@ import {
 } from './config.ts'
 import { encryptSecret, generateSigningSecret } from './crypto.ts'
 import { WebhookEvents } from './event-service.ts'
-import { camelData, type DeliveryFormat, envelopeB } from './form-b.ts'
+import type { DeliveryFormat } from './form-b.ts'
 import { newEventId } from './matcher.ts'
 import { disableNotice, pauseNotice } from './notices.ts'
 import { DEFAULT_LIMITS, limitFor, type WebhookLimits, webhookCapError } from './quota.ts'
-import { sampleData, sampleTokenTransferB } from './samples.ts'
+import { testEventBody } from './samples.ts'
 import type { WebhookRow } from './store.ts'
 import * as store from './store.ts'
 import type { TraceReader } from './traces.ts'
@@ -247,28 +247,7 @@ export class WebhookService {
     const row = await this.get(viewer, id)
     const eventId = newEventId()
     const createdAt = new Date().toISOString()
-    const data = sampleData(row.event_type as EventType, row.chain)
-    const body =
-      row.format === 'B'
-        ? {
-            ...envelopeB(
-              eventId,
-              row.event_type,
-              createdAt,
-              row.chain,
-              this.chainIdOf(row.chain),
-              row.event_type === 'token_transfer' ? sampleTokenTransferB() : camelData(data),
-            ),
-            test: true,
-          }
-        : {
-            id: eventId,
-            event_type: row.event_type,
-            webhook_id: row.id,
-            created_at: createdAt,
-            test: true,
-            data,
-          }
+    const body = testEventBody(row, eventId, createdAt, this.chainIdOf(row.chain))
     await store.insertEvents(this.db, [
       {
         id: eventId,
