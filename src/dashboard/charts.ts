@@ -46,24 +46,39 @@ ${o.bars.map((b) => html`<tr><td>${b.label}</td><td>${fmt(b.value)}</td></tr>`)}
 </figure>`
 }
 
-/** Horizontal bars with their labels (per-method use): long names stay readable. */
-export function labelledBars(o: { title: string; bars: readonly Bar[]; unit: string }): Html {
-  if (o.bars.length === 0) return html`<p><strong>${o.title}</strong>: nothing yet today.</p>`
+/** Text width at `size` px in the chart's sans-serif, generously (so a label is never clipped). */
+const textWidth = (s: string, size: number) => Math.ceil(s.length * size * 0.62) + 8
+
+/**
+ * Horizontal bars with their labels (per-method use), and the same numbers in a table beside
+ * the chart. The label column and the value column are as wide as their longest text, so a
+ * long method name (alchemy_getAssetTransfers) or a large number is never cut off.
+ */
+export function labelledBars(o: { title: string; bars: readonly Bar[]; unit: string; item?: string }): Html {
+  if (o.bars.length === 0) return html`<p><strong>${o.title}</strong>: nothing in this range.</p>`
   const max = Math.max(1, ...o.bars.map((b) => b.value))
   const rowH = 22
-  const w = 720
-  const labelW = 220
+  const size = 12
+  const labelW = Math.max(...o.bars.map((b) => textWidth(b.label, size)))
+  const valueW = Math.max(...o.bars.map((b) => textWidth(`${fmt(b.value)} ${o.unit}`, size)))
+  const barArea = 320
+  const w = labelW + barArea + valueW
   const h = o.bars.length * rowH + 4
   return html`<figure>
 <figcaption><strong>${o.title}</strong></figcaption>
+<div class="chart-pair">
 <svg class="chart" viewBox="0 0 ${w} ${h}" width="${w}" height="${h}" role="img" aria-label="${o.title}: ${o.bars
     .map((b) => `${b.label} ${fmt(b.value)}`)
     .join(', ')}">
 ${o.bars.map((b, i) => {
-  const len = ((w - labelW - 90) * b.value) / max
+  const len = (barArea * b.value) / max
   const yy = i * rowH + 2
-  return html`<text x="${labelW - 6}" y="${yy + 15}" font-size="12" text-anchor="end" fill="#1b1f24">${b.label}</text><rect x="${labelW}" y="${yy + 3}" width="${Math.max(1, len).toFixed(1)}" height="${rowH - 6}" fill="#0a58ca"/><text x="${(labelW + len + 6).toFixed(1)}" y="${yy + 15}" font-size="12" fill="#1b1f24">${fmt(b.value)} ${o.unit}</text>`
+  return html`<g><title>${b.label}: ${fmt(b.value)} ${o.unit}</title><text x="${labelW - 6}" y="${yy + 15}" font-size="${size}" text-anchor="end" fill="#1b1f24">${b.label}</text><rect x="${labelW}" y="${yy + 3}" width="${Math.max(1, len).toFixed(1)}" height="${rowH - 6}" fill="#0a58ca"/><text x="${(labelW + len + 6).toFixed(1)}" y="${yy + 15}" font-size="${size}" fill="#1b1f24">${fmt(b.value)} ${o.unit}</text></g>`
 })}
 </svg>
+<table><thead><tr><th scope="col">${o.item ?? 'Item'}</th><th scope="col">${o.unit}</th></tr></thead><tbody>
+${o.bars.map((b) => html`<tr><td>${b.label}</td><td class="num">${fmt(b.value)}</td></tr>`)}
+</tbody></table>
+</div>
 </figure>`
 }

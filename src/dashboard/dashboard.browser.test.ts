@@ -7,6 +7,8 @@ import { browserFixture, describeBrowser } from '../../test/fixtures/dashboard/b
 import { call, postRpc } from '../../test/helpers/halyard.ts'
 import { until } from '../../test/helpers/until.ts'
 
+const A = '0x00000000000000000000000000000000000a11ce'
+
 /**
  * The dashboard in a real browser: sign-in by e-mailed link, API keys made and
  * revoked in the page and used on /v1/rpc, single-use links, cross-site POSTs, hostile input.
@@ -190,7 +192,7 @@ describeBrowser('dashboard in Chromium: sign-in, API keys, CSRF, hostile input',
     for (const url of ['javascript:alert(1)', 'https://x.test/"><script>window.__pwned=3</script>']) {
       const res = await post(
         hooks,
-        { url, chain: 'ethereum-devnet', event_type: 'address_activity', config: '{}' },
+        { url, chain: 'ethereum-devnet', event_types: 'address_activity', addresses: A },
         'text/html',
       )
       expect(res.status()).toBe(400)
@@ -201,17 +203,16 @@ describeBrowser('dashboard in Chromium: sign-in, API keys, CSRF, hostile input',
     const badJson = await post(hooks, {
       url: 'https://x.test/',
       chain: 'ethereum-devnet',
-      event_type: 'log',
-      config: '{"a":',
+      event_types: 'log',
+      topics: '[null,',
     })
-    expect((await badJson.json()).error.message).toMatch(/^config: not valid JSON/)
+    expect((await badJson.json()).error.message).toMatch(/^topics: not valid JSON/)
     const badType = await post(hooks, {
       url: 'https://x.test/',
       chain: 'ethereum-devnet',
-      event_type: '<b>x</b>',
-      config: '{}',
+      event_types: '<b>x</b>',
     })
-    expect((await badType.json()).error.message).toMatch(/^event_type: must be one of/)
+    expect((await badType.json()).error.message).toMatch(/^event_types: "<b>x<\/b>" is not an event type/)
     await ctx.close()
   })
 })

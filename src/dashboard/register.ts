@@ -101,7 +101,7 @@ export function registerDashboard(
     registerAuthPages(routes)
     registerKeyPages(routes, ctx.auth)
     registerKeyAccessPages(routes, ctx.auth)
-    registerWebhookPages(routes, deps.webhooks, ctx.networks, ctx.storage.db)
+    registerWebhookPages(routes, deps.webhooks, ctx.networks)
     registerGasPages(routes, deps.sponsorship.policies, ctx.networks)
     registerOverviewPages(routes, host, deps.wallets, deps.indexer.history)
   })

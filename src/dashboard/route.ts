@@ -38,6 +38,14 @@ const idParams = z.object({
     .meta({ example: 'wh_000000000000000000000000' }),
 })
 
+/** An event's page names its webhook and the event (`/webhooks/:id/events/:event_id`). */
+const eventParams = idParams.extend({
+  event_id: z
+    .string()
+    .regex(/^evt_[0-9a-f]{24}$/, { error: 'must be an event id (evt_ followed by 24 hex digits)' })
+    .meta({ example: 'evt_000000000000000000000000' }),
+})
+
 /** What a page handler gives back: a page to send, or nothing when it answered itself (redirect). */
 type Out = Html | undefined
 
@@ -90,13 +98,18 @@ export class DashboardRoutes {
       method,
       url,
       what: `dashboard ${method} ${url}`,
-      ...(url.includes(':id') ? { schema: { params: idParams } } : {}),
+      ...(url.includes(':event_id')
+        ? { schema: { params: eventParams } }
+        : url.includes(':id')
+          ? { schema: { params: idParams } }
+          : {}),
       handler: ({ request, reply }) => handler(request, reply),
     })
   }
 
   private answer(reply: FastifyReply, out: Out) {
-    if (out instanceof Html) return sendHtml(reply, out)
+    // A handler may have set the status (a refused form is answered 400 with the form as typed).
+    if (out instanceof Html) return sendHtml(reply, out, reply.statusCode)
     return reply
   }
 

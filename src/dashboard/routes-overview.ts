@@ -1,6 +1,7 @@
 import type { FeatureHost } from '../http/host.ts'
 import type { IndexHistory } from '../indexer/history.ts'
 import { effectiveLimits } from '../limits/plans.ts'
+import { usagePerMethodOver } from '../usage/methods-range.ts'
 import { readUsage, resolveRange } from '../usage/service.ts'
 import type { WalletService } from '../wallets/service.ts'
 import { barChart, labelledBars } from './charts.ts'
@@ -11,6 +12,18 @@ import type { DashboardRoutes } from './route.ts'
 
 const fmt = (n: number | null) => (n === null ? 'unlimited' : n.toLocaleString('en-US'))
 
+/**
+ * The overview's time ranges. Usage is counted per UTC day, so "24 h" shows yesterday and
+ * today (the last 24 hours lie within them).
+ */
+const RANGES = {
+  '24h': { days: 2, label: 'Last 24 h' },
+  '7d': { days: 7, label: 'Last 7 days' },
+  '30d': { days: 30, label: 'Last 30 days' },
+} as const
+type RangeName = keyof typeof RANGES
+const DAY_MS = 86_400_000
+
 /** Overview (plan, limits, networks), Smart wallets and the API docs page. */
 export function registerOverviewPages(
   r: DashboardRoutes,
@@ -20,7 +33,12 @@ export function registerOverviewPages(
 ): void {
   const { ctx } = host
 
-  r.signedIn('GET', '/dashboard', async ({ session }) => {
+  r.signedIn('GET', '/dashboard', async ({ request, session }) => {
+    const asked = (request.query as Record<string, unknown>).range
+    const rangeName: RangeName =
+      typeof asked === 'string' && Object.hasOwn(RANGES, asked) ? (asked as RangeName) : '30d'
+    const now = Date.now()
+    const fromDay = new Date(now - (RANGES[rangeName].days - 1) * DAY_MS).toISOString().slice(0, 10)
     const account = await ctx.auth.accountById(session.account_id)
     const limits = effectiveLimits(session.plan, {
       rps: account?.limit_rps ?? null,
@@ -43,10 +61,13 @@ export function registerOverviewPages(
         }
       }),
     )
-    const usage = await readUsage(ctx.storage, session.account_id, resolveRange({}, Date.now()))
+    const range = resolveRange({ from: fromDay }, now)
+    const [usage, top] = await Promise.all([
+      readUsage(ctx.storage, session.account_id, range),
+      usagePerMethodOver(ctx.storage.db, session.account_id, range.from, range.to, 12),
+    ])
     const perDay = (pick: (d: (typeof usage.days)[number]) => number) =>
       usage.days.map((d) => ({ label: d.date.slice(5), value: pick(d) }))
-    const top = usage.methods.slice(0, 12)
     return layout({
       title: 'Overview',
       session,
@@ -57,12 +78,16 @@ export function registerOverviewPages(
 <div class="card"><div class="n">${fmt(limits.requestsPerDay)}</div>requests per day</div>
 <div class="card"><div class="n">${fmt(limits.computeUnitsPerSecond)}</div>compute units per second</div>
 </div>
-<h2>Usage, last 30 days (UTC)</h2>
-<p class="muted">Counted in batches: the last few seconds may not show yet.</p>
+<h2>Usage, ${RANGES[rangeName].label.toLowerCase()} (UTC days ${range.from} to ${range.to})</h2>
+<nav aria-label="Time range" class="ranges"><ul>${(Object.keys(RANGES) as RangeName[]).map(
+        (k) =>
+          html`<li><a href="/dashboard?range=${k}"${k === rangeName ? html` aria-current="true"` : ''}>${RANGES[k].label}</a></li>`,
+      )}</ul></nav>
+<p class="muted">Counted in batches per UTC day: the last few seconds may not show yet. Hover a bar for its number, or read the tables.</p>
 ${barChart({ id: 'chart-requests', title: 'Requests per day', bars: perDay((d) => d.requests), unit: 'requests' })}
 ${barChart({ id: 'chart-cu', title: 'Compute units per day', bars: perDay((d) => d.computeUnits), unit: 'compute units' })}
 ${barChart({ id: 'chart-429', title: 'Rate-limited requests (429) per day', bars: perDay((d) => d.limited), unit: '429s' })}
-${labelledBars({ title: `Compute units per method today (${usage.methodsDate})`, bars: top.map((m) => ({ label: m.method, value: m.computeUnits })), unit: 'CU' })}
+${labelledBars({ title: `Compute units per method, ${range.from} to ${range.to}`, bars: top.map((m) => ({ label: m.method, value: m.computeUnits })), unit: 'CU', item: 'Method' })}
 <h2>Networks</h2>
 <table><thead><tr><th scope="col">Network</th><th scope="col">Kind</th><th scope="col">Head block</th><th scope="col">Upstreams healthy</th><th scope="col">Index complete from</th><th scope="col">Indexed to</th></tr></thead><tbody>
 ${networks.map(

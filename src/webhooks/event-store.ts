@@ -16,6 +16,8 @@ export interface AttemptOutcome {
   statusCode: number | null
   error: string | null
   durationMs: number
+  /** The first bytes of the receiver's answer, as text (RESPONSE_SNIPPET_BYTES); absent: none. */
+  responseBody?: string | null
   next: 'delivered' | 'pending' | 'failed'
   retryAt?: Date
   /**
@@ -212,14 +214,15 @@ export async function recordOutcomes(
     for (let i = 0; i < items.length; i += 2000) {
       const chunk = items.slice(i, i + 2000)
       await sql`
-        insert into webhook_attempts (event_id, webhook_id, attempt, status_code, error, duration_ms, instance)
+        insert into webhook_attempts (event_id, webhook_id, attempt, status_code, error, duration_ms, response_body, instance)
         select *, ${instance}::text from unnest(
           ${chunk.map((o) => o.ev.id)}::text[],
           ${chunk.map((o) => o.ev.webhook_id)}::text[],
           ${chunk.map((o) => o.ev.attempts + 1)}::integer[],
           ${chunk.map((o) => o.statusCode)}::integer[],
           ${chunk.map((o) => storableError(o.error))}::text[],
-          ${chunk.map((o) => o.durationMs)}::integer[])`.execute(trx)
+          ${chunk.map((o) => o.durationMs)}::integer[],
+          ${chunk.map((o) => storableError(o.responseBody ?? null))}::text[])`.execute(trx)
       const seqs = chunk.map((o) => o.ev.seq)
       const statuses = chunk.map((o) => o.next)
       const errors = chunk.map((o) =>

@@ -14,6 +14,7 @@ import { PendingWatcher } from './pending.ts'
 import { limitFor } from './quota.ts'
 import { ReceiptReader } from './receipts.ts'
 import { registerWebhookRoutes } from './routes.ts'
+import { registerWebhookEventRoutes } from './routes-events.ts'
 import { WebhookService } from './service.ts'
 import { webhookSettings } from './settings.ts'
 import { TokenMetadata } from './token-metadata.ts'
@@ -109,6 +110,7 @@ export function registerWebhooks(
   matcher.onRollbackStarted = () => w.noteRollback()
   indexer.addConsumer(matcher)
   registerWebhookRoutes(host.app, ctx.networks, service)
+  registerWebhookEventRoutes(host.app, ctx.networks, service)
   // Mempool events: from the WebSocket feature's pending stream.
   const pending = new PendingWatcher({
     db,

@@ -101,13 +101,13 @@ const patchBody = z.strictObject({
   event_types: eventTypes.optional(),
 })
 
-const webhookId = idParam(
+export const webhookId = idParam(
   'id',
   /^wh_[0-9a-f]{24}$/,
   'a webhook id (wh_ followed by 24 hex digits)',
   'wh_0123456789abcdef01234567',
 )
-const eventId = idParam(
+export const eventId = idParam(
   'event_id',
   /^evt_[0-9a-f]{24}$/,
   'an event id (evt_ followed by 24 hex digits)',

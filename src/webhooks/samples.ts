@@ -1,4 +1,5 @@
 import type { EventType } from './config.ts'
+import { camelData, envelopeB } from './form-b.ts'
 
 /** The `data` of test events (POST /v1/webhooks/{id}/test): zero values of each kind's shape. */
 
@@ -71,5 +72,27 @@ export function sampleData(type: EventType, chain: string): Record<string, unkno
       }
     case 'internal_transfer':
       return { ...base, from: zero, to: zero, value: '0', asset: 'ETH', call_type: 'call', trace_path: '0' }
+  }
+}
+
+/** The body of a test event (POST /v1/webhooks/{id}/test) in the webhook's delivery form. */
+export function testEventBody(
+  row: { id: string; event_type: string; chain: string; format: string },
+  eventId: string,
+  createdAt: string,
+  chainId: number,
+) {
+  const data = sampleData(row.event_type as EventType, row.chain)
+  if (row.format === 'B') {
+    const dataB = row.event_type === 'token_transfer' ? sampleTokenTransferB() : camelData(data)
+    return { ...envelopeB(eventId, row.event_type, createdAt, row.chain, chainId, dataB), test: true }
+  }
+  return {
+    id: eventId,
+    event_type: row.event_type,
+    webhook_id: row.id,
+    created_at: createdAt,
+    test: true,
+    data,
   }
 }

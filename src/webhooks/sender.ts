@@ -80,7 +80,8 @@ export class WebhookSender {
     })
     const statusCode = res.ok ? res.status : (res.status ?? null)
     const error = res.ok ? null : `${res.kind}: ${res.message}`
-    const base = { ev, statusCode, error, durationMs: res.durationMs }
+    const responseBody = res.ok ? snippet(res.body) : null
+    const base = { ev, statusCode, error, durationMs: res.durationMs, responseBody }
     if (res.ok && res.status >= 200 && res.status < 300) return { ...base, next: 'delivered' }
     // The URL itself stopped passing the safety checks (DNS now answers a refused address, or
     // its scheme is no longer allowed): nothing was sent; the webhook is disabled (delivery.ts).
@@ -110,4 +111,14 @@ export class WebhookSender {
     this.secrets.set(ev.webhook_id, { enc: ev.secret_enc, secret })
     return secret
   }
+}
+
+/** How much of a receiver's answer an attempt keeps: enough to read an error message. */
+export const RESPONSE_SNIPPET_BYTES = 512
+
+/** The first bytes of an answer as text (a multi-byte character cut in two becomes U+FFFD). */
+function snippet(body: Buffer): string | null {
+  if (body.length === 0) return null
+  const text = body.subarray(0, RESPONSE_SNIPPET_BYTES).toString('utf8')
+  return body.length > RESPONSE_SNIPPET_BYTES ? `${text}…` : text
 }

@@ -13,11 +13,12 @@ import {
   type WebhookConfig,
 } from './config.ts'
 import { encryptSecret, generateSigningSecret } from './crypto.ts'
-import { camelData, type DeliveryFormat, envelopeB } from './form-b.ts'
+import { WebhookEvents } from './event-service.ts'
+import type { DeliveryFormat } from './form-b.ts'
 import { newEventId } from './matcher.ts'
 import { disableNotice, pauseNotice } from './notices.ts'
 import { DEFAULT_LIMITS, limitFor, type WebhookLimits, webhookCapError } from './quota.ts'
-import { sampleData, sampleTokenTransferB } from './samples.ts'
+import { testEventBody } from './samples.ts'
 import type { WebhookRow } from './store.ts'
 import * as store from './store.ts'
 import type { TraceReader } from './traces.ts'
@@ -77,10 +78,17 @@ export interface WebhookServiceDeps {
 export class WebhookService {
   private readonly db: DB
   private readonly limits: WebhookLimits
+  /** The event history (lists, payloads, attempts, bulk redelivery), behind the same `get`. */
+  readonly events: WebhookEvents
 
   constructor(private readonly deps: WebhookServiceDeps) {
     this.db = deps.db
     this.limits = deps.limits ?? DEFAULT_LIMITS
+    this.events = new WebhookEvents({
+      db: deps.db,
+      owned: (v, id) => this.get(v, id),
+      onNewWork: deps.onNewWork,
+    })
   }
 
   checkUrl(raw: string): Promise<string> {
@@ -239,28 +247,7 @@ export class WebhookService {
     const row = await this.get(viewer, id)
     const eventId = newEventId()
     const createdAt = new Date().toISOString()
-    const data = sampleData(row.event_type as EventType, row.chain)
-    const body =
-      row.format === 'B'
-        ? {
-            ...envelopeB(
-              eventId,
-              row.event_type,
-              createdAt,
-              row.chain,
-              this.chainIdOf(row.chain),
-              row.event_type === 'token_transfer' ? sampleTokenTransferB() : camelData(data),
-            ),
-            test: true,
-          }
-        : {
-            id: eventId,
-            event_type: row.event_type,
-            webhook_id: row.id,
-            created_at: createdAt,
-            test: true,
-            data,
-          }
+    const body = testEventBody(row, eventId, createdAt, this.chainIdOf(row.chain))
     await store.insertEvents(this.db, [
       {
         id: eventId,
@@ -292,11 +279,7 @@ export class WebhookService {
   }
 
   private chainIdOf(slug: string): number {
-    try {
-      return this.deps.networks.getBySlug(slug).chainId ?? 0
-    } catch {
-      return 0
-    }
+    return this.deps.networks.all().find((n) => n.slug === slug)?.chainId ?? 0
   }
 
   async redeliver(viewer: Viewer, id: string, eventId: string) {
@@ -332,11 +315,6 @@ export class WebhookService {
   }
 
   /**
-   * Retries exhausted: pause, mark the rest failed, and e-mail the account holder once. The
-   * notice is written to the mail outbox in the pausing transaction (only by the call that moved
-   * the webhook from active; a later PATCH to active re-arms it); the mailer sends it after.
-   */
-  /**
    * For GET /ready: an undelivered event whose last try found its signing secret undecryptable
    * (HALYARD_SECRET_KEY changed) is an operator problem; the customer's webhook is not paused.
    */
@@ -368,6 +346,11 @@ export class WebhookService {
     if (done.mail) this.deps.mailer.queued(done.mail)
   }
 
+  /**
+   * Retries exhausted: pause, mark the rest failed, and e-mail the account holder once (written
+   * to the mail outbox in the pausing transaction, only by the call that moved the webhook from
+   * active; a later PATCH to active re-arms it); the mailer sends it after.
+   */
   async pauseAfterFailures(webhookId: string, lastError: string): Promise<void> {
     const paused = await store.pauseAfterFailures(
       this.db,

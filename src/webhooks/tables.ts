@@ -59,6 +59,8 @@ export interface WebhookAttemptsTable {
   created_at: Generated<Date>
   /** The instance that made the attempt (migration 0110; null before it). */
   instance: string | null
+  /** The first bytes of the receiver's answer (migration 0190; null: no answer, or before it). */
+  response_body: string | null
 }
 
 export interface MailOutboxTable {

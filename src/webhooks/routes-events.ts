@@ -1,0 +1,106 @@
+import type { FastifyInstance } from 'fastify'
+import { z } from 'zod'
+import type { NetworkRegistry } from '../chains/registry.ts'
+import { visibleTo } from '../http/access.ts'
+import { pageQuery } from '../http/params.ts'
+import { defineRoute } from '../http/route.ts'
+import { EVENT_STATUSES, MAX_REDELIVER_DAYS } from './event-service.ts'
+import { eventId, webhookId } from './routes.ts'
+import type { WebhookService } from './service.ts'
+
+/**
+ * A webhook's event history (docs/webhooks.md): its events, one event with its payload, its
+ * attempts and the filters it satisfies, and the redelivery of every failed event of a time
+ * range. Wire shapes only; the logic is event-service.ts, which the dashboard calls as well.
+ */
+
+const timestamp = z.string().describe('ISO 8601, UTC')
+const eventSummary = z.object({
+  id: z.string(),
+  event_type: z.string(),
+  status: z.enum(EVENT_STATUSES),
+  attempts: z.number().int(),
+  last_error: z.string().nullable(),
+  created_at: timestamp,
+  delivered_at: timestamp.nullable(),
+  next_retry_at: timestamp
+    .nullable()
+    .describe('when the next retry is due (pending events that failed once)'),
+})
+const eventList = z.object({ events: z.array(eventSummary), page: z.number().int(), total: z.number().int() })
+const eventDetail = eventSummary.extend({
+  test: z.boolean().describe('a test event (POST /v1/webhooks/{id}/test)'),
+  matched_by: z
+    .array(z.string())
+    .describe("the webhook's filters the event satisfies, each as `filter: why`"),
+  payload: z.unknown().describe('the body delivered (signed as sent)'),
+  attempts: z.array(
+    z.object({
+      attempt: z.number().int(),
+      status_code: z.number().int().nullable(),
+      error: z.string().nullable(),
+      response_body: z.string().nullable().describe("the first 512 bytes of the receiver's answer"),
+      duration_ms: z.number().int(),
+      created_at: timestamp,
+    }),
+  ),
+})
+const dateTime = (name: string) =>
+  z.iso.datetime({ offset: true, error: `${name}: must be an ISO 8601 date and time (2026-11-26T10:00:00Z)` })
+const redeliverBody = z.strictObject({
+  from: dateTime('from').describe('failed events created at or after this time'),
+  to: dateTime('to').describe(
+    `failed events created before this time (at most ${MAX_REDELIVER_DAYS} days after from)`,
+  ),
+})
+const requeued = z.object({
+  webhook_id: z.string(),
+  requeued: z.number().int(),
+  from: timestamp,
+  to: timestamp,
+})
+const listQuery = pageQuery(25).extend({
+  status: z.enum(EVENT_STATUSES, { error: `status: must be one of ${EVENT_STATUSES.join(', ')}` }).optional(),
+})
+
+export function registerWebhookEventRoutes(
+  app: FastifyInstance,
+  networks: NetworkRegistry,
+  webhooks: WebhookService,
+) {
+  const scoped = { scope: 'webhooks:manage', cost: 1, what: 'webhooks' } as const
+  const byId = z.object({ id: webhookId })
+
+  defineRoute(app, {
+    ...scoped,
+    method: 'GET',
+    url: '/v1/webhooks/:id/events',
+    schema: { params: byId, query: listQuery },
+    responses: { 200: eventList },
+    handler: ({ caller, params, query }) =>
+      webhooks.events.list(visibleTo(caller, networks), params.id, query),
+  })
+
+  defineRoute(app, {
+    ...scoped,
+    method: 'GET',
+    url: '/v1/webhooks/:id/events/:event_id',
+    schema: { params: z.object({ id: webhookId, event_id: eventId }) },
+    responses: { 200: eventDetail },
+    handler: ({ caller, params }) =>
+      webhooks.events.detail(visibleTo(caller, networks), params.id, params.event_id),
+  })
+
+  defineRoute(app, {
+    ...scoped,
+    method: 'POST',
+    url: '/v1/webhooks/:id/redeliver-failed',
+    schema: { params: byId, body: redeliverBody },
+    responses: { 200: requeued },
+    handler: ({ caller, params, body }) =>
+      webhooks.events.redeliverFailed(visibleTo(caller, networks), params.id, {
+        from: new Date(body.from),
+        to: new Date(body.to),
+      }),
+  })
+}
