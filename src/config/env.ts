@@ -88,6 +88,15 @@ const envSchema = z.object({
     .default(30_000),
   // 0 sends every request through Fastify's pipeline (src/http/fast-lane.ts); for comparisons.
   HALYARD_FAST_LANE: z.enum(['0', '1'], { message: 'must be 0 or 1' }).default('1'),
+  // The request explorer (src/requests): off records nothing (for comparisons, see bench:rpc).
+  HALYARD_REQUEST_LOG: z.enum(['on', 'off'], { message: 'must be on or off' }).default('on'),
+  // How long recorded requests are kept, e.g. 24h, 90m; at most 30 days (720h).
+  HALYARD_REQUEST_LOG_RETENTION: z
+    .string()
+    .regex(/^[1-9]\d*(s|m|h)$/, 'must be a duration such as 24h, 90m or 3600s')
+    .transform(parseDuration)
+    .refine((ms) => ms >= 60_000 && ms <= 720 * 3_600_000, 'must be between 1m and 720h (30 days)')
+    .default(24 * 3_600_000),
   // Webhook delivery (src/webhooks/settings.ts): durations like 500ms, 10s, 1m, 6h.
   HALYARD_WEBHOOK_RETRY_SCHEDULE: z
     .string()

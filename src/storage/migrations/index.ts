@@ -22,6 +22,7 @@ import { m0130_api_keys_allowlists } from './0130_api_keys_allowlists.ts'
 import { m0134_sponsorship_ceilings } from './0134_sponsorship_ceilings.ts'
 import { m0150_indexer_history } from './0150_indexer_history.ts'
 import { m0160_compact_index_tables } from './0160_compact_index_tables.ts'
+import { m0200_request_log } from './0200_request_log.ts'
 
 /**
  * Every migration, by name. Names sort in application order. Forward-only: a shipped
@@ -51,4 +52,5 @@ export const migrations: Record<string, Migration> = {
   '0134_sponsorship_ceilings': m0134_sponsorship_ceilings,
   '0150_indexer_history': m0150_indexer_history,
   '0160_compact_index_tables': m0160_compact_index_tables,
+  '0200_request_log': m0200_request_log,
 }
