@@ -99,7 +99,7 @@ async function runSlot(
   index: number,
 ): Promise<string> {
   if (!slot.call) {
-    ;(seen.codes ??= [])[index] = slot.error.code
+    failedAt(seen, index, slot.error.code)
     return errorFrame(slot.id, slot.error)
   }
   const { request: call, spec } = slot.call
@@ -107,9 +107,15 @@ async function runSlot(
   if (r.cache === 'hit') seen.hits++
   else {
     if (r.cache === 'miss') seen.misses++
-    if (r.outcome.error) (seen.codes ??= [])[index] = r.outcome.error.code
+    if (r.outcome.error) failedAt(seen, index, r.outcome.error.code)
   }
   return serialize(call.id, r)
+}
+
+/** Notes an item's error code (the array is made at the first failure only). */
+function failedAt(seen: CacheTally, index: number, code: number): void {
+  seen.codes ??= []
+  seen.codes[index] = code
 }
 
 /**
