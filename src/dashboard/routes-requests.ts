@@ -1,6 +1,13 @@
 import type { NetworkRegistry } from '../chains/registry.ts'
 import { notFound } from '../errors.ts'
-import { filterOf, listRequests, MAX_LIMIT, type RequestView, requestQuery } from '../requests/service.ts'
+import {
+  DEFAULT_LIMIT,
+  filterOf,
+  listRequests,
+  MAX_LIMIT,
+  type RequestView,
+  requestQuery,
+} from '../requests/service.ts'
 import type { Storage } from '../storage/database.ts'
 import { type Html, html } from './html.ts'
 import { layout, when } from './layout.ts'
@@ -33,13 +40,18 @@ const asQuery = (q: unknown) => parseForm(requestQuery, q ?? {})
 export function registerRequestPages(r: DashboardRoutes, deps: ExplorerDeps): void {
   r.signedIn('GET', REQUESTS, async ({ request, session }) => {
     const q = asQuery(request.query)
-    const rows = await listRequests(deps.storage.db, session.account_id, filterOf(q), q.limit ?? 100)
+    const rows = await listRequests(
+      deps.storage.db,
+      session.account_id,
+      filterOf(q),
+      q.limit ?? DEFAULT_LIMIT,
+    )
     const keys = await deps.keysOf(session)
     return layout({
       title: 'Requests',
       session,
       current: REQUESTS,
-      body: html`${intro(deps)}${filterForm(q, keys, deps.networks)}${table(rows, q.limit ?? 100)}`,
+      body: html`${intro(deps)}${filterForm(q, keys, deps.networks)}${table(rows, q.limit ?? DEFAULT_LIMIT)}`,
     })
   })
 
@@ -70,15 +82,15 @@ function filterForm(
   const opt = (value: string, label: string, selected: string | undefined) =>
     html`<option value="${value}"${selected === value ? html` selected` : ''}>${label}</option>`
   return html`<form method="get" action="${REQUESTS}" class="filters" aria-label="Filter requests">
-<label for="f-key">Key</label><select id="f-key" name="key">${opt('', 'any key', q.key)}${keys.map((k) => opt(k.id, `${k.name ?? '(unnamed)'} · ${k.prefix}`, q.key))}</select>
-<label for="f-method">Method</label><input id="f-method" name="method" type="text" maxlength="128" value="${q.method ?? ''}">
-<label for="f-status">Status</label><input id="f-status" name="status" type="text" maxlength="12" value="${q.status ?? ''}" aria-describedby="f-status-hint">
-<span class="muted" id="f-status-hint">ok, error, an HTTP status (429) or a JSON-RPC code (-32601)</span>
-<label for="f-network">Network</label><select id="f-network" name="network">${opt('', 'any network', q.network)}${networks.all().map((n) => opt(n.slug, n.slug, q.network))}</select>
-<label for="f-from">From (UTC)</label><input id="f-from" name="from" type="text" maxlength="40" placeholder="2026-01-31T12:00:00Z" value="${q.from ?? ''}">
-<label for="f-to">To (UTC)</label><input id="f-to" name="to" type="text" maxlength="40" placeholder="2026-01-31T13:00:00Z" value="${q.to ?? ''}">
-<label for="f-request">Request id</label><input id="f-request" name="request_id" type="text" maxlength="64" value="${q.request_id ?? ''}">
-<button type="submit">Filter</button> <a href="${REQUESTS}">Clear</a>
+<div><label for="f-key">Key</label><select id="f-key" name="key">${opt('', 'any key', q.key)}${keys.map((k) => opt(k.id, `${k.name ?? '(unnamed)'} · ${k.prefix}`, q.key))}</select></div>
+<div><label for="f-method">Method</label><input id="f-method" name="method" type="text" maxlength="128" value="${q.method ?? ''}"></div>
+<div><label for="f-status">Status</label><input id="f-status" name="status" type="text" maxlength="12" value="${q.status ?? ''}" aria-describedby="f-status-hint">
+<span class="muted hint" id="f-status-hint">ok, error, 429, -32601…</span></div>
+<div><label for="f-network">Network</label><select id="f-network" name="network">${opt('', 'any network', q.network)}${networks.all().map((n) => opt(n.slug, n.slug, q.network))}</select></div>
+<div><label for="f-from">From (UTC)</label><input id="f-from" name="from" type="text" maxlength="40" placeholder="2026-01-31T12:00:00Z" value="${q.from ?? ''}"></div>
+<div><label for="f-to">To (UTC)</label><input id="f-to" name="to" type="text" maxlength="40" placeholder="2026-01-31T13:00:00Z" value="${q.to ?? ''}"></div>
+<div><label for="f-request">Request id</label><input id="f-request" name="request_id" type="text" maxlength="64" value="${q.request_id ?? ''}"></div>
+<div class="actions"><button type="submit">Filter</button> <a href="${REQUESTS}">Clear</a></div>
 </form>`
 }
 
@@ -95,7 +107,7 @@ function detailHref(v: RequestView): string {
 
 function table(rows: RequestView[], limit: number): Html {
   if (rows.length === 0) return html`<p>No recorded requests match.</p>`
-  return html`<table class="requests"><caption class="muted">${rows.length === limit ? `The newest ${limit}; narrow the filter for older ones.` : `${rows.length} calls.`}</caption>
+  return html`<table class="requests"><caption class="muted">${rows.length === limit ? `The newest ${limit}; narrow the filter for older ones.` : `${rows.length} ${rows.length === 1 ? 'call' : 'calls'}.`}</caption>
 <thead><tr><th scope="col">Time</th><th scope="col">Key</th><th scope="col">Surface</th><th scope="col">Network</th><th scope="col">Method</th><th scope="col">Status</th><th scope="col">Latency</th><th scope="col">CU</th><th scope="col">Request id</th></tr></thead><tbody>
 ${rows.map(
   (

@@ -2,7 +2,7 @@ import { type BackgroundLoop, periodicLoop } from '../common/background-loop.ts'
 import type { Logger } from '../logger.ts'
 import type { DB } from '../storage/database.ts'
 import { utcDay } from '../usage/service.ts'
-import { buildRows, type GatewayExchange } from './rows.ts'
+import { buildRows, type GatewayExchange, itemsOf } from './rows.ts'
 import { addKeyUsage, insertRequests, type KeyUsageDelta, type RequestRow } from './store.ts'
 
 export type { GatewayExchange } from './rows.ts'
@@ -94,7 +94,7 @@ export class RequestRecorder {
 
   /** Adds the exchange's calls to its key's counts; how many calls it had. */
   private count(x: GatewayExchange): number {
-    const items = x.batch ? (x.body as unknown[]) : [x.body]
+    const items = itemsOf(x)
     let k = this.counts.keys.get(x.caller.keyId)
     if (!k) {
       k = { accountId: x.caller.accountId, methods: new Map() }

@@ -29,6 +29,19 @@ export interface GatewayExchange {
   readonly error: string | undefined
 }
 
+/**
+ * Items of one request counted and kept at most: a refused oversized batch (a body of a million
+ * tiny calls fits the body limit) must not cost a row each.
+ */
+const MAX_ITEMS = 1000
+
+/** The request's calls as the record sees them: a batch's items (at most MAX_ITEMS), or the one call. */
+export function itemsOf(x: GatewayExchange): readonly unknown[] {
+  if (!x.batch) return [x.body]
+  const all = x.body as unknown[]
+  return all.length > MAX_ITEMS ? all.slice(0, MAX_ITEMS) : all
+}
+
 /** Longest batch answer split into its items for the record; a larger one keeps none. */
 const SPLIT_MAX = 1024 * 1024
 const ERROR_CAP = 300
@@ -36,7 +49,8 @@ const ORIGIN_CAP = 200
 
 /** The rows an exchange keeps: one per call (each item of a batch). */
 export function buildRows(x: GatewayExchange): RequestRow[] {
-  const items = x.batch ? (x.body as unknown[]) : [x.body]
+  const items = itemsOf(x)
+  const size = x.batch ? (x.body as unknown[]).length : 0
   const answers = answersOf(x, items.length)
   const at = new Date(x.at)
   const rows: RequestRow[] = []
@@ -55,7 +69,7 @@ export function buildRows(x: GatewayExchange): RequestRow[] {
       network: x.network.slug,
       request_id: x.requestId,
       item: i,
-      batch_size: x.batch ? items.length : 0,
+      batch_size: size,
       method,
       http_status: x.status,
       rpc_code: code ?? null,
