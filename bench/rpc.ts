@@ -18,6 +18,9 @@
  *   distinct rows        nginx, the bare Node proxy and Halyard with a new eth_getBalance (a new
  *                        address, at latest) on every request: no cache and no coalescing of
  *                        identical in-flight calls can answer it — the way a busy dApp calls
+ *   request log on / off  uncached and cached, recording requests (the default) and with
+ *                        HALYARD_REQUEST_LOG=off, loaded in turn (bench/lib/recording-ab.ts;
+ *                        BENCH_RECORDING_AB=0 skips)
  *   Halyard              /v1/rpc/ethereum/devnet: uncached eth_blockNumber (identical bodies:
  *                        in-flight calls coalesce, so one upstream call answers several), cached eth_chainId,
  *                        a batch of 10, and the same two calls with a key on a limited plan
@@ -42,11 +45,17 @@ import autocannon from 'autocannon'
 import { startAnvil } from '../src/devnet/anvil.ts'
 import { cpuTop, formatCpuTop, profileFiles } from './lib/cpu-top.ts'
 import { startFloor } from './lib/floor-http.ts'
-import { type HalyardChild, serveHalyardChild, startHalyardChild } from './lib/halyard-child.ts'
+import {
+  type HalyardChild,
+  serveHalyardChild,
+  startHalyardChild,
+  stopHalyardChild,
+} from './lib/halyard-child.ts'
 import { findNginx, startNginx } from './lib/nginx.ts'
 import { treeCpuUs } from './lib/proc-cpu.ts'
 import { type Config, cpu, type Direct, fmt, printRatios, type Row } from './lib/rpc-report.ts'
 import { distinctBalanceBody, findWrk, runWrk } from './lib/wrk.ts'
+import { recordingAb } from './lib/recording-ab.ts'
 
 const CONNECTIONS = 50
 const DURATION_S = Number(process.env.BENCH_SECONDS ?? 5)
@@ -56,6 +65,7 @@ const WRK = process.env.BENCH_LOADGEN === 'autocannon' ? undefined : findWrk()
 const PROFILE = process.env.BENCH_PROFILE === '1'
 const PROFILE_TOP = Number(process.env.BENCH_PROFILE_TOP ?? 25)
 const LANE_AB = process.env.BENCH_LANE_AB !== '0'
+const RECORDING_AB = process.env.BENCH_RECORDING_AB !== '0'
 
 const call = (method: string, params: unknown[] = [], id = 1) => ({ jsonrpc: '2.0', id, method, params })
 /** The body of a distinct-calls row: a new eth_getBalance per request (bench/lib/wrk.ts). */
@@ -290,6 +300,7 @@ async function main() {
         )
       }),
     ]
+    const abLines = RECORDING_AB ? await recordingAb(import.meta.filename, anvil.url, run, stopChild) : []
     let clusterNote: string | undefined
     if (WORKERS > 1 && process.env.DATABASE_URL && process.env.REDIS_URL) {
       configs.push(await measure(WORKERS, anvil, nginxBin, run, async () => {}))
@@ -310,6 +321,7 @@ async function main() {
         '\nnote: autocannon (wrk not installed, or BENCH_LOADGEN=autocannon) shares the 2 cores with the servers',
       )
     for (const c of configs) printRatios(c, direct)
+    if (abLines.length > 0) console.log(`\nrequest explorer recording, 1 process:\n${abLines.join('\n')}`)
     console.log(
       `\nload average: ${fmt(load0, 2)} before, ${fmt(loadavg()[0]!, 2)} after (the bench included)`,
     )
@@ -324,13 +336,7 @@ async function main() {
 }
 
 /** Disconnecting makes the child stop cleanly (and write its profiles, under --cpu-prof). */
-async function stopChild(h: HalyardChild) {
-  if (h.child.exitCode !== null || !h.child.connected) return
-  const exited = new Promise((r) => h.child.once('exit', r))
-  h.child.disconnect()
-  await Promise.race([exited, new Promise((r) => setTimeout(r, PROFILE ? 30_000 : 5_000))])
-  if (h.child.exitCode === null) h.child.kill('SIGKILL')
-}
+const stopChild = (h: HalyardChild) => stopHalyardChild(h, PROFILE ? 30_000 : 5_000)
 
 if (process.argv[2] === '--server') {
   await serveHalyardChild(process.argv[3] ?? '', '/rpc/ethereum/devnet', { finalityDepth: 2 })

@@ -49,7 +49,8 @@ export async function serveHalyardChild(
   // With REDIS_URL the limited key is counted in Redis, as it would be in a cluster.
   const redis = process.env.REDIS_URL ? { REDIS_URL: process.env.REDIS_URL } : {}
   const lane = process.env.HALYARD_FAST_LANE ? { HALYARD_FAST_LANE: process.env.HALYARD_FAST_LANE } : {}
-  const env = loadEnv({ HALYARD_LOG_LEVEL: 'warn', HALYARD_DATA_DIR: dataDir, ...redis, ...lane })
+  const log = process.env.HALYARD_REQUEST_LOG ? { HALYARD_REQUEST_LOG: process.env.HALYARD_REQUEST_LOG } : {}
+  const env = loadEnv({ HALYARD_LOG_LEVEL: 'warn', HALYARD_DATA_DIR: dataDir, ...redis, ...lane, ...log })
   const storage = await openStorage({ dataDir })
   const config = benchNetwork(anvilUrl, network)
   const h = await startHalyard({ env, networks: [config], storage, secretKey: randomBytes(32), port: 0 })
@@ -105,4 +106,13 @@ export async function startHalyardChild(
     child.once('exit', (code) => reject(new Error(`Halyard exited with code ${code} before listening`)))
   })
   return { child, ...msg, ...(opts.profileDir ? { profileDir: opts.profileDir } : {}) }
+}
+
+/** Stops a child by disconnecting (it closes cleanly, writing any profile); killed after `waitMs`. */
+export async function stopHalyardChild(h: HalyardChild, waitMs: number): Promise<void> {
+  if (h.child.exitCode !== null || !h.child.connected) return
+  const exited = new Promise((r) => h.child.once('exit', r))
+  h.child.disconnect()
+  await Promise.race([exited, new Promise((r) => setTimeout(r, waitMs))])
+  if (h.child.exitCode === null) h.child.kill('SIGKILL')
 }

@@ -214,6 +214,15 @@ export class AuthService {
     return keyView(row ?? existing)
   }
 
+  /** Renames a key (null: no name); `accountId` must own it (another account's key is a 404). */
+  async renameKey(keyId: string, name: string | null, accountId: string): Promise<KeyView> {
+    if (name !== null && name.length > 100) throw invalidRequest('name: at most 100 characters')
+    const existing = await this.store.keyById(keyId)
+    if (!existing || existing.account_id !== accountId)
+      throw notFound(`key: no key with id ${keyId.slice(0, 100)}`)
+    return keyView((await this.store.renameKey(keyId, name)) ?? existing)
+  }
+
   async listKeys(accountEmail: string): Promise<KeyView[]> {
     const account = await this.accountByEmail(accountEmail)
     return (await this.store.keysOfAccount(account.id)).map(keyView)

@@ -153,6 +153,15 @@ export class AuthStore {
     return this.db.updateTable('api_keys').set(patch).where('id', '=', id).returningAll().executeTakeFirst()
   }
 
+  renameKey(id: string, name: string | null): Promise<KeyRow | undefined> {
+    return this.db
+      .updateTable('api_keys')
+      .set({ name })
+      .where('id', '=', id)
+      .returningAll()
+      .executeTakeFirst()
+  }
+
   async revokeKey(id: string): Promise<boolean> {
     const res = await this.db
       .updateTable('api_keys')

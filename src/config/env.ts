@@ -131,6 +131,17 @@ export const envSchema = z.object({
     .describe(
       '0 sends every request through the full HTTP framework pipeline (for comparisons); 1 lets JSON-RPC calls take the fast path.',
     ),
+  HALYARD_REQUEST_LOG: z
+    .enum(['on', 'off'], { message: 'must be on or off' })
+    .default('on')
+    .describe('The request explorer: `off` records no requests (for comparisons, see bench:rpc).'),
+  HALYARD_REQUEST_LOG_RETENTION: z
+    .string()
+    .regex(/^[1-9]\d*(s|m|h)$/, 'must be a duration such as 24h, 90m or 3600s')
+    .transform(parseDuration)
+    .refine((ms) => ms >= 60_000 && ms <= 720 * 3_600_000, 'must be between 1m and 720h (30 days)')
+    .prefault('24h')
+    .describe('How long recorded requests are kept (the request explorer), e.g. 24h or 90m; at most 720h.'),
   HALYARD_WEBHOOK_RETRY_SCHEDULE: z
     .string()
     .regex(/^\d+(ms|s|m|h)(,\d+(ms|s|m|h))*$/, 'must be comma-separated durations such as 10s,1m,10m,1h,6h')

@@ -4,6 +4,7 @@ import type { SessionWithAccount } from './session-store.ts'
 const NAV = [
   ['/dashboard', 'Overview'],
   ['/dashboard/settings/api-keys', 'API Keys'],
+  ['/dashboard/requests', 'Requests'],
   ['/dashboard/webhooks', 'Webhooks'],
   ['/dashboard/gas-policies', 'Gas policies'],
   ['/dashboard/wallets', 'Smart wallets'],

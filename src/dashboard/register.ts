@@ -5,14 +5,17 @@ import type { Sponsorship } from '../gas/register-sponsorship.ts'
 import type { FeatureHost } from '../http/host.ts'
 import { definePublicRoute } from '../http/route.ts'
 import type { IndexerService } from '../indexer/service.ts'
+import type { RequestLog } from '../requests/register.ts'
 import type { WalletService } from '../wallets/service.ts'
 import type { WebhookService } from '../webhooks/service.ts'
 import { DashboardRoutes } from './route.ts'
 import { registerAuthPages } from './routes-auth.ts'
 import { registerGasPages } from './routes-gas.ts'
 import { registerKeyAccessPages } from './routes-key-access.ts'
+import { registerKeyUsagePages } from './routes-key-usage.ts'
 import { registerKeyPages } from './routes-keys.ts'
 import { registerOverviewPages } from './routes-overview.ts'
+import { registerRequestPages } from './routes-requests.ts'
 import { registerWebhookPages } from './routes-webhooks.ts'
 import { DashboardSessions } from './sessions.ts'
 import { checkHost, type DashboardSite, SECURITY_HEADERS } from './web.ts'
@@ -37,6 +40,7 @@ export function registerDashboard(
     sponsorship: Sponsorship
     wallets: WalletService
     indexer: IndexerService
+    requests: RequestLog
   },
 ): DashboardSessions {
   const { ctx } = host
@@ -102,6 +106,15 @@ export function registerDashboard(
     registerKeyPages(routes, ctx.auth)
     registerKeyAccessPages(routes, ctx.auth)
     registerWebhookPages(routes, deps.webhooks, ctx.networks)
+    registerKeyUsagePages(routes, ctx.auth, ctx.storage)
+    registerRequestPages(routes, {
+      storage: ctx.storage,
+      networks: ctx.networks,
+      recording: deps.requests.recorder !== undefined,
+      retentionMs: deps.requests.retentionMs,
+      keysOf: async (session) =>
+        (await ctx.auth.listKeys(session.email)).map((k) => ({ id: k.id, name: k.name, prefix: k.prefix })),
+    })
     registerGasPages(routes, deps.sponsorship.policies, ctx.networks)
     registerOverviewPages(routes, host, deps.wallets, deps.indexer.history)
   })

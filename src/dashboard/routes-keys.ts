@@ -74,7 +74,7 @@ export function registerKeyPages(r: DashboardRoutes, auth: AuthService): void {
 }
 
 /** The key, if it belongs to the signed-in account (another account's id is a 404 like any unknown one). */
-async function ownKey(auth: AuthService, session: SessionWithAccount, id: string): Promise<KeyView> {
+export async function ownKey(auth: AuthService, session: SessionWithAccount, id: string): Promise<KeyView> {
   const key = (await auth.listKeys(session.email)).find((k) => k.id === id)
   if (!key) throw notFound(`key: no key with id ${id.slice(0, 100)}`)
   return key
@@ -87,7 +87,7 @@ function keyTable(keys: KeyView[]): Html {
 ${keys.map(
   (
     k,
-  ) => html`<tr><td>${k.name ?? html`<span class="muted">(unnamed)</span>`}</td><td>${k.env}</td><td><code>${k.prefix}</code></td>
+  ) => html`<tr><td><a href="${KEYS}/${k.id}">${k.name ?? '(unnamed)'}<span class="skip"> key ${k.prefix}: usage and settings</span></a></td><td>${k.env}</td><td><code>${k.prefix}</code></td>
 <td>${k.scopes.join(', ')}</td><td>${when(k.created_at)}</td><td>${k.last_used_at ? when(k.last_used_at) : html`<span class="muted">never</span>`}</td>
 <td>${allowSummary(k)}${k.revoked_at ? '' : html` <a href="${KEYS}/${k.id}/access">Edit<span class="skip"> allowlists of ${k.name ?? k.prefix}</span></a>`}</td>
 <td>${k.revoked_at ? html`<span class="status-revoked">revoked</span> ${when(k.revoked_at)}` : html`<span class="status-active">active</span>`}</td>

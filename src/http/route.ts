@@ -1,4 +1,11 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify'
+import type {
+  FastifyInstance,
+  FastifyReply,
+  FastifyRequest,
+  onErrorHookHandler,
+  onRequestHookHandler,
+  onResponseHookHandler,
+} from 'fastify'
 import { z } from 'zod'
 import type { Caller } from '../auth/service.ts'
 import type { Network } from '../chains/registry.ts'
@@ -48,6 +55,8 @@ export interface RouteSpec<P, Q, B, N extends NetworkBinding | undefined> extend
   readonly network?: N
   readonly keyInQuery?: boolean
   readonly keyInPath?: string
+  /** Route-level hooks after the gate's: the request explorer records JSON-RPC answers with them. */
+  readonly hooks?: { readonly onResponse?: onResponseHookHandler; readonly onError?: onErrorHookHandler }
   readonly handler: (x: RouteContext<P, Q, B, N extends NetworkBinding ? Network : undefined>) => unknown
 }
 
@@ -79,6 +88,8 @@ export function defineRoute<
     method: spec.method,
     url: spec.url,
     config: { route: meta },
+    ...(spec.hooks?.onResponse ? { onResponse: spec.hooks.onResponse } : {}),
+    ...(spec.hooks?.onError ? { onError: spec.hooks.onError } : {}),
     handler: (request, reply) => {
       const input = request.input as { params: P; query: Q; body: B }
       return spec.handler({

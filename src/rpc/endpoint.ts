@@ -4,6 +4,7 @@ import { forbidden, invalidRequest } from '../errors.ts'
 import type { Charger } from '../http/charge.ts'
 import type { RouteContext } from '../http/route.ts'
 import { type JsonRpcId, RPC_INVALID_REQUEST, RPC_METHOD_NOT_FOUND } from '../jsonrpc.ts'
+import type { RequestRecorder } from '../requests/recorder.ts'
 import { type Admission, admit, type Slot } from './admission.ts'
 import { errorFrame, hitFrame } from './envelope.ts'
 import type { MethodRegistry } from './methods/spec.ts'
@@ -18,6 +19,8 @@ export interface EndpointDeps {
   readonly maxBatch: number
   /** The surface's methods (the paymaster's); the network kind's registry by default. */
   readonly registry?: MethodRegistry
+  /** The request explorer's recorder (src/requests), when recording is on. */
+  readonly recorder?: RequestRecorder | undefined
 }
 
 /** An HTTP JSON-RPC request admitted: what to run, its cost and its metric label. */
@@ -53,6 +56,8 @@ export function admitHttp(
 export interface HttpAnswer {
   readonly text: string
   readonly cache: 'HIT' | 'MISS' | 'PARTIAL' | undefined
+  /** Per item, the JSON-RPC error code of its answer; undefined when no item failed. */
+  readonly codes: (number | undefined)[] | undefined
 }
 
 /**
@@ -65,20 +70,22 @@ export async function answerAdmitted(
   network: Network,
   caller: Caller,
 ): Promise<HttpAnswer> {
-  const seen: CacheTally = { hits: 0, misses: 0 }
+  const seen: CacheTally = { hits: 0, misses: 0, codes: undefined }
   // A single call (most traffic) skips the batch's array and Promise.all.
   const text = admission.batch
-    ? `[${(await Promise.all(admission.slots.map((slot) => runSlot(deps, slot, network, caller, seen)))).join(',')}]`
-    : await runSlot(deps, admission.slots[0]!, network, caller, seen)
+    ? `[${(await Promise.all(admission.slots.map((slot, i) => runSlot(deps, slot, network, caller, seen, i)))).join(',')}]`
+    : await runSlot(deps, admission.slots[0]!, network, caller, seen, 0)
   const { hits, misses } = seen
   const cache = hits + misses === 0 ? undefined : hits === 0 ? 'MISS' : misses === 0 ? 'HIT' : 'PARTIAL'
   await endOfTurn()
-  return { text, cache }
+  return { text, cache, codes: seen.codes }
 }
 
 interface CacheTally {
   hits: number
   misses: number
+  /** Made only when an item fails (the request explorer's status per item). */
+  codes: (number | undefined)[] | undefined
 }
 
 // A module-level function, not a closure per request: the loader (tsx) names every named
@@ -89,13 +96,26 @@ async function runSlot(
   network: Network,
   caller: Caller,
   seen: CacheTally,
+  index: number,
 ): Promise<string> {
-  if (!slot.call) return errorFrame(slot.id, slot.error)
+  if (!slot.call) {
+    failedAt(seen, index, slot.error.code)
+    return errorFrame(slot.id, slot.error)
+  }
   const { request: call, spec } = slot.call
   const r = await deps.rpc.run(network, call, spec, caller)
   if (r.cache === 'hit') seen.hits++
-  else if (r.cache === 'miss') seen.misses++
+  else {
+    if (r.cache === 'miss') seen.misses++
+    if (r.outcome.error) failedAt(seen, index, r.outcome.error.code)
+  }
   return serialize(call.id, r)
+}
+
+/** Notes an item's error code (the array is made at the first failure only). */
+function failedAt(seen: CacheTally, index: number, code: number): void {
+  seen.codes ??= []
+  seen.codes[index] = code
 }
 
 /**
@@ -112,12 +132,33 @@ export function jsonRpcEndpoint(deps: EndpointDeps) {
   }: RouteContext<unknown, unknown, object, Network>) => {
     const admission = admitHttp(deps, caller, network, body)
     request.metricMethod = admission.metricMethod
+    // For the request explorer's onResponse hook (requests/gateway-hooks.ts).
+    const kept: RecordedAnswer | undefined = deps.recorder ? { admission } : undefined
+    if (kept) request.rpcAnswer = kept
     const charged = deps.charger.charge(request, reply, admission.computeUnits)
     if (charged) await charged
     const answer = await answerAdmitted(deps, admission, network, caller)
+    if (kept) {
+      kept.text = answer.text
+      kept.codes = answer.codes
+    }
     if (answer.cache) reply.header(CACHE_HEADER, answer.cache)
     reply.header('content-type', JSON_CONTENT_TYPE)
     return answer.text
+  }
+}
+
+/** What the Fastify route's handler leaves for the request explorer. */
+export interface RecordedAnswer {
+  readonly admission: HttpAdmission
+  text?: string
+  codes?: (number | undefined)[] | undefined
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Set by the JSON-RPC endpoint when the request explorer records. */
+    rpcAnswer?: RecordedAnswer
   }
 }
 

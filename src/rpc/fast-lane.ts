@@ -7,6 +7,7 @@ import { headerKey } from '../http/access.ts'
 import { decideRequest } from '../http/access-decision.ts'
 import { rateLimitHeaders } from '../http/charge.ts'
 import { corsHeaders } from '../http/cors.ts'
+import { toHalyardError } from '../http/errors.ts'
 import {
   type FastLane,
   type FastLaneHost,
@@ -106,8 +107,14 @@ class Exchange {
   readonly requestId: string
   readonly headers: Record<string, string>
   metricMethod = 'POST'
-  /** The answer `writeAtEndOfTurn` writes. */
+  /** The answer `writeAtEndOfTurn` writes (and the request explorer keeps). */
   text = ''
+  /** For the request explorer: the parsed body, the admission, failed items, a refusal's error. */
+  body: unknown
+  admission: HttpAdmission | undefined
+  codes: (number | undefined)[] | undefined
+  failure: unknown
+  readonly origin: string | undefined
 
   readonly host: FastLaneHost
   readonly route: JsonRpcLaneRoute
@@ -126,6 +133,7 @@ class Exchange {
     this.res = parts.res
     this.network = parts.network
     this.caller = parts.caller
+    this.origin = origin
     this.requestId = requestIdFor(req)
     this.headers = { 'x-request-id': this.requestId }
     // A browser's request (it sends Origin): the same CORS headers as Fastify's answers.
@@ -134,13 +142,27 @@ class Exchange {
   }
 
   record(status: number): void {
-    this.host.metrics.recordHttp(
-      this.route.url,
+    const ms = performance.now() - this.started
+    this.host.metrics.recordHttp(this.route.url, status, this.network.slug, this.metricMethod, ms / 1000)
+    const recorder = this.deps.recorder
+    if (recorder === undefined) return
+    recorder.record({
+      at: performance.timeOrigin + this.started,
+      caller: this.caller,
+      surface: this.route.what,
+      network: this.network,
+      requestId: this.requestId,
       status,
-      this.network.slug,
-      this.metricMethod,
-      (performance.now() - this.started) / 1000,
-    )
+      latencyMs: ms,
+      origin: this.origin,
+      body: this.body,
+      batch: Array.isArray(this.body),
+      slots: this.admission?.slots,
+      codes: this.codes,
+      answer: status < 400 ? this.text : undefined,
+      error:
+        this.failure === undefined ? undefined : toHalyardError(this.failure, this.host.bodyLimit).message,
+    })
   }
 }
 
@@ -156,10 +178,12 @@ function answerAtOnce(x: Exchange, text: string): void {
   const { deps, route } = x
   let admission: HttpAdmission
   try {
-    admission = admitHttp(deps, x.caller, x.network, parseInput(route.body, x.host.parseJson(text), 'body'))
+    x.body = x.host.parseJson(text)
+    admission = admitHttp(deps, x.caller, x.network, parseInput(route.body, x.body, 'body'))
   } catch (refused) {
     return void serve(x, { refused })
   }
+  x.admission = admission
   const slot = admission.slots[0]!
   if (admission.batch || !slot.call) return void serve(x, { admission })
   const { request, spec } = slot.call
@@ -171,6 +195,7 @@ function answerAtOnce(x: Exchange, text: string): void {
     charge = deps.charger.chargeDirect(x.caller, admission.computeUnits, route.url, x.metricMethod)
   } catch (err) {
     // The 429, as `serve` writes it: charged (counted as refused), nothing run.
+    x.failure = err
     x.record(writeLaneError(x.host, x.res, err, x.headers, x.requestId))
     return
   }
@@ -209,8 +234,11 @@ async function serve(x: Exchange, begun: Begun) {
     const answer = await answerAdmitted(deps, admission, x.network, x.caller)
     if (answer.cache) headers[CACHE_HEADER] = answer.cache
     headers['content-type'] = JSON_CONTENT_TYPE
+    x.text = answer.text
+    x.codes = answer.codes
     writeAnswer(x.res, 200, headers, answer.text)
   } catch (err) {
+    x.failure = err
     // Refused before the charge (bad JSON, bad envelope, scope): one request, no compute units.
     if (!charged) Object.assign(headers, await deps.charger.headersForRefusal(x.caller))
     status = writeLaneError(host, x.res, err, headers, x.requestId)

@@ -6,6 +6,7 @@ import { fastLaneHost } from '../http/fast-lane.ts'
 import { networkPair } from '../http/params.ts'
 import { defineRoute } from '../http/route.ts'
 import type { ChainKind, NetworkBinding } from '../http/route-meta.ts'
+import { recordingHooks, requestRecorderOf } from '../requests/gateway-hooks.ts'
 import { type EndpointDeps, jsonRpcEndpoint } from './endpoint.ts'
 import { DEFAULT_MAX_BATCH } from './envelope.ts'
 import { jsonRpcFastLane } from './fast-lane.ts'
@@ -46,11 +47,15 @@ export function defineJsonRpcRoute(
   },
   deps: Deps,
 ) {
+  // The request explorer's recorder, when recording is on (src/requests).
+  const recording = requestRecorderOf(app)
+  const recorder = recording?.recorder
   const endpoint: EndpointDeps = {
     rpc: deps.rpc,
     charger: deps.charger,
     maxBatch: deps.maxBatch ?? DEFAULT_MAX_BATCH,
     ...(route.registry ? { registry: route.registry } : {}),
+    ...(recorder ? { recorder } : {}),
   }
   const lanes = route.alias ? undefined : fastLaneHost(app)
   if (lanes)
@@ -69,6 +74,7 @@ export function defineJsonRpcRoute(
     cost: 'self',
     network: networkBinding(route),
     ...(route.alias ? { keyInPath: route.alias.keyParam } : {}),
+    ...(recording ? { hooks: recordingHooks(recording, route.what) } : {}),
     what: route.what,
     schema: { params: route.params ?? networkPair, body: jsonRpcBody },
     handler: jsonRpcEndpoint(endpoint),

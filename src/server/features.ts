@@ -11,6 +11,7 @@ import type { IndexerService } from '../indexer/service.ts'
 import { registerNfts } from '../nfts/register.ts'
 import type { NftService } from '../nfts/service.ts'
 import { registerOpenApi } from '../openapi/register.ts'
+import { type RequestLog, registerRequests } from '../requests/register.ts'
 import { registerRpc } from '../rpc/register.ts'
 import type { RpcService } from '../rpc/service.ts'
 import { type DataApis, registerTokens } from '../tokens/register.ts'
@@ -28,6 +29,8 @@ import type { WsService } from '../ws/service.ts'
 /** Every feature's service, as its register function returned it (the runtime and tests read them). */
 export interface Features {
   readonly usage: UsageRecorder
+  /** The request explorer's recorder and retention. */
+  readonly requests: RequestLog
   readonly rpc: RpcService
   readonly indexer: IndexerService
   /** Token API service, price sources and token lists per network (NFT API reads them too). */
@@ -52,6 +55,8 @@ export interface Features {
 export async function registerFeatures(host: FeatureHost): Promise<Features> {
   // First: its flush task stops last, after every other task has charged what it owed.
   const usage = registerUsage(host)
+  // Before every JSON-RPC surface: they find its recorder when they are defined.
+  const requests = registerRequests(host)
   const rpc = registerRpc(host)
   const indexer = registerIndexer(host)
   const data = await registerTokens(host, { indexer })
@@ -65,9 +70,10 @@ export async function registerFeatures(host: FeatureHost): Promise<Features> {
   const bundler = registerBundler(host, { rpc, gasPrices, sponsorship })
   registerAlchemy(host, { rpc, data, nfts, transfers, ws, sponsorship, bundler, history: indexer.history })
   registerOpenApi(host)
-  const dashboard = registerDashboard(host, { webhooks, sponsorship, wallets, indexer })
+  const dashboard = registerDashboard(host, { webhooks, sponsorship, wallets, indexer, requests })
   return {
     usage,
+    requests,
     rpc,
     indexer,
     data,

@@ -23,6 +23,7 @@ import { m0134_sponsorship_ceilings } from './0134_sponsorship_ceilings.ts'
 import { m0150_indexer_history } from './0150_indexer_history.ts'
 import { m0160_compact_index_tables } from './0160_compact_index_tables.ts'
 import { m0190_webhook_attempt_responses } from './0190_webhook_attempt_responses.ts'
+import { m0200_request_log } from './0200_request_log.ts'
 
 /**
  * Every migration, by name. Names sort in application order. Forward-only: a shipped
@@ -53,4 +54,5 @@ export const migrations: Record<string, Migration> = {
   '0150_indexer_history': m0150_indexer_history,
   '0160_compact_index_tables': m0160_compact_index_tables,
   '0190_webhook_attempt_responses': m0190_webhook_attempt_responses,
+  '0200_request_log': m0200_request_log,
 }

@@ -1,0 +1,60 @@
+import type { FastifyInstance } from 'fastify'
+import { z } from 'zod'
+import type { NetworkRegistry } from '../chains/registry.ts'
+import { visibleTo } from '../http/access.ts'
+import { defineRoute } from '../http/route.ts'
+import type { Storage } from '../storage/database.ts'
+import { DEFAULT_LIMIT, filterOf, listRequests, requestQuery } from './service.ts'
+
+const requestView = z.object({
+  at: z.string().meta({ format: 'date-time' }),
+  key: z.object({ id: z.string(), name: z.string().nullable(), prefix: z.string().nullable() }),
+  surface: z.string().meta({ example: 'JSON-RPC' }),
+  network: z.string().meta({ example: 'ethereum-mainnet' }),
+  request_id: z.string(),
+  batch_item: z.number().int().nullable().describe('Place in its batch; null for a single call'),
+  batch_size: z.number().int().nullable(),
+  method: z.string(),
+  http_status: z.number().int(),
+  rpc_code: z.number().int().nullable().describe('The JSON-RPC error code; null for a result'),
+  error: z.string().nullable(),
+  latency_ms: z.number().describe('The whole request (a batch: the batch)'),
+  compute_units: z.number().int(),
+  origin: z.string().nullable(),
+  params: z.string().nullable().describe('JSON, secrets redacted, capped (docs/request-explorer.md)'),
+  answer: z.string().nullable().describe('The JSON-RPC response object, secrets redacted, capped'),
+})
+
+/** GET /v1/requests: the caller's account's recorded requests, for scripts (the dashboard shows the same). */
+export function registerRequestRoutes(
+  app: FastifyInstance,
+  storage: Storage,
+  networks: NetworkRegistry,
+  retentionMs: number,
+): void {
+  defineRoute(app, {
+    method: 'GET',
+    url: '/v1/requests',
+    scope: 'any-key',
+    cost: 1,
+    what: 'request log',
+    schema: { query: requestQuery },
+    responses: {
+      200: z.object({
+        retention_hours: z.number(),
+        requests: z.array(requestView),
+      }),
+    },
+    handler: async ({ caller, query }) => {
+      // A test key sees what happened on networks it may use (no mainnet), as for other objects.
+      const viewer = visibleTo(caller, networks)
+      const requests = await listRequests(
+        storage.db,
+        caller.accountId,
+        filterOf(query, viewer.networks),
+        query.limit ?? DEFAULT_LIMIT,
+      )
+      return { retention_hours: retentionMs / 3_600_000, requests }
+    },
+  })
+}
