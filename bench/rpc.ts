@@ -53,9 +53,9 @@ import {
 } from './lib/halyard-child.ts'
 import { findNginx, startNginx } from './lib/nginx.ts'
 import { treeCpuUs } from './lib/proc-cpu.ts'
+import { recordingAb } from './lib/recording-ab.ts'
 import { type Config, cpu, type Direct, fmt, printRatios, type Row } from './lib/rpc-report.ts'
 import { distinctBalanceBody, findWrk, runWrk } from './lib/wrk.ts'
-import { recordingAb } from './lib/recording-ab.ts'
 
 const CONNECTIONS = 50
 const DURATION_S = Number(process.env.BENCH_SECONDS ?? 5)
