@@ -1,7 +1,7 @@
 /**
  * What the request explorer keeps of a call's params and answer, and what it never keeps.
  *
- * Secrets, as decided here (README "Request explorer" and docs/request-explorer.md say the same):
+ * Secrets, as decided here (docs/request-explorer.md says the same):
  * - The API key. Never recorded: a request is recorded by its key's id (shown with the key's name
  *   and display prefix). Keys in URLs (the Alchemy-compatible `/v2/<key>` path, `?apiKey=`) never
  *   reach the record: it holds the surface and the network, not the URL.
