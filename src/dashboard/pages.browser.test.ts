@@ -166,6 +166,22 @@ describeBrowser('dashboard in Chromium: webhooks, sessions, accessibility of eve
     })
     await page.goto(`${fx.origin}/dashboard`)
     await check('overview')
+    // The range choice, and the per-method chart: every label and number inside the drawing
+    // (none cut off), the same numbers in the table beside it.
+    await page.getByRole('link', { name: 'Last 7 days' }).click()
+    expect(await page.getByRole('link', { name: 'Last 7 days' }).getAttribute('aria-current')).toBe('true')
+    expect(await page.getByRole('heading', { name: /^Usage, last 7 days/ }).count()).toBe(1)
+    expect(await page.getByRole('row', { name: /eth_getBalance/ }).count()).toBe(1)
+    // A string: the test's TypeScript has no DOM types; this runs in the page.
+    const overflow =
+      await page.evaluate(`[...document.querySelectorAll('figure svg.chart')].flatMap((svg) => {
+      const width = svg.viewBox.baseVal.width
+      return [...svg.querySelectorAll('text')]
+        .filter((t) => { const b = t.getBBox(); return b.x < 0 || b.x + b.width > width })
+        .map((t) => t.textContent)
+    })`)
+    expect(overflow).toEqual([])
+    await check('overview-7d')
     await page.goto(`${fx.origin}/dashboard/settings/api-keys`)
     await check('api-keys')
     await page.getByRole('link', { name: /Revoke screenshot key/ }).click()
@@ -205,5 +221,5 @@ describeBrowser('dashboard in Chromium: webhooks, sessions, accessibility of eve
     expect(sizes.reduce((a, b) => a + b, 0)).toBeLessThan(100_000)
     expect(Object.entries(violations).filter(([, v]) => v.length > 0)).toEqual([])
     await ctx.close()
-  })
+  }, 180_000)
 })

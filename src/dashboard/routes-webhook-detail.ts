@@ -50,8 +50,14 @@ export function registerWebhookDetailPages(r: DashboardRoutes, webhooks: Webhook
       limit: 25,
       ...(eventStatus ? { status: eventStatus } : {}),
     })
-    const post = (path: string, label: string, cls = '', hidden: Html | string = '') =>
+    const post = (path: string, label: Html | string, cls = '', hidden: Html | string = '') =>
       html`<form method="post" action="${W}/${w.id}/${path}" class="inline">${csrfField(session)}${hidden}<button type="submit"${cls ? html` class="${cls}"` : ''}>${label}</button></form> `
+    // The most recent attempts of every event (the API's delivery history, newest last page).
+    const first = await webhooks.deliveries(owner(session), w.id, { page: 1, limit: 1 })
+    const attempts = await webhooks.deliveries(owner(session), w.id, {
+      page: Math.max(1, Math.ceil(first.total / 25)),
+      limit: 25,
+    })
     const now = new Date()
     const status = (s: string) => html`<input type="hidden" name="status" value="${s}">`
     return layout({
@@ -82,14 +88,27 @@ ${
 ${events.events.map(
   (e) =>
     html`<tr><td><a href="${W}/${w.id}/events/${e.id}">${e.id}</a></td><td>${e.event_type}</td><td><span class="status-${e.status}">${e.status}</span>${e.last_error ? html`<br><span class="muted">${e.last_error}</span>` : ''}</td><td>${e.attempts}</td><td>${when(e.created_at)}</td><td>${when(e.next_retry_at)}</td>
-<td>${e.status === 'cancelled' ? '' : post('redeliver', 'Redeliver', 'quiet', html`<input type="hidden" name="event_id" value="${e.id}">`)}</td></tr>`,
+<td>${e.status === 'cancelled' ? '' : post('redeliver', html`Redeliver<span class="skip"> ${e.id}</span>`, 'quiet', html`<input type="hidden" name="event_id" value="${e.id}">`)}</td></tr>`,
 )}</tbody></table>`
 }
 <h3>Redeliver every failed event of a time range</h3>
 <form method="post" action="${W}/${w.id}/redeliver-failed" class="filter">${csrfField(session)}
 <label for="rf-from">From (UTC)</label> <input id="rf-from" name="from" type="datetime-local" value="${minute(new Date(now.getTime() - 86_400_000))}">
 <label for="rf-to">To (UTC)</label> <input id="rf-to" name="to" type="datetime-local" value="${minute(new Date(now.getTime() + 60_000))}">
-<button type="submit" class="quiet">Redeliver failed events</button></form>`,
+<button type="submit" class="quiet">Redeliver failed events</button></form>
+<h2>Recent delivery attempts</h2>
+${
+  attempts.deliveries.length === 0
+    ? html`<p>No delivery attempts yet.</p>`
+    : html`<table><thead><tr><th scope="col">Time</th><th scope="col">Event</th><th scope="col">Attempt</th><th scope="col">HTTP status</th><th scope="col">Latency</th><th scope="col">Error</th></tr></thead><tbody>
+${attempts.deliveries
+  .slice()
+  .reverse()
+  .map(
+    (a) =>
+      html`<tr><td>${when(a.created_at)}</td><td><code>${a.event_id}</code></td><td>${a.attempt}</td><td>${a.status_code ?? '—'}</td><td class="num">${a.duration_ms} ms</td><td>${a.error ?? ''}</td></tr>`,
+  )}</tbody></table>`
+}`,
     })
   }
 

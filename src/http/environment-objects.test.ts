@@ -135,6 +135,16 @@ describeEachStorage('test keys and mainnet objects on $name', (backend) => {
     ['POST test event', (i) => ['POST', `/webhooks/${i.webhook}/test`]],
     ['POST rotate-secret', (i) => ['POST', `/webhooks/${i.webhook}/rotate-secret`]],
     ['POST redeliver', (i) => ['POST', `/webhooks/${i.webhook}/deliveries/${i.event}/redeliver`]],
+    ['GET events', (i) => ['GET', `/webhooks/${i.webhook}/events`]],
+    ['GET event', (i) => ['GET', `/webhooks/${i.webhook}/events/${i.event}`]],
+    [
+      'POST redeliver-failed',
+      (i) => [
+        'POST',
+        `/webhooks/${i.webhook}/redeliver-failed`,
+        { from: '2026-01-01T00:00:00Z', to: '2026-01-02T00:00:00Z' },
+      ],
+    ],
     ['GET policy', (i) => ['GET', `/gas/policies/${i.policy}`]],
     ['PATCH policy rules', (i) => ['PATCH', `/gas/policies/${i.policy}`, { rules: {} }]],
     ['PATCH policy status', (i) => ['PATCH', `/gas/policies/${i.policy}`, { status: 'paused' }]],

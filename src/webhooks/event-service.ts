@@ -7,7 +7,14 @@ import { explainMatch } from './match-explain.ts'
 import type { WebhookRow } from './store.ts'
 import * as store from './store.ts'
 
-export const EVENT_STATUSES = ['pending', 'sending', 'delivered', 'failed', 'cancelled'] as const
+export const EVENT_STATUSES = [
+  'pending',
+  'sending',
+  'delivered',
+  'failed',
+  'cancelled',
+  'over_quota',
+] as const
 export type EventStatus = (typeof EVENT_STATUSES)[number]
 
 /** The longest time range one "redeliver failed events" covers. */
