@@ -187,6 +187,7 @@ export function bundlerRegistry(
   return {
     describe: inner.describe,
     specs: inner.specs,
+    families: inner.families,
     lookup(network, method) {
       const found = inner.lookup(network, method)
       if (!found.ok) return found

@@ -11,6 +11,7 @@ import { DEFAULT_MAX_BATCH } from './envelope.ts'
 import { jsonRpcFastLane } from './fast-lane.ts'
 import type { MethodRegistry } from './methods/spec.ts'
 import type { RpcService } from './service.ts'
+import { recordSurface } from './surfaces.ts'
 
 /** A JSON-RPC request object or a batch array; the envelope of each call is checked per call. */
 export const jsonRpcBody = z.custom<object>((v) => typeof v === 'object' && v !== null, {
@@ -61,6 +62,14 @@ export function defineJsonRpcRoute(
         endpoint,
       ),
     )
+  recordSurface(app, {
+    url: route.url,
+    what: route.what,
+    scope: route.scope,
+    kinds: route.kinds,
+    registry: route.registry,
+    keyInPath: route.alias !== undefined,
+  })
   defineRoute(app, {
     method: 'POST',
     url: route.url,
