@@ -24,6 +24,9 @@ export function registerOpenRpc(host: FeatureHost): void {
     method: 'GET',
     url: '/v1/openrpc.json',
     what: 'the OpenRPC document of the JSON-RPC surfaces',
+    summary: 'OpenRPC document',
+    description:
+      'An OpenRPC 1.3 document of every JSON-RPC surface (/v1/rpc for EVM and Solana, /v1/bundler, /v1/paymaster, the Alchemy-compatible root), generated from the method registries: per method and surface, the scope a key needs and the compute units it costs. No key.',
     responses: { 200: documentShape },
     handler: () => {
       doc ??= buildOpenRpc({

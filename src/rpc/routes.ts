@@ -35,6 +35,9 @@ export function defineJsonRpcRoute(
     url: string
     scope: Scope | readonly [Scope, ...Scope[]]
     what: string
+    /** OpenAPI's summary and description of the route (its methods are in the OpenRPC document). */
+    summary?: string
+    description?: string
     kinds?: readonly ChainKind[]
     registry?: MethodRegistry
     /**
@@ -79,6 +82,8 @@ export function defineJsonRpcRoute(
     network: networkBinding(route),
     ...(route.alias ? { keyInPath: route.alias.keyParam } : {}),
     what: route.what,
+    ...(route.summary ? { summary: route.summary } : {}),
+    ...(route.description ? { description: route.description } : {}),
     schema: { params: route.params ?? networkPair, body: jsonRpcBody },
     handler: jsonRpcEndpoint(endpoint),
   })
@@ -97,7 +102,14 @@ export function registerRpcRoutes(app: FastifyInstance, deps: Deps) {
   // Either scope reaches the endpoint; each call is then checked against its method's scope.
   defineJsonRpcRoute(
     app,
-    { url: '/v1/rpc/:chain/:network', scope: ['rpc:read', 'rpc:write'], what: 'JSON-RPC' },
+    {
+      url: '/v1/rpc/:chain/:network',
+      scope: ['rpc:read', 'rpc:write'],
+      what: 'JSON-RPC',
+      summary: 'JSON-RPC gateway',
+      description:
+        "The network's JSON-RPC (EVM or Solana) through Halyard's upstream pool: a request object or a batch array. Each call needs its method's scope (rpc:read for reads, rpc:write for sends) and costs its method's compute units; a method-level error is a 200 with a JSON-RPC error. Every method, with its scope and cost: GET /v1/openrpc.json.",
+    },
     deps,
   )
 }
