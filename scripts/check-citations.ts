@@ -1,10 +1,13 @@
 // The repository stands alone, checked by `npm run lint` (and so by .ci/run): comments, test
 // names and docs cite pages in docs/, README sections or public standards (EIP/ERC numbers, RFCs),
 // never a private document a reader of the repository cannot open — its section numbers, its
-// briefing files, its sibling folder, or tracker numbers. Prints each offending file:line.
+// briefing files, its sibling folder, or tracker numbers — nor a file of the repository that
+// does not exist (a path under docs/, src/ or test/, or a relative Markdown link). Prints each
+// offending file:line.
 // Run: node --import tsx scripts/check-citations.ts
-import { readdirSync, readFileSync, statSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs'
 import path from 'node:path'
+import { fileURLToPath } from 'node:url'
 
 const ROOTS = ['src', 'test', 'bench', 'scripts', 'docs', 'README.md']
 const repo = path.resolve(import.meta.dirname, '..')
@@ -51,27 +54,81 @@ function filesUnder(root: string): string[] {
     .filter((file) => statSync(path.join(repo, file)).isFile())
 }
 
-const findings: string[] = []
-for (const root of ROOTS) {
-  for (const file of filesUnder(root)) {
-    const bytes = readFileSync(path.join(repo, file))
-    if (!isText(bytes)) continue
-    const lines = bytes.toString('utf8').split('\n')
-    lines.forEach((line, i) => {
-      for (const rule of RULES) {
-        if (rule.pattern.test(line)) findings.push(`  ${file}:${i + 1}: ${rule.why}: ${line.trim()}`)
-      }
-      if (SPLIT.test(line.trimEnd()) && CONTINUES_WITH_NUMBER.test(lines[i + 1] ?? '')) {
-        findings.push(`  ${file}:${i + 1}: a citation number on the next line: ${line.trim()}`)
-      }
-    })
+/** A path with a folder and a file extension: `docs/storage.md`, `src/http/route.ts`, `rpc/endpoint.ts`. */
+const FILE_PATH =
+  /(?<![\w/.:@~$<{-])((?:[A-Za-z0-9_.-]+\/)+[A-Za-z0-9_.-]+\.(?:ts|mts|mjs|cjs|js|md|sh|json|ya?ml|sql))(?![\w/])/g
+/** A relative Markdown link target: `[text](configuration.md#keys)`. */
+const MD_LINK = /\]\((?!https?:|mailto:|#)([^)\s#]+)(?:#[^)\s]*)?\)/g
+/** Paths that are not the repository's: the npm tarball's layout, build output, installed packages. */
+const NOT_OURS = /^(?:package|dist|node_modules)\//
+
+/**
+ * The repository files a line cites that do not exist. A path is looked up from the repository
+ * root, from src/ and deploy/ (comments name `http/route.ts`, compose files `ci/…`), and from
+ * the citing file's folder; a first segment that is an installed package or this package's
+ * name is an import specifier, not a file of ours.
+ */
+export function danglingReferences(
+  file: string,
+  line: string,
+  exists: (repoPath: string) => boolean,
+  packageName = 'halyard',
+): string[] {
+  const out: string[] = []
+  const dir = path.dirname(file)
+  for (const m of line.matchAll(FILE_PATH)) {
+    const ref = m[1]!
+    const first = ref.replace(/^\.\//, '').split('/')[0]!
+    if (NOT_OURS.test(ref) || first === packageName || exists(path.join('node_modules', first))) continue
+    const bases = ['.', 'src', 'deploy', dir]
+    if (!bases.some((b) => exists(path.join(b, ref)))) out.push(ref)
   }
+  if (file.endsWith('.md'))
+    for (const m of line.matchAll(MD_LINK)) {
+      const ref = m[1]!
+      if (!exists(path.join(dir, ref))) out.push(ref)
+    }
+  return out
 }
 
-if (findings.length > 0) {
-  console.error(`${findings.length} citation(s) a reader of this repository cannot follow:`)
-  for (const f of findings) console.error(f)
-  process.exitCode = 1
-} else {
-  console.log(`citations: nothing under ${ROOTS.join(', ')} cites a private document or tracker number`)
+function check(): string[] {
+  const findings: string[] = []
+  const exists = (p: string) => existsSync(path.join(repo, p))
+  for (const root of ROOTS) {
+    for (const file of filesUnder(root)) {
+      const bytes = readFileSync(path.join(repo, file))
+      if (!isText(bytes)) continue
+      const lines = bytes.toString('utf8').split('\n')
+      lines.forEach((line, i) => {
+        for (const rule of RULES) {
+          if (rule.pattern.test(line)) findings.push(`  ${file}:${i + 1}: ${rule.why}: ${line.trim()}`)
+        }
+        if (SPLIT.test(line.trimEnd()) && CONTINUES_WITH_NUMBER.test(lines[i + 1] ?? '')) {
+          findings.push(`  ${file}:${i + 1}: a citation number on the next line: ${line.trim()}`)
+        }
+        for (const ref of danglingReferences(file, line, exists))
+          findings.push(`  ${file}:${i + 1}: a file that does not exist: ${ref}`)
+      })
+    }
+  }
+  return findings
+}
+
+/** The rules, for the test that shows each one fails (test/citations.test.ts). */
+export function citationProblems(line: string): string[] {
+  return RULES.filter((r) => r.pattern.test(line)).map((r) => r.why)
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) report(check())
+
+function report(findings: string[]): void {
+  if (findings.length > 0) {
+    console.error(`${findings.length} citation(s) a reader of this repository cannot follow:`)
+    for (const f of findings) console.error(f)
+    process.exitCode = 1
+  } else {
+    console.log(
+      `citations: nothing under ${ROOTS.join(', ')} cites a private document, a tracker number or a missing file`,
+    )
+  }
 }

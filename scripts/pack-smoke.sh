@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The npm package as a user gets it: `npm pack`, install the tarball into an empty folder, then
-# `npx halyard --version`, `halyard dev` (health, eth_chainId with the printed key) and
+# `import 'halyard/webhooks'`, `npx halyard --version`, `halyard dev` (health, eth_chainId with the printed key) and
 # `halyard serve --config FILE` (against the installed package's own anvil; a key made by the
 # installed CLI; health, eth_chainId), each stopped with SIGTERM. Nothing from this checkout but
 # the tarball is used. Prints the tarball's size and file count.
@@ -65,6 +65,18 @@ step "installed: $(find node_modules -maxdepth 2 -name package.json | wc -l) pac
 for dev in vitest @biomejs/biome typescript ethers alchemy-sdk permissionless; do
   [ -e "node_modules/$dev" ] && fail "test-only package $dev was installed"
 done
+
+# The public entry halyard/webhooks: built JavaScript (prepack) with types, verifying a form A
+# delivery signed here with node:crypto, and refusing it changed.
+[ -f node_modules/halyard/dist/webhooks/verify.d.ts ] || fail "no dist/webhooks/verify.d.ts in the package"
+verified="$(node --input-type=module -e "
+import { createHmac } from 'node:crypto'
+import { verifyWebhook } from 'halyard/webhooks'
+const body = '{\"id\":\"evt_1\"}', ts = String(Math.floor(Date.now() / 1000))
+const headers = { 'x-service-timestamp': ts, 'x-service-signature': createHmac('sha256', 's').update(ts + '.' + body).digest('hex') }
+console.log(verifyWebhook(body, headers, 's').ok, verifyWebhook(body + ' ', headers, 's').ok)")" || fail "import halyard/webhooks"
+[ "$verified" = "true false" ] || fail "halyard/webhooks verified '$verified'"
+step "import 'halyard/webhooks': verifies a signed delivery, refuses it changed"
 
 got="$(npx --no-install halyard --version)"
 [ "$got" = "$version" ] || fail "halyard --version printed '$got', package is $version"

@@ -62,7 +62,7 @@ export async function serveHalyardChild(
     process.exit(0)
   }
   const hello = { url: `${h.baseUrl}${urlPath}`, key, limitedKey }
-  // Run by hand (profiling: node --cpu-prof --import tsx bench/X.ts --server URL): print, stop on SIGINT.
+  // Run by hand (profiling: node --cpu-prof --import tsx bench/<name>.ts --server URL): print, stop on SIGINT.
   if (process.send) process.send(hello)
   else console.log(JSON.stringify(hello))
   process.once('disconnect', stop)

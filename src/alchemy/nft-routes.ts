@@ -98,7 +98,14 @@ export function registerAlchemyNftRoutes(
         network: { from: 'alias', param: 'network', kinds: ['evm'] },
         keyInPath: 'apiKey',
         what: 'the Alchemy-compatible NFT API',
+        summary: `Alchemy-compatible NFT API (${verb})`,
+        description: `Alchemy's NFT API v3 methods by name in the path, answered from Halyard's index and NFT metadata cache: ${NFT_METHODS.join(', ')}. ${verb === 'GET' ? 'Parameters in the query.' : 'Parameters in a JSON body (the methods that take lists are POST only).'}`,
         schema: { params, query: P.alchemyQuery },
+        responses: {
+          200: z
+            .record(z.string(), z.unknown())
+            .describe("The method's answer as Alchemy's NFT API v3 shapes it (see its reference)"),
+        },
         handler: async ({ params: p, query, body, network, request, reply, caller }) => {
           const m = METHODS.get(p.method)
           if (!m)

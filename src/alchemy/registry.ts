@@ -10,6 +10,7 @@ import type { Family, MethodRegistry, MethodSpec } from '../rpc/methods/spec.ts'
  */
 const unservedAlchemy: Family = {
   pattern: /^alchemy_/,
+  what: 'Any other alchemy_* name is refused with -32601 saying Halyard does not serve it',
   spec: (name) =>
     m(name, 0, {
       label: 'other',
@@ -37,6 +38,10 @@ export function alchemyRegistry(
     *specs() {
       yield* own.specs()
       for (const d of delegates) for (const s of d.specs()) if (!ownNames.has(s.name)) yield s
+    },
+    *families() {
+      yield* own.families()
+      for (const d of delegates) yield* d.families()
     },
   }
 }

@@ -21,6 +21,9 @@ export function registerAlchemyRpcRoute(
       // Any scope one of its methods needs reaches the endpoint; each call is then checked.
       scope: ['rpc:read', 'rpc:write', 'data:read', 'bundler:send', 'gas:manage'],
       what: 'the Alchemy-compatible JSON-RPC API',
+      summary: 'Alchemy-compatible JSON-RPC',
+      description:
+        "Alchemy's URL shape with the key in the path: the EVM methods of /v1/rpc, the alchemy_* methods Halyard answers from its index (token balances and metadata, asset transfers, receipts, simulation), and the bundler's and paymaster's methods, each with its own scope and cost. Methods: GET /v1/openrpc.json.",
       kinds: ['evm'],
       registry: deps.registry,
       alias: ALCHEMY_ALIAS,

@@ -63,10 +63,14 @@ export function registerAlchemyWsRoute(app: FastifyInstance): void {
   defineRoute(app, {
     method: 'GET',
     url: ALCHEMY_V2,
+    summary: 'Alchemy-compatible WebSocket endpoint',
+    description:
+      "Upgrade to a WebSocket at the same URL as the Alchemy-compatible JSON-RPC root (key in the path), with Alchemy's subscriptions. A plain GET without the upgrade is refused with 400 saying so.",
     scope: 'any-key',
     cost: 1,
     network: { from: 'alias', param: ALCHEMY_ALIAS.param, kinds: ['evm'] },
     keyInPath: ALCHEMY_ALIAS.keyParam,
+    websocket: true,
     what: 'the Alchemy-compatible WebSocket endpoint',
     schema: { params: alchemyRootParams },
     handler: () => {

@@ -153,6 +153,7 @@ export function accountKitRows(deps: AccountKitDeps): MethodSpec[] {
       // Signs paymaster data (a reservation against the deposit), as pm_getPaymasterData.
       access: 'write',
       coalesce: false,
+      params: requestParams,
       run: run('alchemy_requestGasAndPaymasterAndData', request),
     }),
   ]

@@ -187,6 +187,7 @@ export function bundlerRegistry(
   return {
     describe: inner.describe,
     specs: inner.specs,
+    families: inner.families,
     lookup(network, method) {
       const found = inner.lookup(network, method)
       if (!found.ok) return found
@@ -210,6 +211,9 @@ export function registerBundlerRoute(
       url: '/v1/bundler/:chain/:network',
       scope: SCOPE,
       what: 'the ERC-4337 bundler',
+      summary: 'ERC-4337 bundler (JSON-RPC)',
+      description:
+        'The ERC-7769 bundler methods (eth_sendUserOperation, eth_estimateUserOperationGas, eth_getUserOperationByHash, eth_getUserOperationReceipt, eth_supportedEntryPoints, eth_chainId) on networks that run a bundler, with the bundler:send scope. Methods and costs: GET /v1/openrpc.json.',
       kinds: ['evm'],
       registry: deps.registry,
     },

@@ -61,6 +61,9 @@ export function registerPaymasterRoute(
       url: '/v1/paymaster/:chain/:network',
       scope: 'gas:manage',
       what: 'the ERC-7677 paymaster',
+      summary: 'ERC-7677 paymaster (JSON-RPC)',
+      description:
+        "pm_getPaymasterStubData and pm_getPaymasterData: paymaster fields for a UserOperation under one of the account's gas policies (the policy id in the context parameter), with the gas:manage scope. Methods and costs: GET /v1/openrpc.json.",
       kinds: ['evm'],
       registry: deps.registry,
     },

@@ -58,6 +58,9 @@ export function registerPolicyRoutes(
     ...scoped,
     method: 'POST',
     url: '/v1/gas/policies',
+    summary: 'Create a gas policy',
+    description:
+      'A sponsorship policy of the account on one network: rules (allowed senders and contracts, per-operation, per-user and per-day ceilings, time window) that ERC-4337 operations must meet to be sponsored. Needs a paymaster signer configured on the server.',
     schema: { body: createPolicySchema },
     responses: { 201: policy },
     handler: async ({ caller, body, reply }) => {
@@ -72,6 +75,9 @@ export function registerPolicyRoutes(
     ...scoped,
     method: 'GET',
     url: '/v1/gas/policies',
+    summary: 'List gas policies',
+    description:
+      "The account's sponsorship policies, newest first, paginated with `page` and `limit` (25 by default, 100 at most).",
     schema: { query: pageQuery(25) },
     responses: { 200: policyList },
     handler: ({ caller, query }) => policies.list(visibleTo(caller, networks), query),
@@ -81,6 +87,8 @@ export function registerPolicyRoutes(
     ...scoped,
     method: 'GET',
     url: '/v1/gas/policies/:id',
+    summary: 'Get a gas policy',
+    description: 'One policy of the account with its rules, status and what it has spent.',
     schema: { params: byId },
     responses: { 200: policy },
     handler: ({ caller, params }) => policies.get(visibleTo(caller, networks), params.id),
@@ -90,6 +98,9 @@ export function registerPolicyRoutes(
     ...scoped,
     method: 'PATCH',
     url: '/v1/gas/policies/:id',
+    summary: 'Update a gas policy',
+    description:
+      "Changes a policy's name, rules or status (`active` or `paused`); send at least one. Applies to operations sponsored after it.",
     schema: { params: byId, body: updatePolicySchema },
     responses: { 200: policy },
     handler: ({ caller, params, body }) => policies.update(visibleTo(caller, networks), params.id, body),
@@ -99,6 +110,8 @@ export function registerPolicyRoutes(
     ...scoped,
     method: 'DELETE',
     url: '/v1/gas/policies/:id',
+    summary: 'Delete a gas policy',
+    description: 'Deletes the policy; operations already signed under it settle as usual.',
     schema: { params: byId },
     handler: ({ caller, params }) => policies.delete(visibleTo(caller, networks), params.id),
   })

@@ -24,6 +24,9 @@ export function registerGasPriceRoutes(app: FastifyInstance, gas: GasPriceServic
   defineRoute(app, {
     method: 'GET',
     url: '/v1/gas/:chain/prices',
+    summary: 'Gas price estimates',
+    description:
+      'Fee estimates for the next blocks from recent fee history: base fee and slow, standard and fast priority fees (EIP-1559), or legacy gas prices where the network has no base fee. 2 CU.',
     scope: 'data:read',
     cost: 2,
     network: { from: 'slug', param: 'chain' },

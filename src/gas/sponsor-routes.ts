@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify'
+import { z } from 'zod'
 import type { NetworkRegistry } from '../chains/registry.ts'
 import { invalidRequest } from '../errors.ts'
 import { requireNetworkAccess, visibleTo } from '../http/access.ts'
@@ -16,6 +17,24 @@ export const NOT_CONFIGURED =
   'gas sponsorship is not configured: no paymaster signer key (HALYARD_PAYMASTER_KEY or HALYARD_PAYMASTER_KEY_FILE)'
 
 /** `sponsor` is null when no paymaster signer is configured: every request is refused saying so. */
+const hex = z.string().regex(/^0x[0-9a-fA-F]*$/)
+/** SponsorResult on the wire. */
+const sponsored = z.object({
+  paymaster: hex,
+  paymasterData: hex,
+  paymasterVerificationGasLimit: hex,
+  paymasterPostOpGasLimit: hex,
+  sponsored_gas_usd: z
+    .string()
+    .nullable()
+    .describe('The most the operation can cost in USD; null without a price'),
+  paymasterAndData: hex.optional().describe('EntryPoint v0.6 only: paymaster and paymasterData in one field'),
+  entryPoint: hex,
+  validUntil: z.number().int(),
+  validAfter: z.number().int(),
+  sponsorship_id: z.string(),
+})
+
 export function registerSponsorRoutes(
   app: FastifyInstance,
   networks: NetworkRegistry,
@@ -24,9 +43,13 @@ export function registerSponsorRoutes(
   defineRoute(app, {
     method: 'POST',
     url: '/v1/gas/sponsor',
+    summary: 'Sponsor a UserOperation',
+    description:
+      "Checks a UserOperation against the policy's rules and, when they allow it, answers the paymaster fields (paymasterAndData for EntryPoint v0.6, paymaster and its data for v0.7) signed by the server's paymaster, reserving the operation's maximum cost against the policy's ceilings. 5 CU.",
     scope: 'gas:manage',
     cost: 5,
     what: 'gas sponsorship',
+    responses: { 200: sponsored },
     schema: { body: sponsorBodySchema },
     handler: ({ caller, body }) => {
       requireNetworkAccess(caller, networks.getBySlug(body.chain))

@@ -46,16 +46,26 @@ export const uint256 = (name: string, o: { jsonNumber?: boolean } = {}) => {
 /** A decimal integer query parameter in [min, max], `dflt` when absent; else a 400 naming it. */
 export const intString = (name: string, min: number, max: number, dflt: number) => {
   const range = `${name} must be an integer between ${min} and ${max}`
-  return z
-    .string({ error: range })
-    .optional()
-    .transform((v, ctx) => {
-      if (v === undefined) return dflt
-      const n = /^\d{1,9}$/.test(v) ? Number(v) : Number.NaN
-      if (n >= min && n <= max) return n
-      ctx.addIssue({ code: 'custom', message: Number.isNaN(n) ? range : `${range} (got ${n})` })
-      return z.NEVER
-    })
+  return (
+    z
+      .string({ error: range })
+      .optional()
+      .transform((v, ctx) => {
+        if (v === undefined) return dflt
+        const n = /^\d{1,9}$/.test(v) ? Number(v) : Number.NaN
+        if (n >= min && n <= max) return n
+        ctx.addIssue({ code: 'custom', message: Number.isNaN(n) ? range : `${range} (got ${n})` })
+        return z.NEVER
+      })
+      // What a client sends, for OpenAPI and generated clients: an integer, not any string.
+      .meta({
+        type: 'integer',
+        minimum: min,
+        maximum: max,
+        description: `${name[0]!.toUpperCase()}${name.slice(1)}, from ${min} to ${max}; ${dflt} when absent`,
+        example: dflt,
+      } as Record<string, unknown>)
+  )
 }
 
 /**

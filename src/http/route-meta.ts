@@ -45,6 +45,10 @@ export interface RouteMeta {
   readonly parseParams: boolean
   /** Names the route in refusals: "this API key lacks the data:read scope required for …". */
   readonly what: string
+  /** OpenAPI's summary of the operation (a few words); `what` when absent. */
+  readonly summary: string | undefined
+  /** What the operation does, for OpenAPI's description (a paragraph). */
+  readonly description: string | undefined
   /** The WebSocket path: `?apiKey=` is read there too (browsers cannot set headers on a WebSocket), even on a plain GET. */
   readonly keyInQuery: boolean
   /**
@@ -53,4 +57,6 @@ export interface RouteMeta {
    */
   readonly keyInPath: string | undefined
   readonly responses: RouteResponses
+  /** A WebSocket endpoint: it answers an upgrade with 101; a plain GET is told so (400). */
+  readonly websocket: boolean
 }

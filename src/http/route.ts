@@ -46,6 +46,11 @@ interface CommonSpec<P, Q, B> {
   readonly url: string
   readonly schema?: InputSchemas<P, Q, B>
   readonly what?: string
+  /** OpenAPI's summary and description: every documented route has both (src/openapi's test). */
+  readonly summary?: string
+  readonly description?: string
+  /** A WebSocket endpoint (OpenAPI documents its 101). */
+  readonly websocket?: boolean
   readonly responses?: RouteResponses
 }
 
@@ -80,9 +85,12 @@ export function defineRoute<
     schema,
     parseParams: !provenByNetwork(schema.params, spec.network),
     what: spec.what ?? `${spec.method} ${spec.url}`,
+    summary: spec.summary,
+    description: spec.description,
     keyInQuery: spec.keyInQuery ?? false,
     keyInPath: spec.keyInPath,
     responses: spec.responses ?? {},
+    websocket: spec.websocket ?? false,
   }
   app.route({
     method: spec.method,
@@ -131,9 +139,12 @@ export function definePublicRoute<P = unknown, Q = unknown, B = unknown>(
     schema: (spec.schema ?? {}) as InputSchemas,
     parseParams: true,
     what: spec.what ?? `${spec.method} ${spec.url}`,
+    summary: spec.summary,
+    description: spec.description,
     keyInQuery: false,
     keyInPath: undefined,
     responses: spec.responses ?? {},
+    websocket: spec.websocket ?? false,
   }
   app.route({
     method: spec.method,

@@ -63,6 +63,9 @@ export function registerNftRoutes(app: FastifyInstance, nfts: NftService, histor
   defineRoute(app, {
     method: 'GET',
     url: '/v1/nfts/:chain/metadata/:contract/:token_id',
+    summary: 'NFT metadata',
+    description:
+      "The token's metadata (name, description, image, attributes) read from its tokenURI (ipfs:// and ar:// through gateways), cached; `refresh=true` reads it again. ERC-721 and ERC-1155.",
     scope: 'data:read',
     cost: 10,
     network: EVM_SLUG,
@@ -79,6 +82,9 @@ export function registerNftRoutes(app: FastifyInstance, nfts: NftService, histor
   defineRoute(app, {
     method: 'GET',
     url: '/v1/nfts/:chain/collection/:contract',
+    summary: 'NFT collection',
+    description:
+      "A collection's name, symbol, standard (ERC721 or ERC1155), total supply where the contract reports one, and its contract metadata.",
     scope: 'data:read',
     cost: 10,
     network: EVM_SLUG,
@@ -95,6 +101,9 @@ export function registerNftRoutes(app: FastifyInstance, nfts: NftService, histor
   defineRoute(app, {
     method: 'GET',
     url: '/v1/nfts/:chain/owned/:address',
+    summary: 'NFTs owned by an address',
+    description:
+      'The NFTs `address` holds, from the index, paginated with `page` and `limit` (50 by default, 100 at most), optionally for some contracts only. Index coverage headers say how complete the answer is while a history scan runs.',
     scope: 'data:read',
     cost: 20,
     network: EVM_SLUG,

@@ -23,6 +23,9 @@ export function registerOpenApi(host: FeatureHost): void {
     method: 'GET',
     url: '/v1/openapi.json',
     what: 'the OpenAPI document',
+    summary: 'OpenAPI document',
+    description:
+      'This document: OpenAPI 3.1, generated from the schemas the routes validate with. The JSON-RPC methods are in GET /v1/openrpc.json. No key.',
     responses: { 200: documentShape },
     handler: () => {
       doc ??= buildOpenApi(declaredRoutes(app))

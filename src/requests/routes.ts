@@ -35,6 +35,9 @@ export function registerRequestRoutes(
   defineRoute(app, {
     method: 'GET',
     url: '/v1/requests',
+    summary: "List the account's recorded requests",
+    description:
+      "The request explorer's data: the account's recent JSON-RPC calls (each batch item on its own) with key, surface, network, method, status or error code, latency, compute units and request id, filterable; params and answers redacted and capped (docs/request-explorer.md).",
     scope: 'any-key',
     cost: 1,
     what: 'request log',

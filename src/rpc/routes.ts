@@ -12,6 +12,7 @@ import { DEFAULT_MAX_BATCH } from './envelope.ts'
 import { jsonRpcFastLane } from './fast-lane.ts'
 import type { MethodRegistry } from './methods/spec.ts'
 import type { RpcService } from './service.ts'
+import { recordSurface } from './surfaces.ts'
 
 /** A JSON-RPC request object or a batch array; the envelope of each call is checked per call. */
 export const jsonRpcBody = z.custom<object>((v) => typeof v === 'object' && v !== null, {
@@ -35,6 +36,9 @@ export function defineJsonRpcRoute(
     url: string
     scope: Scope | readonly [Scope, ...Scope[]]
     what: string
+    /** OpenAPI's summary and description of the route (its methods are in the OpenRPC document). */
+    summary?: string
+    description?: string
     kinds?: readonly ChainKind[]
     registry?: MethodRegistry
     /**
@@ -66,6 +70,14 @@ export function defineJsonRpcRoute(
         endpoint,
       ),
     )
+  recordSurface(app, {
+    url: route.url,
+    what: route.what,
+    scope: route.scope,
+    kinds: route.kinds,
+    registry: route.registry,
+    keyInPath: route.alias !== undefined,
+  })
   defineRoute(app, {
     method: 'POST',
     url: route.url,
@@ -76,6 +88,8 @@ export function defineJsonRpcRoute(
     ...(route.alias ? { keyInPath: route.alias.keyParam } : {}),
     ...(recording ? { hooks: recordingHooks(recording, route.what) } : {}),
     what: route.what,
+    ...(route.summary ? { summary: route.summary } : {}),
+    ...(route.description ? { description: route.description } : {}),
     schema: { params: route.params ?? networkPair, body: jsonRpcBody },
     handler: jsonRpcEndpoint(endpoint),
   })
@@ -94,7 +108,14 @@ export function registerRpcRoutes(app: FastifyInstance, deps: Deps) {
   // Either scope reaches the endpoint; each call is then checked against its method's scope.
   defineJsonRpcRoute(
     app,
-    { url: '/v1/rpc/:chain/:network', scope: ['rpc:read', 'rpc:write'], what: 'JSON-RPC' },
+    {
+      url: '/v1/rpc/:chain/:network',
+      scope: ['rpc:read', 'rpc:write'],
+      what: 'JSON-RPC',
+      summary: 'JSON-RPC gateway',
+      description:
+        "The network's JSON-RPC (EVM or Solana) through Halyard's upstream pool: a request object or a batch array. Each call needs its method's scope (rpc:read for reads, rpc:write for sends) and costs its method's compute units; a method-level error is a 200 with a JSON-RPC error. Every method, with its scope and cost: GET /v1/openrpc.json.",
+    },
     deps,
   )
 }

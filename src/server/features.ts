@@ -11,6 +11,7 @@ import type { IndexerService } from '../indexer/service.ts'
 import { registerNfts } from '../nfts/register.ts'
 import type { NftService } from '../nfts/service.ts'
 import { registerOpenApi } from '../openapi/register.ts'
+import { registerOpenRpc } from '../openrpc/register.ts'
 import { type RequestLog, registerRequests } from '../requests/register.ts'
 import { registerRpc } from '../rpc/register.ts'
 import type { RpcService } from '../rpc/service.ts'
@@ -70,6 +71,7 @@ export async function registerFeatures(host: FeatureHost): Promise<Features> {
   const bundler = registerBundler(host, { rpc, gasPrices, sponsorship })
   registerAlchemy(host, { rpc, data, nfts, transfers, ws, sponsorship, bundler, history: indexer.history })
   registerOpenApi(host)
+  registerOpenRpc(host)
   const dashboard = registerDashboard(host, { webhooks, sponsorship, wallets, indexer, requests })
   return {
     usage,

@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify'
+import { z } from 'zod'
 import { chainId, malformedAnswer, nodeError } from '../chains/reads.ts'
 import type { NetworkRegistry } from '../chains/registry.ts'
 import { withTimeout } from '../common/time.ts'
@@ -28,13 +29,33 @@ interface Deps {
   checks?: ReadinessCheck[]
 }
 
+const health = z.object({ status: z.literal('ok') })
+const readiness = z.object({
+  status: z.enum(['ready', 'not_ready']),
+  checks: z
+    .record(z.string(), z.string())
+    .describe('One line per check: "ok", "failing: <why>", or what an informational check reports'),
+})
+
 /** GET /health, /ready, /metrics: no key, no secrets. */
 export function registerOpsRoutes(app: FastifyInstance, deps: Deps) {
-  definePublicRoute(app, { method: 'GET', url: '/health', handler: () => ({ status: 'ok' }) })
+  definePublicRoute(app, {
+    method: 'GET',
+    url: '/health',
+    responses: { 200: health },
+    summary: 'Liveness probe',
+    description:
+      'Answers `{"status":"ok"}` while the process serves HTTP. It checks no dependency: use `/ready` for that. No key.',
+    handler: () => ({ status: 'ok' }),
+  })
 
   definePublicRoute(app, {
     method: 'GET',
     url: '/ready',
+    responses: { 200: readiness },
+    summary: 'Readiness probe',
+    description:
+      "Checks the database (a write), each network's upstream (eth_chainId or getHealth, 2 s each) and the features' own checks (bundler executor balance, paymaster deposit). Answers 200 `ready` or 503 `not_ready`, with one line per check. No key.",
     handler: async ({ reply }) => {
       const results: Record<string, string> = {}
       let ready = true
@@ -84,6 +105,9 @@ export function registerOpsRoutes(app: FastifyInstance, deps: Deps) {
   definePublicRoute(app, {
     method: 'GET',
     url: '/metrics',
+    summary: 'Prometheus metrics',
+    description:
+      'Prometheus text format: requests, upstream health and latency, cache, webhooks, bundler and index series (docs/observability is where they are described when that page exists). No key; keep it on a private network.',
     handler: ({ reply }) => {
       reply.header('content-type', deps.metrics.registry.contentType)
       return clusterMetrics ? clusterMetrics.scrape() : deps.metrics.registry.metrics()

@@ -47,6 +47,9 @@ export function registerTokenRoutes(app: FastifyInstance, tokens: TokenService, 
   defineRoute(app, {
     method: 'GET',
     url: '/v1/tokens/:chain/balances/:address',
+    summary: 'Token balances',
+    description:
+      'The ERC-20 balances of `address` (tokens from the index, balances read at the head through Multicall3), with metadata and, where configured, USD prices; paginated with `page` and `limit` (50 by default, 100 at most). 20 CU.',
     scope: 'data:read',
     cost: 20,
     network: EVM_SLUG,
@@ -64,6 +67,9 @@ export function registerTokenRoutes(app: FastifyInstance, tokens: TokenService, 
   defineRoute(app, {
     method: 'GET',
     url: '/v1/tokens/:chain/metadata/:contract',
+    summary: 'Token metadata',
+    description:
+      "An ERC-20 token's name, symbol, decimals and logo, read from the contract and cached. 5 CU.",
     scope: 'data:read',
     cost: 5,
     network: EVM_SLUG,

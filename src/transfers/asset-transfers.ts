@@ -6,7 +6,7 @@ import { answerJsonRpc } from '../http/jsonrpc-errors.ts'
 import { RPC_INVALID_PARAMS, RpcError, type RpcOutcome } from '../jsonrpc.ts'
 import type { Logger } from '../logger.ts'
 import { m } from '../rpc/methods/row.ts'
-import type { ExecContext, MethodSpec } from '../rpc/methods/spec.ts'
+import { type ExecContext, type MethodSpec, variableCost } from '../rpc/methods/spec.ts'
 import type { TokenMeta } from '../tokens/store.ts'
 import { type Address, addressProblem, toLowerAddress } from '../types.ts'
 import { decodeCursor, encodeCursor } from './cursor.ts'
@@ -312,5 +312,6 @@ export function assetTransfersRow(deps: AssetTransfersDeps): MethodSpec {
     answerJsonRpc({ logger: deps.logger, what: 'alchemy_getAssetTransfers' }, () =>
       getAssetTransfers(deps.transfers, x.network, parseAssetTransfersParams(params)),
     )
-  return m('alchemy_getAssetTransfers', assetTransfersCost, { scope: 'data:read', run })
+  const cost = variableCost('20 CU per started 100 of maxCount (20 to 200)', assetTransfersCost)
+  return m('alchemy_getAssetTransfers', cost, { scope: 'data:read', run })
 }

@@ -104,6 +104,9 @@ export function registerTransferRoutes(
   defineRoute(app, {
     method: 'GET',
     url: '/v1/transfers/:chain/:address',
+    summary: 'Transfers of an address',
+    description:
+      'Native, ERC-20, ERC-721 and ERC-1155 transfers from or to `address`, from the index, newest first, with a cursor for the next page; filters by direction, category and block range. 20 CU.',
     scope: 'data:read',
     // Like the other list routes (token balances, owned NFTs): one indexed read per page.
     cost: 20,

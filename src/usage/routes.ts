@@ -50,6 +50,9 @@ export function registerUsageRoutes(app: FastifyInstance, storage: Storage): voi
   defineRoute(app, {
     method: 'GET',
     url: '/v1/usage',
+    summary: 'Usage of the account',
+    description:
+      "Requests and compute units of the calling key's account over a time range, per day or hour, per key and per method group, with the plan's limits. Any valid key may read it.",
     scope: 'any-key',
     cost: 1,
     what: 'usage',

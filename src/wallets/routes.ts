@@ -86,6 +86,9 @@ export function registerWalletRoutes(
     ...scoped,
     method: 'POST',
     url: '/v1/wallets/create',
+    summary: 'Create a smart wallet',
+    description:
+      'Computes the counterfactual ERC-4337 account address for `owner` (and `salt`) on `chain` and records it for the calling key. Creating the same wallet again answers 200 with the same wallet instead of 201. Nothing is deployed: the account deploys with its first UserOperation. 5 CU.',
     cost: 5,
     schema: { body: createBodySchema },
     responses: { 200: createdWallet, 201: createdWallet },
@@ -108,6 +111,9 @@ export function registerWalletRoutes(
     ...scoped,
     method: 'GET',
     url: '/v1/wallets/:address',
+    summary: 'Get a smart wallet',
+    description:
+      'One wallet the calling key created, with its deployment state on the network (`chain`, when it is on several). 404 when this key did not create it. 1 CU.',
     cost: 1,
     schema: { params: z.object({ address: address('address') }), query: z.object({ chain: chainQuery }) },
     responses: { 200: wallet },
@@ -119,6 +125,9 @@ export function registerWalletRoutes(
     ...scoped,
     method: 'GET',
     url: '/v1/wallets',
+    summary: 'List smart wallets',
+    description:
+      'The wallets the calling key created, newest first, paginated with `page` and `limit` (25 by default, 100 at most), optionally on one `chain`. 1 CU.',
     cost: 1,
     schema: { query: pageQuery(25).extend({ chain: chainQuery }) },
     responses: { 200: walletList },

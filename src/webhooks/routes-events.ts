@@ -75,6 +75,9 @@ export function registerWebhookEventRoutes(
     ...scoped,
     method: 'GET',
     url: '/v1/webhooks/:id/events',
+    summary: "List a webhook's events",
+    description:
+      'Newest first, filterable by `status`; each event with its attempt count, last error and `next_retry_at` while a retry is due (docs/webhooks.md, "Event history").',
     schema: { params: byId, query: listQuery },
     responses: { 200: eventList },
     handler: ({ caller, params, query }) =>
@@ -85,6 +88,9 @@ export function registerWebhookEventRoutes(
     ...scoped,
     method: 'GET',
     url: '/v1/webhooks/:id/events/:event_id',
+    summary: 'Get one webhook event',
+    description:
+      "The payload as delivered, every attempt (status code, error, latency, the first 512 bytes of the receiver's answer) and `matched_by`: the webhook's filters the event satisfies.",
     schema: { params: z.object({ id: webhookId, event_id: eventId }) },
     responses: { 200: eventDetail },
     handler: ({ caller, params }) =>
@@ -95,6 +101,9 @@ export function registerWebhookEventRoutes(
     ...scoped,
     method: 'POST',
     url: '/v1/webhooks/:id/redeliver-failed',
+    summary: 'Redeliver the failed events of a time range',
+    description:
+      'Queues every `failed` event created in `[from, to)` (ISO 8601, at most 31 days apart) again and answers how many (`requeued`).',
     schema: { params: byId, body: redeliverBody },
     responses: { 200: requeued },
     handler: ({ caller, params, body }) =>

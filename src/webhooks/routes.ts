@@ -186,6 +186,9 @@ export function registerWebhookRoutes(
     ...scoped,
     method: 'POST',
     url: '/v1/webhooks',
+    summary: 'Create a webhook',
+    description:
+      'Delivers matching events (address activity, token, NFT and internal transfers, mined and pending transactions, logs, new blocks) on one network to an HTTPS URL, signed with the `signing_secret` answered here once. `format` picks delivery form A (default) or B; docs/webhooks-verify.md shows how a receiver checks either.',
     schema: { body: createBody },
     responses: { 201: createdWebhook },
     handler: async ({ caller, body, reply }) => {
@@ -203,6 +206,9 @@ export function registerWebhookRoutes(
     ...scoped,
     method: 'GET',
     url: '/v1/webhooks',
+    summary: 'List webhooks',
+    description:
+      "The account's webhooks, newest first, paginated with `page` and `limit` (25 by default, 100 at most). Secrets are never shown again.",
     schema: { query: listQuery },
     responses: { 200: webhookList },
     handler: ({ caller, query }) => webhooks.list(visibleTo(caller, networks), query),
@@ -212,6 +218,9 @@ export function registerWebhookRoutes(
     ...scoped,
     method: 'GET',
     url: '/v1/webhooks/:id',
+    summary: 'Get a webhook',
+    description:
+      'One webhook of the account: URL, network, event types, config, delivery form and status (`active`, `paused` after repeated failures, or `disabled`).',
     schema: { params: byId },
     responses: { 200: webhook },
     handler: async ({ caller, params }) => view(await webhooks.get(visibleTo(caller, networks), params.id)),
@@ -221,6 +230,9 @@ export function registerWebhookRoutes(
     ...scoped,
     method: 'PATCH',
     url: '/v1/webhooks/:id',
+    summary: 'Update a webhook',
+    description:
+      'Changes the URL, event types, config, delivery form or status; `status: "active"` resumes a paused webhook and its pending events. Applies to events matched after it.',
     schema: { params: byId, body: patchBody },
     responses: { 200: updatedWebhook },
     handler: ({ caller, params, body }) => webhooks.update(visibleTo(caller, networks), params.id, body),
@@ -230,6 +242,8 @@ export function registerWebhookRoutes(
     ...scoped,
     method: 'DELETE',
     url: '/v1/webhooks/:id',
+    summary: 'Delete a webhook',
+    description: 'Deletes the webhook; its pending events are not delivered.',
     schema: { params: byId },
     responses: { 200: deletedWebhook },
     handler: ({ caller, params }) => webhooks.delete(visibleTo(caller, networks), params.id),
@@ -239,6 +253,9 @@ export function registerWebhookRoutes(
     ...scoped,
     method: 'GET',
     url: '/v1/webhooks/:id/deliveries',
+    summary: 'Delivery history',
+    description:
+      "The webhook's delivery attempts, newest first: event id, attempt number, the receiver's status code or the error, and the duration; paginated with `page` and `limit`.",
     schema: { params: byId, query: pageQuery(25) },
     responses: { 200: deliveryList },
     handler: ({ caller, params, query }) =>
@@ -249,6 +266,9 @@ export function registerWebhookRoutes(
     ...scoped,
     method: 'POST',
     url: '/v1/webhooks/:id/test',
+    summary: 'Send a test event',
+    description:
+      "Queues a sample event of the webhook's first event type, marked `test: true`, signed and delivered like a real one (not while the webhook is paused).",
     schema: { params: byId },
     responses: { 200: testEvent },
     handler: ({ caller, params }) => webhooks.sendTest(visibleTo(caller, networks), params.id),
@@ -258,6 +278,9 @@ export function registerWebhookRoutes(
     ...scoped,
     method: 'POST',
     url: '/v1/webhooks/:id/rotate-secret',
+    summary: 'Rotate the signing secret',
+    description:
+      'Makes a new signing secret and answers it once; every attempt from now on, retries of older events included, is signed with it only.',
     schema: { params: byId },
     responses: { 200: rotatedSecret },
     handler: ({ caller, params }) => webhooks.rotateSecret(visibleTo(caller, networks), params.id),
@@ -267,6 +290,9 @@ export function registerWebhookRoutes(
     ...scoped,
     method: 'POST',
     url: '/v1/webhooks/:id/deliveries/:event_id/redeliver',
+    summary: 'Redeliver an event',
+    description:
+      'Queues one recorded event again, with a fresh retry schedule, whatever its outcome was. The event id stays the same, so receivers deduplicate it.',
     schema: { params: z.object({ id: webhookId, event_id: eventId }) },
     responses: { 200: queuedEvent },
     handler: ({ caller, params }) =>

@@ -81,9 +81,9 @@ describe('verifyWebhook', () => {
   })
 
   it('accepts what the service signs, as text, bytes or fetch Headers', () => {
-    expect(verifyWebhook(body, headers(now), secret)).toEqual({ ok: true })
-    expect(verifyWebhook(Buffer.from(body), headers(now), secret)).toEqual({ ok: true })
-    expect(verifyWebhook(body, new Headers(headers(now)), secret)).toEqual({ ok: true })
+    expect(verifyWebhook(body, headers(now), secret)).toEqual({ ok: true, form: 'A' })
+    expect(verifyWebhook(Buffer.from(body), headers(now), secret)).toEqual({ ok: true, form: 'A' })
+    expect(verifyWebhook(body, new Headers(headers(now)), secret)).toEqual({ ok: true, form: 'A' })
     // Independent of our helper: Node's crypto over `{timestamp}.{raw body}`.
     expect(sign(secret, now, body)).toBe(createHmac('sha256', secret).update(`${now}.${body}`).digest('hex'))
   })

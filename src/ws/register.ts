@@ -28,9 +28,13 @@ export function registerWs(host: FeatureHost, deps: { rpc: RpcService }): WsServ
   defineRoute(app, {
     method: 'GET',
     url: '/v1/ws/:chain/:network',
+    summary: 'WebSocket endpoint',
+    description:
+      'Upgrade to a WebSocket speaking JSON-RPC 2.0: the same methods, scopes and compute units as `/v1/rpc`, plus eth_subscribe (newHeads, logs, newPendingTransactions) and eth_unsubscribe. A plain GET without the upgrade is refused with 400 saying so. Browsers pass the key as `?apiKey=`.',
     scope: 'any-key',
     cost: 1,
     keyInQuery: true,
+    websocket: true,
     schema: { params: networkPair },
     handler: () => {
       throw invalidRequest(

@@ -37,6 +37,7 @@ export function receiptRows(logger: Logger): MethodSpec[] {
   return [
     // eth_getBlockReceipts' own weight (50 CU): the same upstream work.
     m('alchemy_getTransactionReceipts', 50, {
+      params: receiptsParams,
       run: (x, params) =>
         answerJsonRpc({ logger: logger, what: 'alchemy_getTransactionReceipts' }, async () => {
           const [q] = parseParams(receiptsParams, params)

@@ -241,6 +241,7 @@ export function simulateRows(deps: SimulateDeps): MethodSpec[] {
     // One debug_traceCall (a full EVM execution, traced) plus cached token metadata.
     m('alchemy_simulateAssetChanges', 40, {
       coalesce: false,
+      params: simulateParams,
       run: (x, p) =>
         answerJsonRpc({ logger: deps.logger, what: 'alchemy_simulateAssetChanges' }, () =>
           simulate(x.network, p),

@@ -7,7 +7,7 @@ import type { Logger } from '../../logger.ts'
 import type { NetworkDataSources } from '../../prices/registry.ts'
 import { paramsTuple, parseParams } from '../../rpc/methods/params.ts'
 import { m } from '../../rpc/methods/row.ts'
-import type { MethodSpec } from '../../rpc/methods/spec.ts'
+import { type MethodSpec, variableCost } from '../../rpc/methods/spec.ts'
 import type { Database } from '../../storage/schema.ts'
 import { call, decodeUint, SELECTORS } from '../../tokens/erc20.ts'
 import type { TokenService } from '../../tokens/service.ts'
@@ -156,14 +156,23 @@ export function tokenRows(deps: TokenMethodDeps): MethodSpec[] {
   return [
     // As /v1/tokens/{chain}/balances (20 CU, ≤ 200 tokens read in one Multicall3 call); a longer
     // contract list pays 10 CU per further 100 balanceOf.
-    m('alchemy_getTokenBalances', balancesCost, {
-      scope: 'data:read',
-      run: (x, p) =>
-        answerJsonRpc({ logger: logger, what: 'alchemy_getTokenBalances' }, () => balances(x.network, p)),
-    }),
+    m(
+      'alchemy_getTokenBalances',
+      variableCost(
+        '20 CU, plus 10 per further 100 contracts past the first 200 of a contract list',
+        balancesCost,
+      ),
+      {
+        scope: 'data:read',
+        params: balancesParams,
+        run: (x, p) =>
+          answerJsonRpc({ logger: logger, what: 'alchemy_getTokenBalances' }, () => balances(x.network, p)),
+      },
+    ),
     // As /v1/tokens/{chain}/metadata (5 CU); mostly served from memory after the first read.
     m('alchemy_getTokenMetadata', 5, {
       scope: 'data:read',
+      params: metadataParams,
       run: (x, p) =>
         answerJsonRpc({ logger: logger, what: 'alchemy_getTokenMetadata' }, () => metadata(x.network, p)),
     }),

@@ -200,12 +200,17 @@ const refusedFamily = (name: string, why: string) =>
 export const evmFamilies: readonly Family[] = [
   // Would sign with, or send from, the node's own accounts, whatever the suffix
   // (eth_signTypedData, _v1, _v3, _v4, eth_sendTransactionSync, …).
-  { pattern: /^eth_sign[A-Za-z0-9_]*$/, spec: NO_KEYS },
-  { pattern: /^eth_sendTransaction[A-Za-z0-9_]*$/, spec: NO_KEYS },
+  { pattern: /^eth_sign[A-Za-z0-9_]*$/, spec: NO_KEYS, what: 'Refused: would sign with keys the node holds' },
+  {
+    pattern: /^eth_sendTransaction[A-Za-z0-9_]*$/,
+    spec: NO_KEYS,
+    what: "Refused: would send from the node's own accounts",
+  },
   // Writes Halyard does not list (an eth_send*/eth_submit* it does not know) are refused rather
   // than forwarded with a scope guessed from the name.
   {
     pattern: /^eth_(send|submit)[A-Za-z0-9_]*$/,
+    what: 'Refused: writes Halyard does not list are not forwarded',
     spec: (name) =>
       refusedFamily(
         name,
@@ -217,6 +222,7 @@ export const evmFamilies: readonly Family[] = [
   // none of them changes anything.
   {
     pattern: /^eth_get[A-Z][A-Za-z0-9]*$/,
+    what: `Other eth_get* state reads, forwarded (rpc:read, ${UNLISTED_CU} CU); a name that says it sends, signs or changes the node is refused`,
     spec: (name) =>
       NEVER_READ.test(name.slice(4))
         ? refusedFamily(name, 'Halyard does not forward this method')
@@ -225,6 +231,14 @@ export const evmFamilies: readonly Family[] = [
   // Served only where the operator turns debugMethods on, and then only the reads above.
   {
     pattern: /^(debug|trace)_[A-Za-z0-9_]+$/,
+    what: `debug_trace* and the listed debug_/trace_ reads, where the network's config sets debugMethods: true (rpc:read, ${UNLISTED_CU} CU); the others are refused`,
+    known: [
+      ...DEBUG_READS,
+      'debug_traceTransaction',
+      'debug_traceCall',
+      'debug_traceBlockByNumber',
+      'debug_traceBlockByHash',
+    ],
     spec: (name) =>
       DEBUG_READS.has(name) || (DEBUG_TRACE.test(name) && !NEVER_READ.test(name.slice(11)))
         ? debugRead(name)
@@ -235,6 +249,15 @@ export const evmFamilies: readonly Family[] = [
   },
   {
     pattern: /^(anvil|hardhat|evm|ganache)_[A-Za-z0-9]+$/,
+    what: `Devnet methods, on devnets only (${UNLISTED_CU} CU): the listed reads need rpc:read, every other one rpc:write; those that wipe or replace the devnet only where devMethods.destructive is true`,
+    known: [
+      ...DEVNET_READS,
+      'evm_mine',
+      'evm_increaseTime',
+      'anvil_setBalance',
+      'anvil_impersonateAccount',
+      ...DEVNET_DESTRUCTIVE,
+    ],
     spec: (name) =>
       m(name, UNLISTED_CU, {
         label: 'other',

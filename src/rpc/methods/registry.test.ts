@@ -5,8 +5,8 @@ import { describeMethod, registries } from './registry.ts'
 
 /**
  * The registry against the tables it replaced. test/fixtures/rpc/registry.fixture.txt was generated from the old
- * tables (auth/scopes.ts RPC_METHOD_SCOPES, limits/compute-units.ts, rpc/method-policy.ts,
- * rpc/cache-policy.ts, the pool's STICKY/WRITES/BROADCAST and rpc/service.ts UNSHARED) before
+ * tables (auth/scopes.ts RPC_METHOD_SCOPES, the compute-unit table of limits/, the method policy
+ * table of rpc/, rpc/cache-policy.ts, the pool's STICKY/WRITES/BROADCAST and rpc/service.ts UNSHARED) before
  * they were deleted: every method name they held, plus hostile and family names, on a mainnet,
  * a devnet, a devnet with debug and destructive methods enabled, and Solana. Deliberate changes
  * since: eth_sendUnsignedTransaction is a row (its label is its name) served on devnets only;

@@ -52,6 +52,7 @@ export function createRegistry(
       return why === undefined ? { ok: true, spec } : refuse(why)
     },
     specs: () => byName.values(),
+    families: () => families,
   }
 }
 

@@ -1,6 +1,6 @@
 import type { Scope } from '../../auth/scopes.ts'
 import { never, type PlanOf } from '../cache-policy.ts'
-import { FORWARD, flat, type MethodAccess, type MethodSpec } from './spec.ts'
+import { type CostRule, FORWARD, flat, type MethodAccess, type MethodSpec } from './spec.ts'
 
 type RowOptions = Partial<Omit<MethodSpec, 'name' | 'cost'>>
 
@@ -15,11 +15,7 @@ function defaultAccess(o: RowOptions): MethodAccess {
  * from the default: scope rpc:read, never cached, shared with identical in-flight calls,
  * forwarded to one upstream.
  */
-export function m(
-  name: string,
-  cost: number | ((params: readonly unknown[]) => number),
-  o: RowOptions = {},
-): MethodSpec {
+export function m(name: string, cost: number | CostRule, o: RowOptions = {}): MethodSpec {
   const scope: Scope = o.scope ?? (o.access === 'write' ? 'rpc:write' : 'rpc:read')
   const cache: PlanOf = o.cache ?? never
   return {
@@ -36,5 +32,6 @@ export function m(
     ...(o.ws ? { ws: o.ws } : {}),
     ...(o.gate ? { gate: o.gate } : {}),
     ...(o.refusal !== undefined ? { refusal: o.refusal } : {}),
+    ...(o.params ? { params: o.params } : {}),
   }
 }

@@ -1,3 +1,4 @@
+import type { z } from 'zod'
 import type { Scope } from '../../auth/scopes.ts'
 import type { Caller } from '../../auth/service.ts'
 import type { Network } from '../../chains/registry.ts'
@@ -22,7 +23,7 @@ export interface MethodSpec {
   readonly access: MethodAccess
   readonly scope: Scope
   /** Compute units for these params (eth_blockNumber 1, historical eth_getStorageAt 20). */
-  readonly cost: (params: readonly unknown[]) => number
+  readonly cost: CostRule
   /** May a cached answer exist for these params (cache-policy.ts)? */
   readonly cache: (params: readonly unknown[]) => CachePlan
   /**
@@ -39,6 +40,25 @@ export interface MethodSpec {
   readonly gate?: 'debug' | 'devnet' | 'devnet-destructive'
   /** Never served; the refusal says why. */
   readonly refusal?: string
+  /**
+   * The params tuple, where the row checks them itself (the `alchemy_*` rows): the OpenRPC
+   * document (src/openrpc) describes each position from it. Rows forwarded as given have none.
+   */
+  readonly params?: z.ZodType
+}
+
+/**
+ * Compute units as a function of the params. `note` says how the cost varies, and `pastBlock`
+ * what a read pinned to a past block costs (the OpenRPC document shows both); a flat cost has neither.
+ */
+export type CostRule = ((params: readonly unknown[]) => number) & {
+  readonly note?: string
+  readonly pastBlock?: number
+}
+
+/** A cost that depends on the params, with the sentence the OpenRPC document shows for it. */
+export function variableCost(note: string, fn: (params: readonly unknown[]) => number): CostRule {
+  return Object.assign((params: readonly unknown[]) => fn(params), { note })
 }
 
 /**
@@ -68,6 +88,10 @@ export interface ExecContext {
 export interface Family {
   readonly pattern: RegExp
   spec(name: string): MethodSpec
+  /** What the family admits, for the OpenRPC document. */
+  readonly what?: string
+  /** Names the family is known to serve (listed as methods in the OpenRPC document). */
+  readonly known?: readonly string[]
 }
 
 export type Lookup = { ok: true; spec: MethodSpec } | { ok: false; error: JsonRpcErrorObject }
@@ -79,6 +103,8 @@ export interface MethodRegistry {
   describe(method: string): MethodSpec | undefined
   /** Every row (metric children, docs, the parity test). */
   specs(): Iterable<MethodSpec>
+  /** The name patterns served beside the rows (the OpenRPC document lists them). */
+  families(): Iterable<Family>
 }
 
 export const FORWARD: UpstreamPolicy = { sticky: false, write: false, broadcast: false }
@@ -90,11 +116,21 @@ export const BROADCAST_WRITE: UpstreamPolicy = { sticky: false, write: true, bro
 const CURRENT_TAGS = new Set(['latest', 'pending', 'safe', 'finalized'])
 
 /** `cu` at the head; `historicalCu` when the block parameter at `blockParam` names a past block. */
-export const historical =
-  (blockParam: number, cu: number, historicalCu: number) =>
-  (params: readonly unknown[]): number => {
-    const block = params[blockParam]
-    return block !== undefined && !(typeof block === 'string' && CURRENT_TAGS.has(block)) ? historicalCu : cu
-  }
+export const historical = (blockParam: number, cu: number, historicalCu: number): CostRule =>
+  Object.assign(
+    (params: readonly unknown[]): number => {
+      const block = params[blockParam]
+      return block !== undefined && !(typeof block === 'string' && CURRENT_TAGS.has(block))
+        ? historicalCu
+        : cu
+    },
+    {
+      pastBlock: historicalCu,
+      note: `${cu} CU at the head (latest, pending, safe, finalized or no block parameter), ${historicalCu} CU when params[${blockParam}] names a past block`,
+    },
+  )
 
-export const flat = (cu: number) => () => cu
+export const flat =
+  (cu: number): CostRule =>
+  () =>
+    cu

@@ -1,7 +1,7 @@
 import { type Kysely, type Migration, sql } from 'kysely'
 
 /**
- * Webhooks (src/webhooks/instance.ts): every instance and cluster worker
+ * Webhooks (src/webhooks/cross-wake.ts instanceId): every instance and cluster worker
  * delivers, and each attempt records which one made it (`instance`: HALYARD_INSTANCE_ID, or
  * hostname:pid). Null for attempts recorded before this migration.
  */
