@@ -153,7 +153,11 @@ function methodObject(name: string, uses: readonly [Served, MethodSpec][], serve
     tags: [...new Set([...uses.map(([s]) => s.name), ...uses.map(([, spec]) => `scope:${spec.scope}`)])].map(
       (t) => ({ name: t }),
     ),
-    servers: [...new Set(uses.map(([s]) => s.name))].map((n) => servers.get(n)),
+    // Name and URL only: the full server objects are the document's `servers`.
+    servers: [...new Set(uses.map(([s]) => s.name))].map((n) => {
+      const { name: sn, url } = servers.get(n) as { name: string; url: string }
+      return { name: sn, url }
+    }),
     paramStructure: 'by-position',
     params: params ?? [],
     result: { name: 'result', schema: {} },
@@ -162,9 +166,9 @@ function methodObject(name: string, uses: readonly [Served, MethodSpec][], serve
     'x-halyard-compute-units': distinct(uses.map(([, spec]) => spec.cost([]))),
     'x-halyard-surfaces': uses.map(([s, spec]) => surfaceFacts(s, spec)),
   }
-  if (!params)
-    method['x-halyard-params'] = 'forwarded as given: the params of the method as its definition has them'
-  if (docs) method.externalDocs = docs
+  // Without a params schema the params go upstream as given: the method's definition (externalDocs) has them.
+  if (!params) method['x-halyard-params-forwarded'] = true
+  if (docs) method.externalDocs = { url: docs.url }
   return method
 }
 

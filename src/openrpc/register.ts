@@ -1,4 +1,5 @@
 import { z } from 'zod'
+import { invalidRequest } from '../errors.ts'
 import type { FeatureHost } from '../http/host.ts'
 import { definePublicRoute } from '../http/route.ts'
 import type { JsonSchema } from '../openapi/document.ts'
@@ -28,7 +29,12 @@ export function registerOpenRpc(host: FeatureHost): void {
     description:
       'An OpenRPC 1.3 document of every JSON-RPC surface (/v1/rpc for EVM and Solana, /v1/bundler, /v1/paymaster, the Alchemy-compatible root), generated from the method registries: per method and surface, the scope a key needs and the compute units it costs. No key.',
     responses: { 200: documentShape },
-    handler: () => {
+    handler: ({ request }) => {
+      // A body on this GET is a client mistake: answered in a few bytes, not with the large
+      // document while the client is still sending (its connection would be reset mid-answer).
+      const length = request.headers['content-length']
+      if ((length !== undefined && length !== '0') || request.headers['transfer-encoding'] !== undefined)
+        throw invalidRequest('GET /v1/openrpc.json takes no request body')
       doc ??= buildOpenRpc({
         surfaces: declaredSurfaces(app),
         networks: ctx.networks.all(),
