@@ -166,6 +166,9 @@ export const GROUPS: ReadonlyArray<readonly [name: string, match: (url: string) 
   ['gas (/v1/gas)', (u) => u.startsWith('/v1/gas/')],
   ['wallets (/v1/wallets)', (u) => u === '/v1/wallets' || u.startsWith('/v1/wallets/')],
   ['webhooks (/v1/webhooks)', (u) => u === '/v1/webhooks' || u.startsWith('/v1/webhooks/')],
-  ['usage and OpenAPI (/v1/usage, /v1/openapi.json)', (u) => u === '/v1/usage' || u === '/v1/openapi.json'],
+  [
+    'usage, recorded requests and OpenAPI (/v1/usage, /v1/requests, /v1/openapi.json)',
+    (u) => u === '/v1/usage' || u === '/v1/requests' || u === '/v1/openapi.json',
+  ],
   ['dashboard (/dashboard)', (u) => u === '/dashboard' || u.startsWith('/dashboard/')],
 ]
