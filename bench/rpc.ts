@@ -15,9 +15,7 @@
  *                        least any Node gateway pays per uncached call
  *   Halyard, no fast lane  uncached and cached with HALYARD_FAST_LANE=0 (the framework's
  *                        generic pipeline), for the lane's effect in the same run (BENCH_LANE_AB=0 skips)
- *   request log on / off  uncached and cached, recording requests (the default) and with
- *                        HALYARD_REQUEST_LOG=off, loaded in turn (bench/lib/recording-ab.ts;
- *                        BENCH_RECORDING_AB=0 skips)
+ *   request log on / off  HALYARD_REQUEST_LOG on and off in turn (bench/lib/recording-ab.ts; BENCH_RECORDING_AB=0 skips)
  *   Halyard              /v1/rpc/ethereum/devnet: uncached eth_blockNumber, cached eth_chainId,
  *                        a batch of 10, and the same two calls with a key on a limited plan
  *                        (counted by the limiter on every call) next to the enterprise key
