@@ -167,8 +167,8 @@ export const GROUPS: ReadonlyArray<readonly [name: string, match: (url: string) 
   ['wallets (/v1/wallets)', (u) => u === '/v1/wallets' || u.startsWith('/v1/wallets/')],
   ['webhooks (/v1/webhooks)', (u) => u === '/v1/webhooks' || u.startsWith('/v1/webhooks/')],
   [
-    'usage, OpenAPI and OpenRPC (/v1/usage, /v1/openapi.json, /v1/openrpc.json)',
-    (u) => ['/v1/usage', '/v1/openapi.json', '/v1/openrpc.json'].includes(u),
+    'usage, recorded requests, OpenAPI and OpenRPC (/v1/usage, /v1/requests, /v1/openapi.json, /v1/openrpc.json)',
+    (u) => ['/v1/usage', '/v1/requests', '/v1/openapi.json', '/v1/openrpc.json'].includes(u),
   ],
   ['dashboard (/dashboard)', (u) => u === '/dashboard' || u.startsWith('/dashboard/')],
 ]
