@@ -10,6 +10,10 @@
  *    schema when DATABASE_URL is set, else an in-memory PGlite: blocks/s, rows/s.
  * 4. Storage: bytes per token_transfers row (pg_total_relation_size: table, partitions,
  *    indexes, TOAST), and the projection to a year of mainnet and Base at the measured rate.
+ * 5. Bulk (bench/lib/index-import.ts): the same blocks as cryo-layout Parquet, imported by
+ *    `halyard import`'s path into a second fresh database: blocks/s, rows/s, no node in the way.
+ *
+ * --workers N sets indexer.backfillWorkers (default: the config's default).
  */
 import { randomBytes } from 'node:crypto'
 import { loadavg } from 'node:os'
@@ -24,17 +28,24 @@ import { openStorage, type Storage } from '../src/storage/database.ts'
 import { migrate } from '../src/storage/migrate.ts'
 import { benchChain } from './lib/index-chain.ts'
 import { floorFetch } from './lib/index-floor.ts'
+import { importRun, parquetOf } from './lib/index-import.ts'
 
 const MAINNET_BLOCKS_PER_YEAR = 2_628_000
 const BASE_BLOCKS_PER_YEAR = 15_768_000
 
 const { values } = parseArgs({
-  options: { blocks: { type: 'string' }, quick: { type: 'boolean' } },
+  options: { blocks: { type: 'string' }, quick: { type: 'boolean' }, workers: { type: 'string' } },
   strict: true,
 })
 const blocks = values.blocks !== undefined ? Number(values.blocks) : values.quick ? 100 : 1000
 if (!Number.isInteger(blocks) || blocks < 2 || blocks > 100_000) {
   console.error('--blocks must be an integer between 2 and 100000')
+  process.exit(2)
+}
+
+const workers = values.workers === undefined ? undefined : Number(values.workers)
+if (workers !== undefined && !(Number.isInteger(workers) && workers >= 1 && workers <= 64)) {
+  console.error('--workers must be an integer between 1 and 64')
   process.exit(2)
 }
 
@@ -76,7 +87,9 @@ async function main() {
       : `  generated in ${fmt(chain.generatedMs / 1000, 1)} s, head ${chain.head}`,
   )
   const schema = `bench_idx_${randomBytes(4).toString('hex')}`
+  const bulkSchema = `${schema}_bulk`
   const storage = await openStorage(dbUrl ? { databaseUrl: dbUrl, schema, poolSize: 10 } : {})
+  let bulk: Storage | undefined
   try {
     await migrate(storage.db)
     const n = Number(chain.head) + 1
@@ -91,6 +104,7 @@ async function main() {
       blockTimeMs: 1000,
       upstreams: [{ url: chain.anvil.url }],
       requestTimeoutMs: 120_000,
+      ...(workers === undefined ? {} : { indexer: { backfillWorkers: workers } }),
     })
     const networks = new NetworkRegistry([net])
     const indexer = new IndexerService({ storage, networks, logger: createLogger('warn'), pollMs: 20 })
@@ -111,6 +125,25 @@ async function main() {
     const holderBytes = await relationBytes(storage, 'token_holders')
     const perBlockBytes = (transferBytes + nativeBytes + holderBytes) / n
 
+    console.log('parquet (cryo layout, written from the node, cached) …')
+    const headBlock = await fetch(chain.anvil.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'eth_getBlockByNumber',
+        params: [`0x${chain.head.toString(16)}`, false],
+      }),
+    }).then(async (r) => ((await r.json()) as { result: { hash: string } }).result.hash)
+    const files = await parquetOf(chain.anvil.url, chain.head, headBlock)
+    bulk = await openStorage(dbUrl ? { databaseUrl: dbUrl, schema: bulkSchema, poolSize: 10 } : {})
+    await migrate(bulk.db)
+    const imp = await importRun(bulk, files.dir, files.writtenMs, 31337)
+    const impHolders = await count(bulk, 'token_holders')
+    const impRows = imp.transfers + imp.native + impHolders
+    const impLoad = loadavg()
+
     console.log('')
     console.log(
       `blocks 0..${chain.head}: ${fmt(floor.txs)} txs, ${fmt(floor.logs)} logs; ${fmt(transfers)} token transfers, ${fmt(native)} native transfers, ${fmt(holders)} holder pairs indexed`,
@@ -122,6 +155,9 @@ async function main() {
       `halyard (${dbUrl ? 'PostgreSQL' : 'PGlite'}, IndexerService from 0): ${fmt(idxRate, 1)} blocks/s, ${fmt(rows / (idxMs / 1000))} rows/s (${fmt(idxMs)} ms)`,
     )
     console.log(`ratio halyard / floor: ${fmt(idxRate / floorRate, 3)}`)
+    console.log(
+      `bulk import (halyard import, cryo Parquet → ${dbUrl ? 'PostgreSQL' : 'PGlite'}, no node): ${fmt(imp.blocks / (imp.ms / 1000), 1)} blocks/s, ${fmt(impRows / (imp.ms / 1000))} rows/s (${fmt(imp.ms)} ms; ${fmt(imp.transfers)} token, ${fmt(imp.native)} native transfers, ${fmt(impHolders)} holder pairs — ${imp.transfers === transfers && imp.native === native && impHolders === holders ? 'the same counts as the RPC path' : 'NOT the counts of the RPC path'})${imp.writtenMs === undefined ? '' : `; files written in ${fmt(imp.writtenMs / 1000, 1)} s`}; load after it ${impLoad.map((l) => l.toFixed(2)).join(' ')}`,
+    )
     console.log(
       `storage: token_transfers ${fmt(transferBytes / Math.max(1, transfers), 1)} B/row, native_transfers ${fmt(nativeBytes / Math.max(1, native), 1)} B/row, token_holders ${fmt(holderBytes / Math.max(1, holders), 1)} B/row; ${fmt(perBlockBytes / 1024, 1)} KiB per block`,
     )
@@ -138,10 +174,12 @@ async function main() {
     )
   } finally {
     await storage.close()
+    await bulk?.close()
     if (dbUrl) {
       const c = new pg.Client({ connectionString: dbUrl })
       await c.connect()
       await c.query(`drop schema if exists ${schema} cascade`)
+      await c.query(`drop schema if exists ${bulkSchema} cascade`)
       await c.end()
     }
     await chain.anvil.stop()

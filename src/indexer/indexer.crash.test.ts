@@ -162,5 +162,5 @@ describeEach(targets(), 'indexer killed mid-backfill on $name', (target) => {
     } finally {
       await storage.close()
     }
-  })
+  }, 180_000) // two worker processes, each waited for up to 60 s, plus start-up under tsx
 })

@@ -1,6 +1,7 @@
 import type http from 'node:http'
 import { toHex } from 'viem'
 import { afterAll, beforeAll, expect, it } from 'vitest'
+import { apiSnapshot } from '../../test/fixtures/indexer/api-snapshot.ts'
 import { anvilNetwork } from '../../test/helpers/halyard.ts'
 import { type RelayedCall, rpcRelay } from '../../test/helpers/rpc-relay.ts'
 import { describeEachStorage } from '../../test/helpers/storage.ts'
@@ -9,13 +10,7 @@ import { NetworkRegistry } from '../chains/registry.ts'
 import { type AnvilProcess, startAnvil } from '../devnet/anvil.ts'
 import { DEV_ACCOUNT, Devnet } from '../devnet/demo.ts'
 import { createLogger } from '../logger.ts'
-import { ownedPage } from '../nfts/store.ts'
-import type { Storage } from '../storage/database.ts'
-import { touchedContracts } from '../tokens/store.ts'
-import { CATEGORIES, readTransfers } from '../transfers/store.ts'
-import type { Address } from '../types.ts'
 import { IndexerService } from './service.ts'
-import { readCursor } from './store.ts'
 
 const SLUG = 'ethereum-devnet'
 /** eth_getLogs width (blocks per range): many small ranges over the chain. */
@@ -115,34 +110,10 @@ describeEachStorage('backfill range workers on $name', (backend) => {
       await networks.close()
     }
     try {
-      return { watch, index: await snapshot(storage) }
+      return { watch, index: await apiSnapshot(storage, SLUG) }
     } finally {
       await storage.close()
     }
-  }
-
-  const snapshot = async (storage: Storage) => {
-    const transfers = await readTransfers(
-      storage.db,
-      { network: SLUG, categories: CATEGORIES, order: 'asc', limit: 10_000 },
-      [{}],
-    )
-    const addresses = new Set<Address>()
-    for (const t of transfers) {
-      addresses.add(t.from)
-      if (t.to) addresses.add(t.to)
-    }
-    const holders: Record<string, Address[]> = {}
-    const nfts: Record<string, unknown[]> = {}
-    for (const a of [...addresses].sort()) {
-      holders[a] = await touchedContracts(storage.db, SLUG, a)
-      nfts[a] = (await ownedPage(storage.db, SLUG, a, { page: 1, limit: 1000 })).rows.map((r) => ({
-        contract: r.contract,
-        tokenId: r.tokenId,
-        balance: r.balance,
-      }))
-    }
-    return { transfers, holders, nfts, cursor: await readCursor(storage.db, SLUG) }
   }
 
   beforeAll(async () => {

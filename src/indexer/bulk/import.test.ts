@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { pad, toHex } from 'viem'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { apiSnapshot } from '../../../test/fixtures/indexer/api-snapshot.ts'
 import { writeCryoParquet } from '../../../test/fixtures/indexer/cryo-writer.ts'
 import { FORWARDER_INIT, P, Q } from '../../../test/fixtures/indexer/native-fixture.ts'
 import { runCli } from '../../../test/helpers/cli.ts'
@@ -12,10 +13,8 @@ import { NetworkRegistry } from '../../chains/registry.ts'
 import { type AnvilProcess, startAnvil } from '../../devnet/anvil.ts'
 import { DEV_ACCOUNT, Devnet } from '../../devnet/demo.ts'
 import { createLogger } from '../../logger.ts'
-import { ownedPage } from '../../nfts/store.ts'
 import type { Storage } from '../../storage/database.ts'
-import { touchedContracts } from '../../tokens/store.ts'
-import { CATEGORIES, readTransfers } from '../../transfers/store.ts'
+import { readTransfers } from '../../transfers/store.ts'
 import type { Address, Hash } from '../../types.ts'
 import { IndexerService } from '../service.ts'
 import { readCursor } from '../store.ts'
@@ -45,31 +44,7 @@ describe('bulk import of cryo Parquet', () => {
     return { hash, ...(r.contractAddress ? { address: r.contractAddress.toLowerCase() as Address } : {}) }
   }
 
-  /** Everything the APIs read of the index, in their order. */
-  const snapshot = async (storage: Storage) => {
-    const transfers = await readTransfers(
-      storage.db,
-      { network: SLUG, categories: CATEGORIES, order: 'asc', limit: 10_000 },
-      [{}],
-    )
-    for (const t of transfers) {
-      addresses.add(t.from)
-      if (t.to) addresses.add(t.to)
-    }
-    const holders: Record<string, Address[]> = {}
-    const nfts: Record<string, unknown[]> = {}
-    for (const a of [...addresses].sort()) {
-      holders[a] = await touchedContracts(storage.db, SLUG, a)
-      const owned = await ownedPage(storage.db, SLUG, a, { page: 1, limit: 1000 })
-      nfts[a] = owned.rows.map((r) => ({
-        contract: r.contract,
-        tokenId: r.tokenId,
-        standard: r.standard,
-        balance: r.balance,
-      }))
-    }
-    return { transfers, holders, nfts, cursor: await readCursor(storage.db, SLUG) }
-  }
+  const snapshot = (storage: Storage) => apiSnapshot(storage, SLUG, addresses)
 
   beforeAll(async () => {
     anvil = await startAnvil()
