@@ -1,6 +1,6 @@
 import { createSmartAccountClient } from 'permissionless'
 import { toSimpleSmartAccount } from 'permissionless/accounts'
-import { createPublicClient, defineChain, http, parseAbi, toHex } from 'viem'
+import { createPublicClient, defineChain, getAddress, http, parseAbi, toHex } from 'viem'
 import { createPaymasterClient, entryPoint07Abi } from 'viem/account-abstraction'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -265,7 +265,7 @@ describe('bundler over HTTP', () => {
       call('debug_bundler_getStakeStatus', [nobody, fx.aa.entryPoints.v07]),
     )
     expect(stake.json).toMatchObject({
-      result: { stakeInfo: { addr: nobody, stake: '0', unstakeDelaySec: '0' } },
+      result: { stakeInfo: { addr: getAddress(nobody), stake: '0', unstakeDelaySec: '0' } },
     })
     const mode = await postRpc(url, operatorKey, call('debug_bundler_setBundlingMode', ['sometimes']))
     expect(mode.json).toMatchObject({ error: { code: -32602, message: expect.stringContaining('mode') } })

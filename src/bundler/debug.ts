@@ -1,4 +1,4 @@
-import { decodeFunctionResult, encodeFunctionData } from 'viem'
+import { decodeFunctionResult, encodeFunctionData, getAddress } from 'viem'
 import { entryPoint06Abi, entryPoint07Abi } from 'viem/account-abstraction'
 import { sleep } from '../common/time.ts'
 import type { DB } from '../storage/database.ts'
@@ -99,7 +99,8 @@ export class BundlerDebug {
     const n = this.net(network)
     const { stake, unstakeDelaySec } = await n.stakeOf(entryPoint, address)
     return {
-      stakeInfo: { addr: toLowerAddress(address), stake, unstakeDelaySec },
+      // Checksummed, as the reference bundler answers (the v0.6 spec tests compare the string).
+      stakeInfo: { addr: getAddress(address), stake, unstakeDelaySec },
       isStaked: n.isStaked({ stake, unstakeDelaySec }),
     }
   }

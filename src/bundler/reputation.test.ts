@@ -1,11 +1,14 @@
 import { sql } from 'kysely'
+import { encodeFunctionData, parseAbi, parseEther, toHex } from 'viem'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
   type BundlerFixture,
+  estimatedAndSigned,
   minedReceipt,
   NETWORK,
   paymasterData,
   startBundlerFixture,
+  TestAccount,
   withPaymaster,
 } from '../../test/fixtures/bundler/bundler-fixture.ts'
 import { ruleBreakers } from '../../test/fixtures/bundler/erc7562-fixture.ts'
@@ -140,6 +143,65 @@ describe.each(storageBackends())('entity reputation on $name', (backend) => {
       reason: expect.stringMatching(/^AA33/),
     })
     expect(await counters(pm)).toMatchObject({ opsSeen: 10_000, opsIncluded: 0, status: 'banned' })
+    await svc.debug.clearReputation(NETWORK)
+  }, 120_000)
+
+  it('EREP-015: an op that fails in the bundle for its account (AA23) does not count as seen for its paymaster', async () => {
+    const pm = await breakers.paymaster({})
+    await svc.debug.setReputation(NETWORK, [{ address: pm, opsSeen: 5, opsIncluded: 2 }])
+    const account = await breakers.account({})
+    const op = {
+      ...withPaymaster(await breakers.opOf(account, 'v07'), pm, { verification: 100_000n }),
+      preVerificationGas: 100_000n,
+    }
+    const hash = await svc.sendUserOperation(NETWORK, op, v07())
+    expect(await counters(pm)).toMatchObject({ opsSeen: 6, opsIncluded: 2 })
+    // The account (not the paymaster) turns hostile between acceptance and bundling.
+    await rpc(fx.anvil.url, 'anvil_setCode', [account, '0x60006000fd'])
+    while ((await svc.bundleNow(NETWORK)) !== 'idle');
+    expect(await svc.getUserOperationByHash(NETWORK, hash)).toMatchObject({
+      status: 'dropped',
+      reason: expect.stringMatching(/^AA23/),
+    })
+    expect(await counters(pm)).toMatchObject({ opsSeen: 5, opsIncluded: 2, status: 'ok' })
+    await svc.debug.clearReputation(NETWORK)
+  }, 120_000)
+
+  it('EREP-020: a staked factory whose newly deployed account fails in the bundle (AA21) is blamed and banned', async () => {
+    const factory = fx.aa.simpleAccountFactory.v07
+    // The dev factory is unstaked; stake is msg.sender's, so it stakes as the factory itself.
+    const addStake = parseAbi(['function addStake(uint32 unstakeDelaySec) payable'])
+    await rpc(fx.anvil.url, 'anvil_impersonateAccount', [factory])
+    await rpc(fx.anvil.url, 'anvil_setBalance', [factory, toHex(parseEther('3'))])
+    const staking = (await rpc(fx.anvil.url, 'eth_sendTransaction', [
+      {
+        from: factory,
+        to: v07(),
+        value: toHex(parseEther('2')),
+        data: encodeFunctionData({ abi: addStake, functionName: 'addStake', args: [86_400] }),
+      },
+    ])) as Hash
+    await fx.client.waitForTransactionReceipt({ hash: staking, pollingInterval: 50 })
+    await rpc(fx.anvil.url, 'anvil_stopImpersonatingAccount', [factory])
+    expect((await svc.debug.getStakeStatus(NETWORK, factory, v07())).isStaked).toBe(true)
+
+    const acct = await TestAccount.create(fx, 'v07')
+    const op = await estimatedAndSigned(
+      fx,
+      svc,
+      acct,
+      await acct.op({ to: '0x000000000000000000000000000000000000dead' as Address }),
+    )
+    await fx.fund(acct.address)
+    const hash = await svc.sendUserOperation(NETWORK, op, v07())
+    // The counterfactual account's funds go before bundling: it cannot pay its prefund (AA21).
+    await rpc(fx.anvil.url, 'anvil_setBalance', [acct.address, '0x0'])
+    while ((await svc.bundleNow(NETWORK)) !== 'idle');
+    expect(await svc.getUserOperationByHash(NETWORK, hash)).toMatchObject({
+      status: 'dropped',
+      reason: expect.stringMatching(/^AA21/),
+    })
+    expect(await counters(factory)).toMatchObject({ opsSeen: 10_000, opsIncluded: 0, status: 'banned' })
     await svc.debug.clearReputation(NETWORK)
   }, 120_000)
 

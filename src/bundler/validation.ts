@@ -327,7 +327,8 @@ export class Validator {
     if (sim.sigFailed)
       throw new BundlerError(
         BundlerErrorCode.invalidSignature,
-        `${sim.sigFailed} signature check failed: sign the userOpHash for this entryPoint and chain with the ${sim.sigFailed === 'paymaster' ? 'paymaster signer' : "account's owner key"}`,
+        // The reference bundler's phrase first: clients and the ERC-4337 spec tests match on it.
+        `Invalid UserOp signature or paymaster signature: ${sim.sigFailed} signature check failed: sign the userOpHash for this entryPoint and chain with the ${sim.sigFailed === 'paymaster' ? 'paymaster signer' : "account's owner key"}`,
       )
     const now = Math.max(this.now(), chainTime)
     if (sim.validAfter > now)
