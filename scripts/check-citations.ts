@@ -60,7 +60,7 @@ const FILE_PATH =
 /** A relative Markdown link target: `[text](configuration.md#keys)`. */
 const MD_LINK = /\]\((?!https?:|mailto:|#)([^)\s#]+)(?:#[^)\s]*)?\)/g
 /** Paths that are not the repository's: the npm tarball's layout, build output, installed packages. */
-const NOT_OURS = /^(?:package|dist|node_modules)\//
+const NOT_OURS = /^(?:\.\/)?(?:package|dist|node_modules)\//
 
 /**
  * The repository files a line cites that do not exist. A path is looked up from the repository

@@ -1,5 +1,4 @@
-import { decodeFunctionResult, encodeFunctionData, getAddress } from 'viem'
-import { entryPoint06Abi, entryPoint07Abi } from 'viem/account-abstraction'
+import { getAddress } from 'viem'
 import { sleep } from '../common/time.ts'
 import type { DB } from '../storage/database.ts'
 import { type Address, type Hash, type Hex, toLowerAddress } from '../types.ts'

@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process'
 import { describe, expect, it } from 'vitest'
-import { startAnvil } from './anvil.js'
+import { startAnvil } from './anvil.ts'
 
 /** The anvil processes on this machine started with the given chain id (one test's own). */
 function anvilsWithChainId(chainId: number): string[] {
