@@ -157,7 +157,7 @@ describeEachStorage('webhooks: delivery and API on $name', (backend) => {
           .update(`${ts}.${r.raw}`)
           .digest('hex')
         expect(r.headers['x-service-signature']).toBe(expected)
-        expect(verifyWebhook(r.raw, r.headers, secrets[name] as string)).toEqual({ ok: true })
+        expect(verifyWebhook(r.raw, r.headers, secrets[name] as string)).toEqual({ ok: true, form: 'A' })
         expect(verifyWebhook(r.raw, r.headers, 'whsec_wrong')).toEqual({
           ok: false,
           reason: 'signature mismatch',
@@ -222,7 +222,7 @@ describeEachStorage('webhooks: delivery and API on $name', (backend) => {
       event_type: 'address_activity',
       test: true,
     })
-    expect(verifyWebhook(got?.raw ?? '', got?.headers ?? {}, wh.signing_secret)).toEqual({ ok: true })
+    expect(verifyWebhook(got?.raw ?? '', got?.headers ?? {}, wh.signing_secret)).toEqual({ ok: true, form: 'A' })
   })
 
   it('refuses hostile and invalid input with a 400 naming the problem', async () => {

@@ -191,7 +191,7 @@ describeEachStorage('webhooks: delivery form B on $name', (backend) => {
     await sendEth(A, 4n)
     await until('delivery after rotation', () => receiver.acked('rotate').length >= 1)
     const [got] = receiver.acked('rotate')
-    expect(verifyWebhook(got?.raw ?? '', got?.headers ?? {}, secret)).toEqual({ ok: true })
+    expect(verifyWebhook(got?.raw ?? '', got?.headers ?? {}, secret)).toEqual({ ok: true, form: 'A' })
     expect(verifyWebhook(got?.raw ?? '', got?.headers ?? {}, wh.signing_secret).ok).toBe(false)
 
     const other = await fx.h.createKey({ email: 'someone-else@test.local' })
