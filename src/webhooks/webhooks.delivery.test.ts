@@ -222,7 +222,10 @@ describeEachStorage('webhooks: delivery and API on $name', (backend) => {
       event_type: 'address_activity',
       test: true,
     })
-    expect(verifyWebhook(got?.raw ?? '', got?.headers ?? {}, wh.signing_secret)).toEqual({ ok: true, form: 'A' })
+    expect(verifyWebhook(got?.raw ?? '', got?.headers ?? {}, wh.signing_secret)).toEqual({
+      ok: true,
+      form: 'A',
+    })
   })
 
   it('refuses hostile and invalid input with a 400 naming the problem', async () => {
