@@ -63,7 +63,7 @@ step "up"
 pc up -d anvil postgres redis receiver halyard-1 halyard-2 lb prometheus
 for _ in $(seq 1 240); do curl -fs -o /dev/null $lb/health && break; sleep 1; done
 step "/health through the load balancer: $(curl -fsS --max-time 5 $lb/health)"
-key="$(podman exec halyard-smoke_halyard-1_1 sh -c 'node bin/halyard.mjs accounts create --email smoke@example.com >/dev/null; node bin/halyard.mjs keys create --account smoke@example.com --env test | tail -n1')"
+key="$(podman exec halyard-smoke_halyard-1_1 sh -c 'node bin/halyard.mjs accounts create --email smoke@example.com --plan enterprise >/dev/null; node bin/halyard.mjs keys create --account smoke@example.com --env test | tail -n1')"
 count() { podman exec "halyard-smoke_$1_1" node -e "fetch('http://127.0.0.1:8080/metrics').then(r=>r.text()).then(t=>{let n=0;for(const l of t.split('\n'))if(l.startsWith('halyard_http_requests_total{')&&l.includes('/rpc'))n+=Number(l.split(' ').pop());console.log(n)})"; }
 rpc() { curl -s --max-time 10 -o /dev/null -w '%{http_code}' -H 'content-type: application/json' -H "authorization: Bearer $key" \
   -d '{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}' $lb/v1/rpc/ethereum/devnet; }
