@@ -1,4 +1,5 @@
 import { type BackgroundLoop, periodicLoop } from '../common/background-loop.ts'
+import { oneAtATime } from '../common/one-at-a-time.ts'
 import type { Logger } from '../logger.ts'
 import type { DB } from '../storage/database.ts'
 import { utcDay } from '../usage/service.ts'
@@ -65,7 +66,6 @@ export class RequestRecorder {
   private counts: DayCounts
   private carried: KeyUsageDelta[] = []
   private loop: BackgroundLoop | undefined
-  private flushing: Promise<void> | undefined
   private readonly budget: number
   private readonly totalBudget: number
   private readonly now: () => number
@@ -132,13 +132,7 @@ export class RequestRecorder {
   }
 
   /** Writes what was kept and counted (one flush at a time). */
-  async flush(): Promise<void> {
-    while (this.flushing) await this.flushing
-    this.flushing = this.write().finally(() => {
-      this.flushing = undefined
-    })
-    await this.flushing
-  }
+  readonly flush: () => Promise<void> = oneAtATime(() => this.write())
 
   private async write(): Promise<void> {
     const rows = this.rows

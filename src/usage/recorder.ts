@@ -1,4 +1,5 @@
 import { type BackgroundLoop, periodicLoop } from '../common/background-loop.ts'
+import { oneAtATime } from '../common/one-at-a-time.ts'
 import type { Logger } from '../logger.ts'
 import type { DB } from '../storage/database.ts'
 import { utcDay } from './service.ts'
@@ -41,7 +42,6 @@ export class UsageRecorder {
   private carried: DayCounters[] = []
   /** When `current` stops being today (start of the next UTC day), in ms. */
   private dayEndsAt: number
-  private flushing: Promise<void> | undefined
   private loop: BackgroundLoop | undefined
   private midnight: NodeJS.Timeout | undefined
 
@@ -101,13 +101,7 @@ export class UsageRecorder {
   }
 
   /** Writes every count taken so far (one flush at a time; a call during one waits for it, then runs). */
-  async flush(): Promise<void> {
-    while (this.flushing) await this.flushing
-    this.flushing = this.write().finally(() => {
-      this.flushing = undefined
-    })
-    await this.flushing
-  }
+  readonly flush: () => Promise<void> = oneAtATime(() => this.write())
 
   private async write(): Promise<void> {
     this.rollIfNewDay()
