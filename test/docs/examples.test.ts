@@ -90,6 +90,9 @@ describe('documentation examples', () => {
           })
         }
       },
+      // Past the 120 s each example may run: a TypeScript example imports viem and
+      // permissionless through tsx, which took over 60 s on a loaded 2-core CI machine.
+      150_000,
     )
   })
 })
