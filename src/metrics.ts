@@ -1,5 +1,6 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client'
 import { innerMap } from './common/maps.ts'
+import { type HistogramSlot, HistogramTally } from './metrics-histogram-tally.ts'
 import { CounterTally } from './metrics-tally.ts'
 
 /** Every Prometheus series Halyard exports, in one registry per app instance. */
@@ -19,6 +20,7 @@ export class Metrics {
     help: 'HTTP request latency by route and network',
     labelNames: ['route', 'network'] as const,
     buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    collect: (): void => this.httpDurationTally.flush(),
     registers: [this.registry],
   })
 
@@ -68,10 +70,11 @@ export class Metrics {
   })
 
   // JSON-RPC gateway (src/chains, src/rpc). `method` is a known method name or "other".
-  readonly upstreamRequests = new Counter({
+  readonly upstreamRequests: Counter<'network' | 'upstream' | 'method'> = new Counter({
     name: 'halyard_upstream_requests_total',
     help: 'Calls sent to upstream nodes (health checks excluded), by network, upstream and method',
     labelNames: ['network', 'upstream', 'method'] as const,
+    collect: (): void => this.upstreamRequestTally.flushInto(this.upstreamRequests),
     registers: [this.registry],
   })
 
@@ -80,6 +83,7 @@ export class Metrics {
     help: 'Upstream call latency by network, upstream and method',
     labelNames: ['network', 'upstream', 'method'] as const,
     buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    collect: (): void => this.upstreamDurationTally.flush(),
     registers: [this.registry],
   })
 
@@ -222,8 +226,11 @@ export class Metrics {
   private readonly computeUnitTally = new CounterTally<'route'>()
   private readonly rpcCallTally = new CounterTally<'network' | 'method' | 'outcome'>()
   private readonly cacheLookupTally = new CounterTally<'network' | 'result'>()
-  /** Latency label sets by route and network, made once (prom-client keeps no child state). */
-  private readonly durationLabels = new Map<string, Map<string, { route: string; network: string }>>()
+  private readonly upstreamRequestTally = new CounterTally<'network' | 'upstream' | 'method'>()
+  // Latencies too (metrics-histogram-tally.ts), each series' slot found once per route and network.
+  private readonly httpDurationTally = new HistogramTally(this.httpDuration)
+  private readonly upstreamDurationTally = new HistogramTally(this.upstreamDuration)
+  private readonly durationSlots = new Map<string, Map<string, HistogramSlot>>()
 
   /** One answered HTTP request: its count and its latency. */
   recordHttp(route: string, status: number, network: string, method: string, seconds: number): void {
@@ -232,13 +239,30 @@ export class Metrics {
       t.get(route, network, method, status) ??
       t.create([route, network, method, status], { route, status: String(status), network, method })
     s.n++
-    const byNetwork = innerMap(this.durationLabels, route)
-    let labels = byNetwork.get(network)
-    if (!labels) {
-      labels = { route, network }
-      byNetwork.set(network, labels)
+    const byNetwork = innerMap(this.durationSlots, route)
+    let slot = byNetwork.get(network)
+    if (!slot) {
+      slot = this.httpDurationTally.slot({ route, network })
+      byNetwork.set(network, slot)
     }
-    this.httpDuration.observe(labels, seconds)
+    slot.observe(seconds)
+  }
+
+  /** An upstream call series (network, upstream, method): its count and latency, tallied. */
+  upstreamSeries(labels: { network: string; upstream: string; method: string }): {
+    inc(): void
+    observe(seconds: number): void
+  } {
+    const { network, upstream, method } = labels
+    const t = this.upstreamRequestTally
+    const count = t.get(network, upstream, method) ?? t.create([network, upstream, method], labels)
+    const latency = this.upstreamDurationTally.slot(labels)
+    return {
+      inc: () => {
+        count.n++
+      },
+      observe: (seconds) => latency.observe(seconds),
+    }
   }
 
   /** A request the fast lane took (http/fast-lane.ts). */

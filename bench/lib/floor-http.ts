@@ -95,11 +95,16 @@ async function serve(workers: number, upstream: string | undefined): Promise<voi
     )
     port = ports[0]!
   }
-  process.send?.({ url: `http://127.0.0.1:${port}` })
-  process.once('disconnect', () => {
+  const stop = () => {
     for (const w of Object.values(cluster.workers ?? {})) w?.kill()
     process.exit(0)
-  })
+  }
+  // Run by hand (profiling: node --cpu-prof --import tsx bench/lib/floor-http.ts --floor 1 URL):
+  // print the URL, stop on SIGINT.
+  if (process.send) process.send({ url: `http://127.0.0.1:${port}` })
+  else console.log(JSON.stringify({ url: `http://127.0.0.1:${port}` }))
+  process.once('disconnect', stop)
+  process.once('SIGINT', stop)
 }
 
 export interface Floor {

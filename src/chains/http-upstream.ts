@@ -1,6 +1,7 @@
 import { type Dispatcher, Pool } from 'undici'
 import { z } from 'zod'
 import type { RpcOutcome } from '../jsonrpc.ts'
+import { RawResult, rawResultText } from './raw-answer.ts'
 
 /** A transport-level failure: the upstream did not give a usable JSON-RPC answer. */
 export class UpstreamError extends Error {
@@ -139,6 +140,17 @@ export class HttpUpstream {
   async call(method: string, params: readonly unknown[], timeoutMs: number): Promise<RpcOutcome> {
     const body = JSON.stringify({ jsonrpc: '2.0', id: nextId++, method, params })
     return this.outcome(this.parse(await this.post(body, timeoutMs)))
+  }
+
+  /**
+   * Like `call`, but a successful answer in the common frame comes back as its bytes (a
+   * RawResult, parsed only if someone reads `result`): the gateway forwards it unparsed.
+   */
+  async callRaw(method: string, params: readonly unknown[], timeoutMs: number): Promise<RpcOutcome> {
+    const id = nextId++
+    const text = await this.post(JSON.stringify({ jsonrpc: '2.0', id, method, params }), timeoutMs)
+    const json = rawResultText(text, id)
+    return json === undefined ? this.outcome(this.parse(text)) : new RawResult(json)
   }
 
   /**

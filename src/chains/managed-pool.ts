@@ -71,10 +71,20 @@ export class ManagedPool implements UpstreamPool {
     return this.health.statuses()
   }
 
-  async call(
+  call(method: string, params: readonly unknown[], opts: UpstreamCallOptions = {}): Promise<RpcOutcome> {
+    return this.send(method, params, opts, false)
+  }
+
+  /** `call`, with a successful answer kept as the node's bytes (chains/raw-answer.ts). */
+  callRaw(method: string, params: readonly unknown[], opts: UpstreamCallOptions = {}): Promise<RpcOutcome> {
+    return this.send(method, params, opts, true)
+  }
+
+  private async send(
     method: string,
     params: readonly unknown[],
-    opts: UpstreamCallOptions = {},
+    opts: UpstreamCallOptions,
+    raw: boolean,
   ): Promise<RpcOutcome> {
     const timeoutMs = opts.timeoutMs ?? this.cfg.requestTimeoutMs
     const deadline = Date.now() + timeoutMs
@@ -91,7 +101,7 @@ export class ManagedPool implements UpstreamPool {
     if (policy.broadcast && this.settings.broadcastTransactions && candidates.length > 1) {
       return this.broadcast(candidates, method, params, deadline)
     }
-    return this.failover(candidates, method, policy, params, deadline)
+    return this.failover(candidates, method, policy, params, deadline, raw)
   }
 
   private async failover(
@@ -100,6 +110,7 @@ export class ManagedPool implements UpstreamPool {
     policy: UpstreamPolicy,
     params: readonly unknown[],
     deadline: number,
+    raw: boolean,
   ): Promise<RpcOutcome> {
     const failures: UpstreamError[] = []
     const hedgeable = this.settings.hedge && !policy.write && !policy.sticky
@@ -114,11 +125,11 @@ export class ManagedPool implements UpstreamPool {
       const second = hedgeable ? candidates[i] : undefined
       try {
         if (second) {
-          const r = await this.hedged(first, second, method, params, budget)
+          const r = await this.hedged(first, second, method, params, budget, raw)
           if (r.usedSecond) i++
           return r.outcome
         }
-        return await this.attempt(first, method, params, budget)
+        return await this.attempt(first, method, params, budget, raw)
       } catch (err) {
         if (err instanceof FanOutFailure) {
           failures.push(...err.errors)
@@ -135,13 +146,20 @@ export class ManagedPool implements UpstreamPool {
   }
 
   /** Sends to `a`; if it has not answered after the method's recent p95, to `b` as well. */
-  private hedged(a: State, b: State, method: string, params: readonly unknown[], budget: number) {
+  private hedged(
+    a: State,
+    b: State,
+    method: string,
+    params: readonly unknown[],
+    budget: number,
+    raw: boolean,
+  ) {
     const p95 = this.latencyByMethod.get(method)?.p95()
     const hedgeAfter = Math.max(this.settings.hedgeMinDelayMs, p95 ?? Number.POSITIVE_INFINITY)
     return hedge(
       a,
       b,
-      (s, ms) => this.attempt(s, method, params, ms),
+      (s, ms) => this.attempt(s, method, params, ms, raw),
       hedgeAfter,
       budget,
       (outcome) => this.deps.metrics?.hedges.inc({ network: this.networkLabel, outcome }),
@@ -191,6 +209,8 @@ export class ManagedPool implements UpstreamPool {
     method: string,
     send: readonly unknown[] | ((timeoutMs: number) => Promise<T>),
     timeoutMs: number,
+    /** A successful answer kept as the node's bytes (`callRaw`). */
+    raw = false,
   ): Promise<T> {
     const m = this.deps.metrics
     const series = this.series?.of(s.id, method)
@@ -198,7 +218,11 @@ export class ManagedPool implements UpstreamPool {
     const started = performance.now()
     try {
       const out = (
-        typeof send === 'function' ? await send(timeoutMs) : await s.upstream.call(method, send, timeoutMs)
+        typeof send === 'function'
+          ? await send(timeoutMs)
+          : raw
+            ? await s.upstream.callRaw(method, send, timeoutMs)
+            : await s.upstream.call(method, send, timeoutMs)
       ) as T
       const ms = performance.now() - started
       s.recordSuccess(ms)

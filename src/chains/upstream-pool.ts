@@ -38,6 +38,11 @@ export interface UpstreamCallOptions {
 export interface UpstreamPool {
   call(method: string, params: readonly unknown[], opts?: UpstreamCallOptions): Promise<RpcOutcome>
   /**
+   * `call` for the gateway's forwarding: a successful answer may come back as a RawResult
+   * (chains/raw-answer.ts), the node's bytes, parsed only if `result` is read.
+   */
+  callRaw?(method: string, params: readonly unknown[], opts?: UpstreamCallOptions): Promise<RpcOutcome>
+  /**
    * Read-only calls as one JSON-RPC batch to one upstream (failing over as a whole): each
    * call's outcome, in order. For callers that queue many calls for a node anyway (the bundler's
    * simulations): one request instead of one each.

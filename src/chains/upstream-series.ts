@@ -12,8 +12,8 @@ export interface Series {
 
 /**
  * A network's upstream series, each resolved once: the per-call path does no method-label
- * lookup and builds no label object. (prom-client still hashes the labels on every inc and
- * observe; only counting locally and publishing at scrape time would remove that.)
+ * lookup and builds no label object, and counts in plain numbers published at scrape time
+ * (metrics.ts `upstreamSeries`).
  */
 export class UpstreamSeries {
   private readonly byUpstream = new Map<string, Map<string, Series>>()
@@ -29,12 +29,7 @@ export class UpstreamSeries {
     const byMethod = innerMap(this.byUpstream, upstream)
     let series = byMethod.get(method)
     if (!series) {
-      const labels = { network: this.network, upstream, method: this.labelOf(method) }
-      const m = this.metrics
-      series = {
-        inc: () => m.upstreamRequests.inc(labels),
-        observe: (seconds) => m.upstreamDuration.observe(labels, seconds),
-      }
+      series = this.metrics.upstreamSeries({ network: this.network, upstream, method: this.labelOf(method) })
       if (byMethod.size < MAX_METHODS_PER_UPSTREAM) byMethod.set(method, series)
     }
     return series

@@ -1,4 +1,5 @@
 import type { Caller } from '../auth/service.ts'
+import { RawResult } from '../chains/raw-answer.ts'
 import type { Network } from '../chains/registry.ts'
 import { forbidden, invalidRequest } from '../errors.ts'
 import type { Charger } from '../http/charge.ts'
@@ -189,5 +190,6 @@ function serialize(id: JsonRpcId, r: Execution): string {
   const head = `{"jsonrpc":"2.0","id":${JSON.stringify(id)},`
   const o = r.outcome
   if (o.error !== undefined) return `${head}"error":${JSON.stringify(o.error)}}`
+  if (o instanceof RawResult) return `${head}"result":${o.json}}`
   return `${head}"result":${JSON.stringify(o.result) ?? 'null'}}`
 }

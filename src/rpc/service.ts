@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis'
 import type { Caller } from '../auth/service.ts'
 import { type GatewaySettings, gatewaySettings } from '../chains/gateway.ts'
+import { RawResult } from '../chains/raw-answer.ts'
 import type { Network } from '../chains/registry.ts'
 import { toJsonRpcError } from '../http/jsonrpc-errors.ts'
 import type { JsonRpcRequest, RpcOutcome } from '../jsonrpc.ts'
@@ -129,8 +130,9 @@ export class RpcService {
       outcome = spec.run
         ? await spec.run({ network, logs: rt.logs, ...(caller ? { caller } : {}) }, request.params)
         : // The gateway forwarding the client's call: the node's answer goes back unchanged,
-          // whatever its shape, so a raw pool call and not a typed read (chains/reads.ts).
-          await network.pool.call(request.method, request.params)
+          // whatever its shape, so a raw pool call and not a typed read (chains/reads.ts), its
+          // result kept as the node's bytes where the pool can (chains/raw-answer.ts).
+          await forward(network, request)
     } catch (err) {
       outcome = {
         error: toJsonRpcError(err, {
@@ -142,16 +144,19 @@ export class RpcService {
     }
     this.count(network, spec, outcome.error ? 'error' : 'ok')
     if (plan.kind === 'none' || key === undefined) return { outcome, cache: 'none' }
-    if (outcome.error === undefined && outcome.result !== null && outcome.result !== undefined) {
-      if (this.storable(network, plan, outcome.result)) this.cache.set(key, JSON.stringify(outcome.result))
+    if (outcome.error === undefined) {
+      // A forwarded result is stored as the node's bytes, with no parse unless the plan reads it.
+      const json = outcome instanceof RawResult ? outcome.json : JSON.stringify(outcome.result)
+      if (json !== 'null' && json !== undefined && this.storable(network, plan, outcome))
+        this.cache.set(key, json)
     }
     return { outcome, cache: 'miss' }
   }
 
-  private storable(network: Network, plan: CachePlan, result: unknown): boolean {
+  private storable(network: Network, plan: CachePlan, outcome: RpcOutcome): boolean {
     if (plan.kind === 'immutable' || plan.kind === 'pinned') return true
     if (plan.kind !== 'located') return false
-    const height = plan.heightOf(result)
+    const height = plan.heightOf(outcome.result)
     const finalized = network.pool.finalizedHead?.()
     return height !== undefined && finalized !== undefined && height <= finalized
   }
@@ -189,4 +194,12 @@ function cachePlan(
 /** Where a call's result is cached and in-flight calls meet: the same call on the same network. */
 function cacheKey(network: Network, method: string, params: unknown): string {
   return `${network.slug}\n${method}\n${JSON.stringify(params)}`
+}
+
+/** The client's call sent to the network's nodes, its result kept as bytes where the pool can. */
+function forward(network: Network, request: JsonRpcRequest): Promise<RpcOutcome> {
+  const pool = network.pool
+  return pool.callRaw
+    ? pool.callRaw(request.method, request.params)
+    : pool.call(request.method, request.params)
 }

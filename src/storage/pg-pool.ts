@@ -1,4 +1,3 @@
-import { AsyncLocalStorage } from 'node:async_hooks'
 import type { PostgresPool, PostgresPoolClient, PostgresQueryResult } from 'kysely'
 import pg from 'pg'
 import { z } from 'zod'
@@ -95,11 +94,23 @@ export class DatabaseHealth {
   }
 }
 
-/** Work that may legitimately outlast the deadline (migrations): its queries wait as long as they take. */
-const unboundedScope = new AsyncLocalStorage<true>()
+/** How many `withoutDeadline` calls are running in this process. */
+let unbounded = 0
 
-export function withoutDeadline<T>(fn: () => Promise<T>): Promise<T> {
-  return unboundedScope.run(true, fn)
+/**
+ * Work that may legitimately outlast the deadline (migrations): while it runs, this process's
+ * queries wait as long as they take. A counter rather than an AsyncLocalStorage scope: on
+ * Node 20 and 22 one `run` of any AsyncLocalStorage turns on promise hooks for the rest of the
+ * process, a cost every request's promises then paid (docs/benchmarks.md). Migrations run
+ * before an instance serves anything, so nothing else loses its deadline meanwhile.
+ */
+export async function withoutDeadline<T>(fn: () => Promise<T>): Promise<T> {
+  unbounded++
+  try {
+    return await fn()
+  } finally {
+    unbounded--
+  }
 }
 
 /**
@@ -187,7 +198,7 @@ export function hardenedPool(opts: {
       text: string,
       params: ReadonlyArray<unknown>,
     ): Promise<PostgresQueryResult<R>> => {
-      if (unboundedScope.getStore()) return run<R>(text, params)
+      if (unbounded > 0) return run<R>(text, params)
       let timer: NodeJS.Timeout | undefined
       const deadline = new Promise<never>((_, reject) => {
         timer = setTimeout(() => {

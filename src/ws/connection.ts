@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto'
 import type { Duplex } from 'node:stream'
 import type WebSocket from 'ws'
 import type { Caller } from '../auth/service.ts'
+import { RawResult } from '../chains/raw-answer.ts'
 import type { Network } from '../chains/registry.ts'
 import type { Charger } from '../http/charge.ts'
 import { internalJsonRpcError } from '../http/jsonrpc-errors.ts'
@@ -266,7 +267,8 @@ export class ClientConnection {
         const r = await this.deps.rpc.run(this.network, request, spec, this.caller)
         if (r.cache === 'hit') return hitFrame(request.id, r.json)
         const o = r.outcome
-        return o.error !== undefined ? errorFrame(request.id, o.error) : replyFrame(request.id, o.result)
+        if (o.error !== undefined) return errorFrame(request.id, o.error)
+        return o instanceof RawResult ? hitFrame(request.id, o.json) : replyFrame(request.id, o.result)
       }),
     )
     return admission.batch ? `[${frames.join(',')}]` : frames[0]
