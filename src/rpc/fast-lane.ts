@@ -19,6 +19,7 @@ import {
 import { parseInput } from '../http/params.ts'
 import type { ChainKind, RouteScope } from '../http/route-meta.ts'
 import type { LimitDecision } from '../limits/limiter.ts'
+import type { GatewayExchange } from '../requests/recorder.ts'
 import {
   admitHttp,
   answerAdmitted,
@@ -101,8 +102,12 @@ interface ExchangeParts {
   origin: string | undefined
 }
 
-/** One request through the lane: what it needs, and what its answer has collected so far. */
-class Exchange {
+/**
+ * One request through the lane: what it needs, and what its answer has collected so far. It is
+ * also what the request explorer records (a GatewayExchange), read there at once: no second
+ * object per request, and the error's message is made only if the record keeps the call.
+ */
+class Exchange implements GatewayExchange {
   readonly started = performance.now()
   readonly requestId: string
   readonly headers: Record<string, string>
@@ -141,28 +146,35 @@ class Exchange {
     if (host.workerIndex !== undefined) this.headers['x-halyard-worker'] = host.workerIndex
   }
 
+  /** The answer's HTTP status and latency, set by `record`. */
+  status = 0
+  latencyMs = 0
+
+  get at(): number {
+    return performance.timeOrigin + this.started
+  }
+  get surface(): string {
+    return this.route.what
+  }
+  get batch(): boolean {
+    return Array.isArray(this.body)
+  }
+  get slots(): HttpAdmission['slots'] | undefined {
+    return this.admission?.slots
+  }
+  get answer(): string | undefined {
+    return this.status < 400 ? this.text : undefined
+  }
+  get error(): string | undefined {
+    return this.failure === undefined ? undefined : toHalyardError(this.failure, this.host.bodyLimit).message
+  }
+
   record(status: number): void {
     const ms = performance.now() - this.started
+    this.status = status
+    this.latencyMs = ms
     this.host.metrics.recordHttp(this.route.url, status, this.network.slug, this.metricMethod, ms / 1000)
-    const recorder = this.deps.recorder
-    if (recorder === undefined) return
-    recorder.record({
-      at: performance.timeOrigin + this.started,
-      caller: this.caller,
-      surface: this.route.what,
-      network: this.network,
-      requestId: this.requestId,
-      status,
-      latencyMs: ms,
-      origin: this.origin,
-      body: this.body,
-      batch: Array.isArray(this.body),
-      slots: this.admission?.slots,
-      codes: this.codes,
-      answer: status < 400 ? this.text : undefined,
-      error:
-        this.failure === undefined ? undefined : toHalyardError(this.failure, this.host.bodyLimit).message,
-    })
+    this.deps.recorder?.record(this)
   }
 }
 
