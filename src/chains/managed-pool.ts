@@ -229,8 +229,11 @@ export class ManagedPool implements UpstreamPool {
       this.methodWindow(method).add(ms)
       series?.observe(ms / 1000)
       // Live head updates keep lag and finality current between probes.
-      const result = (out as RpcOutcome).result
-      if (method === 'eth_blockNumber' && typeof result === 'string') this.health.noteHead(s, Number(result))
+      // (The method first: reading a forwarded result parses it; chains/raw-answer.ts.)
+      if (method === 'eth_blockNumber') {
+        const result = (out as RpcOutcome).result
+        if (typeof result === 'string') this.health.noteHead(s, Number(result))
+      }
       return out
     } catch (err) {
       if (err instanceof UpstreamError) {
