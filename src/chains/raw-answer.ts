@@ -67,8 +67,11 @@ export function valueEnd(text: string, start: number): number {
   while (i < n) {
     const c = text.charCodeAt(i)
     if (c === 0x22 /* " */) {
-      i = stringEnd(text, i + 1)
-      if (i < 0) return -1
+      // The closing quote: the next one not escaped (most strings have no backslash at all).
+      let q = text.indexOf('"', i + 1)
+      while (q > 0 && text.charCodeAt(q - 1) === 0x5c && escaped(text, q, i + 1)) q = text.indexOf('"', q + 1)
+      if (q < 0) return -1
+      i = q + 1
       if (depth === 0) return i
       continue
     }
@@ -83,14 +86,9 @@ export function valueEnd(text: string, start: number): number {
   return depth === 0 && i > start ? i : -1
 }
 
-/** The index after the closing quote of the string whose contents start at `i`, or -1. */
-function stringEnd(text: string, i: number): number {
-  for (;;) {
-    const q = text.indexOf('"', i)
-    if (q < 0) return -1
-    let backslashes = 0
-    for (let k = q - 1; k >= i && text.charCodeAt(k) === 0x5c; k--) backslashes++
-    if (backslashes % 2 === 0) return q + 1
-    i = q + 1
-  }
+/** Whether the quote at `q` is escaped: an odd run of backslashes before it, inside the string. */
+function escaped(text: string, q: number, from: number): boolean {
+  let backslashes = 0
+  for (let k = q - 1; k >= from && text.charCodeAt(k) === 0x5c; k--) backslashes++
+  return backslashes % 2 === 1
 }
