@@ -11,7 +11,8 @@
  * 4. Storage: bytes per token_transfers row (pg_total_relation_size: table, partitions,
  *    indexes, TOAST), and the projection to a year of mainnet and Base at the measured rate.
  * 5. Bulk (bench/lib/index-import.ts): the same blocks as cryo-layout Parquet, imported by
- *    `halyard import`'s path into a second fresh database: blocks/s, rows/s, no node in the way.
+ *    `halyard import`'s path into a second fresh database: blocks/s, rows/s, no node in the way,
+ *    beside its floor: the same files read and decoded with nothing written.
  *
  * --workers N sets indexer.backfillWorkers (default: the config's default).
  */
@@ -155,8 +156,13 @@ async function main() {
       `halyard (${dbUrl ? 'PostgreSQL' : 'PGlite'}, IndexerService from 0): ${fmt(idxRate, 1)} blocks/s, ${fmt(rows / (idxMs / 1000))} rows/s (${fmt(idxMs)} ms)`,
     )
     console.log(`ratio halyard / floor: ${fmt(idxRate / floorRate, 3)}`)
+    const impRate = imp.blocks / (imp.ms / 1000)
+    const decodeRate = n / (imp.decodeMs / 1000)
     console.log(
-      `bulk import (halyard import, cryo Parquet → ${dbUrl ? 'PostgreSQL' : 'PGlite'}, no node): ${fmt(imp.blocks / (imp.ms / 1000), 1)} blocks/s, ${fmt(impRows / (imp.ms / 1000))} rows/s (${fmt(imp.ms)} ms; ${fmt(imp.transfers)} token, ${fmt(imp.native)} native transfers, ${fmt(impHolders)} holder pairs — ${imp.transfers === transfers && imp.native === native && impHolders === holders ? 'the same counts as the RPC path' : 'NOT the counts of the RPC path'})${imp.writtenMs === undefined ? '' : `; files written in ${fmt(imp.writtenMs / 1000, 1)} s`}; load after it ${impLoad.map((l) => l.toFixed(2)).join(' ')}`,
+      `bulk floor (the same Parquet files read and decoded, nothing written): ${fmt(decodeRate, 1)} blocks/s (${fmt(imp.decodeMs)} ms)`,
+    )
+    console.log(
+      `bulk import (halyard import, cryo Parquet → ${dbUrl ? 'PostgreSQL' : 'PGlite'}, no node): ${fmt(impRate, 1)} blocks/s, ratio to the bulk floor ${fmt(impRate / decodeRate, 3)}, ${fmt(impRows / (imp.ms / 1000))} rows/s (${fmt(imp.ms)} ms; ${fmt(imp.transfers)} token, ${fmt(imp.native)} native transfers, ${fmt(impHolders)} holder pairs — ${imp.transfers === transfers && imp.native === native && impHolders === holders ? 'the same counts as the RPC path' : 'NOT the counts of the RPC path'})${imp.writtenMs === undefined ? '' : `; files written in ${fmt(imp.writtenMs / 1000, 1)} s`}; load after it ${impLoad.map((l) => l.toFixed(2)).join(' ')}`,
     )
     console.log(
       `storage: token_transfers ${fmt(transferBytes / Math.max(1, transfers), 1)} B/row, native_transfers ${fmt(nativeBytes / Math.max(1, native), 1)} B/row, token_holders ${fmt(holderBytes / Math.max(1, holders), 1)} B/row; ${fmt(perBlockBytes / 1024, 1)} KiB per block`,

@@ -23,8 +23,9 @@ export async function runImport(args: string[], env: Env): Promise<void> {
   if (!network || !SLUG.test(network))
     throw new UsageError('--network SLUG is required (e.g. ethereum, base-sepolia)', usageOf('import'))
   if (!values.parquet) throw new UsageError('--parquet DIR is required', usageOf('import'))
-  const batch = values.batch === undefined ? 500 : Number(values.batch)
-  if (!Number.isInteger(batch) || batch < 1 || batch > 100_000)
+  // Unset: the importer's own default (src/indexer/bulk/import.ts).
+  const batch = values.batch === undefined ? undefined : Number(values.batch)
+  if (batch !== undefined && (!Number.isInteger(batch) || batch < 1 || batch > 100_000))
     throw new UsageError('--batch must be a whole number of blocks between 1 and 100000', usageOf('import'))
   // PGlite is one process's database: a server holding the data dir must be stopped first.
   if (!env.DATABASE_URL && readAdminFile(env.dataDir))
@@ -44,7 +45,7 @@ export async function runImport(args: string[], env: Env): Promise<void> {
       storage,
       network: { slug: network, chainId: undefined },
       source,
-      batchBlocks: batch,
+      ...(batch === undefined ? {} : { batchBlocks: batch }),
       onBatch: (p) =>
         console.log(
           `  up to block ${p.to}: ${p.blocks} blocks, ${p.transfers} token transfers, ${p.native} native transfers`,

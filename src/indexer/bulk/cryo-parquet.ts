@@ -1,12 +1,12 @@
 import { readdirSync, statSync } from 'node:fs'
 import path from 'node:path'
-import { asyncBufferFromFile, parquetReadObjects } from 'hyparquet'
+import { asyncBufferFromFile, parquetMetadataAsync, parquetReadObjects, parquetSchema } from 'hyparquet'
 import { invalidRequest } from '../../errors.ts'
 import type { Hash } from '../../types.ts'
 import type { ChainLog } from '../chain.ts'
 import type { InternalTransfer } from '../traces.ts'
 import type { IndexedTransaction } from '../types.ts'
-import { type CryoTrace, cryoBlock, cryoLog, cryoTrace, cryoTransaction } from './cryo-rows.ts'
+import { CRYO_COLUMNS, type CryoTrace, cryoBlock, cryoLog, cryoTrace, cryoTransaction } from './cryo-rows.ts'
 import type { BulkBlock, BulkSource } from './source.ts'
 
 /**
@@ -90,11 +90,17 @@ export class CryoParquetSource implements BulkSource {
 
   /** Blocks lo..hi with their transactions, logs and traces, in order. */
   private async assemble(lo: bigint, hi: bigint, traced: boolean): Promise<BulkBlock[]> {
-    const inRange = (n: bigint) => n >= lo && n <= hi
-    const out = new Map<bigint, BulkBlock>()
-    for (const [i, row] of (await this.rows('blocks', lo, hi)).entries()) {
-      const b = cryoBlock(row, `blocks row ${i}`)
-      if (!inRange(b.number)) continue
+    // Blocks by number as a plain number (a chunk is a few thousand blocks at most): bigint map
+    // keys cost a hash of the bigint on every one of the chunk's rows.
+    const base = lo
+    const count = Number(hi - lo) + 1
+    const out: (BulkBlock | undefined)[] = new Array(count)
+    const slot = (n: bigint) => (n >= lo && n <= hi ? Number(n - base) : -1)
+    const blockRows = await this.rows('blocks', lo, hi)
+    for (let i = 0; i < blockRows.length; i++) {
+      const b = cryoBlock(blockRows[i] as Record<string, unknown>, { dataset: 'blocks', row: i })
+      const k = slot(b.number)
+      if (k < 0) continue
       const header = {
         number: b.number,
         hash: b.hash,
@@ -104,43 +110,63 @@ export class CryoParquetSource implements BulkSource {
         transactionCount: 0,
         ...(b.gasUsed === undefined ? {} : { gasUsed: b.gasUsed }),
       }
-      out.set(b.number, { header, logs: [], internal: traced ? [] : undefined })
+      out[k] = { header, logs: [], internal: traced ? [] : undefined }
     }
-    for (let n = lo; n <= hi; n++)
-      if (!out.has(n)) throw invalidRequest(`block ${n} is missing from the blocks files`)
-    const at = (n: bigint, what: string) => {
-      const b = out.get(n)
+    for (let k = 0; k < count; k++)
+      if (out[k] === undefined)
+        throw invalidRequest(`block ${base + BigInt(k)} is missing from the blocks files`)
+    const at = (k: number, n: bigint, what: string) => {
+      const b = out[k]
       if (!b) throw invalidRequest(`${what} of block ${n}, which the blocks files do not hold`)
       return b
     }
-    for (const [i, row] of (await this.rows('transactions', lo, hi)).entries()) {
-      const { block, tx } = cryoTransaction(row, `transactions row ${i}`)
-      if (inRange(block)) at(block, 'a transaction').header.transactions?.push(tx)
+    const txRows = await this.rows('transactions', lo, hi)
+    for (let i = 0; i < txRows.length; i++) {
+      const { block, tx } = cryoTransaction(txRows[i] as Record<string, unknown>, {
+        dataset: 'transactions',
+        row: i,
+      })
+      const k = slot(block)
+      if (k >= 0) at(k, block, 'a transaction').header.transactions?.push(tx)
     }
-    for (const [i, row] of (await this.rows('logs', lo, hi)).entries()) {
-      const { block, log } = cryoLog(row, `logs row ${i}`)
-      if (!inRange(block)) continue
-      const b = at(block, 'a log')
-      const full: ChainLog = { ...log, blockHash: b.header.hash, blockTimestamp: b.header.timestamp }
-      b.logs.push(full)
+    const logRows = await this.rows('logs', lo, hi)
+    for (let i = 0; i < logRows.length; i++) {
+      const { block, log } = cryoLog(logRows[i] as Record<string, unknown>, { dataset: 'logs', row: i })
+      const k = slot(block)
+      if (k < 0) continue
+      const b = at(k, block, 'a log')
+      b.logs.push({
+        address: log.address,
+        topics: log.topics,
+        data: log.data,
+        txHash: log.txHash,
+        logIndex: log.logIndex,
+        blockNumber: log.blockNumber,
+        blockHash: b.header.hash,
+        blockTimestamp: b.header.timestamp,
+      } satisfies ChainLog)
     }
     if (traced) {
-      const byBlock = new Map<bigint, CryoTrace[]>()
-      for (const [i, row] of (await this.rows('traces', lo, hi)).entries()) {
-        const t = cryoTrace(row, `traces row ${i}`)
-        if (!inRange(t.block)) continue
-        const list = byBlock.get(t.block)
+      const byBlock = new Map<number, CryoTrace[]>()
+      const traceRows = await this.rows('traces', lo, hi)
+      for (let i = 0; i < traceRows.length; i++) {
+        const t = cryoTrace(traceRows[i] as Record<string, unknown>, { dataset: 'traces', row: i })
+        const k = slot(t.block)
+        if (k < 0) continue
+        at(k, t.block, 'a trace')
+        const list = byBlock.get(k)
         if (list) list.push(t)
-        else byBlock.set(t.block, [t])
+        else byBlock.set(k, [t])
       }
-      for (const [n, list] of byBlock) at(n, 'a trace').internal = internalOf(list)
+      for (const [k, list] of byBlock) (out[k] as BulkBlock).internal = internalOf(list)
     }
-    for (const b of out.values()) {
+    const blocks = out as BulkBlock[]
+    for (const b of blocks) {
       b.header.transactions?.sort((x, y) => x.index - y.index)
       b.header.transactionCount = b.header.transactions?.length ?? 0
       b.logs.sort((x, y) => x.logIndex - y.logIndex)
     }
-    return [...out.values()].sort((a, b) => (a.header.number < b.header.number ? -1 : 1))
+    return blocks
   }
 
   /** Rows of every file of `dataset` overlapping lo..hi (the last file read is kept). */
@@ -158,7 +184,14 @@ export class CryoParquetSource implements BulkSource {
         const file = await asyncBufferFromFile(c.file)
         // utf8 off: cryo's binary columns (hashes, addresses) stay bytes; its string columns
         // are marked as strings and still decode as text.
-        rows = (await parquetReadObjects({ file, utf8: false })) as Record<string, unknown>[]
+        const metadata = await parquetMetadataAsync(file)
+        // Only the columns the row readers use: calldata, gas prices, signatures… are never decoded.
+        const present = new Set(parquetSchema(metadata).children.map((c) => c.element.name))
+        const columns = CRYO_COLUMNS[dataset].filter((c) => present.has(c))
+        rows = (await parquetReadObjects({ file, metadata, columns, utf8: false })) as Record<
+          string,
+          unknown
+        >[]
       } catch (err) {
         throw invalidRequest(`cannot read ${c.file}: ${(err as Error).message}`)
       }

@@ -1,6 +1,4 @@
 import { getContractAddress } from 'viem'
-import { z } from 'zod'
-import { describeZodError } from '../../common/validation.ts'
 import { invalidRequest } from '../../errors.ts'
 import type { Address, Hash, Hex } from '../../types.ts'
 import type { ChainLog } from '../chain.ts'
@@ -12,89 +10,113 @@ import type { IndexedTransaction } from '../types.ts'
  * addresses as binary (or 0x-hex strings with --hex), numbers as integers, and 256-bit values
  * in the encodings its --u256-types asks for: `value_binary` (32 bytes, big-endian),
  * `value_string` (decimal), or a plain `value`; traces carry `action_value` as a decimal string.
+ *
+ * Checked by hand, not by a schema library: an import decodes hundreds of thousands of rows a
+ * second, and a generic validator's allocations per field were most of the import's time
+ * (docs/benchmarks.md). Each check still names the file row and column it refuses.
  */
 
-const HEX = /^0x[0-9a-fA-F]*$/
-const toHex = (b: Uint8Array): Hex => `0x${Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('hex')}`
-const bytes = z.union([
-  z.instanceof(Uint8Array).transform(toHex),
-  z
-    .string()
-    .regex(HEX)
-    .transform((s) => s.toLowerCase() as Hex),
-])
-const sized = (n: number) =>
-  bytes.refine((h) => h.length === 2 + 2 * n, `expected ${n} bytes`).transform((h) => h as Hash)
-const hash = sized(32)
-const address = sized(20).transform((h) => h as Address)
-const int = z.union([z.number().int().min(0), z.bigint().min(0n)]).transform((v) => BigInt(v))
-const small = int.transform((v) => Number(v))
-/** A 256-bit quantity: decimal or 0x-hex string, 32-byte big-endian binary, or an integer. */
-const u256 = z
-  .union([
-    z.string().regex(/^(\d+|0x[0-9a-fA-F]*)$/),
-    z.instanceof(Uint8Array).transform(toHex),
-    z.number().int().min(0),
-    z.bigint().min(0n),
-  ])
-  .transform((v) => (v === '0x' ? 0n : BigInt(v)))
+type Row = Record<string, unknown>
 
-const blockRow = z.object({
-  block_number: int,
-  block_hash: hash,
-  parent_hash: hash,
-  timestamp: small,
-  gas_used: int.nullish(),
-})
-
-const txRow = z.object({
-  block_number: int,
-  transaction_index: small,
-  transaction_hash: hash,
-  nonce: int.nullish(),
-  from_address: address,
-  to_address: address.nullish(),
-  value: u256.nullish(),
-  value_string: u256.nullish(),
-  value_binary: u256.nullish(),
-  input: bytes.nullish(),
-  success: z.boolean().nullish(),
-})
-
-const logRow = z.object({
-  block_number: int,
-  block_hash: hash.nullish(),
-  log_index: small,
-  transaction_hash: hash,
-  address,
-  topic0: hash.nullish(),
-  topic1: hash.nullish(),
-  topic2: hash.nullish(),
-  topic3: hash.nullish(),
-  data: bytes,
-})
-
-const traceRow = z.object({
-  block_number: int,
-  transaction_hash: hash.nullish(),
-  transaction_position: small.nullish(),
-  action_type: z.string(),
-  action_call_type: z.string().nullish(),
-  action_from: address.nullish(),
-  action_to: address.nullish(),
-  action_value: u256.nullish(),
-  action_value_string: u256.nullish(),
-  action_value_binary: u256.nullish(),
-  result_address: address.nullish(),
-  trace_address: z.string().regex(/^(\d+(_\d+)*)?$/),
-  error: z.string().nullish(),
-})
-
-function parse<T extends z.ZodType>(schema: T, row: unknown, where: string): z.output<T> {
-  const got = schema.safeParse(row)
-  if (!got.success) throw invalidRequest(`${where}: ${describeZodError(got.error)}`)
-  return got.data
+/** Where a bad value sits, built only when a row is refused. */
+export interface RowAt {
+  dataset: string
+  row: number
 }
+
+function bad(at: RowAt, column: string, expected: string): never {
+  throw invalidRequest(`${at.dataset} row ${at.row}: ${column}: expected ${expected}`)
+}
+
+const HEX = /^0x[0-9a-fA-F]*$/
+
+function hexOf(v: unknown, at: RowAt, column: string): Hex {
+  if (v instanceof Uint8Array)
+    return `0x${Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('hex')}` as Hex
+  if (typeof v === 'string' && HEX.test(v)) return v.toLowerCase() as Hex
+  return bad(at, column, 'bytes or 0x-hex text')
+}
+
+function sized<T extends Hex>(v: unknown, n: number, at: RowAt, column: string): T {
+  const bytes = v instanceof Uint8Array ? v.byteLength : typeof v === 'string' ? (v.length - 2) / 2 : -1
+  if (bytes !== n) return bad(at, column, `${n} bytes`)
+  return hexOf(v, at, column) as T
+}
+
+function optSized<T extends Hex>(v: unknown, n: number, at: RowAt, column: string): T | undefined {
+  return v === null || v === undefined ? undefined : sized<T>(v, n, at, column)
+}
+
+function int(v: unknown, at: RowAt, column: string): bigint {
+  if (typeof v === 'bigint' && v >= 0n) return v
+  if (typeof v === 'number' && Number.isInteger(v) && v >= 0) return BigInt(v)
+  return bad(at, column, 'a non-negative integer')
+}
+
+function small(v: unknown, at: RowAt, column: string): number {
+  if (typeof v === 'number' && Number.isSafeInteger(v) && v >= 0) return v
+  if (typeof v === 'bigint' && v >= 0n && v <= BigInt(Number.MAX_SAFE_INTEGER)) return Number(v)
+  return bad(at, column, 'a non-negative integer')
+}
+
+const U256_TEXT = /^(\d+|0x[0-9a-fA-F]*)$/
+
+/** A 256-bit quantity: decimal or 0x-hex string, 32-byte big-endian binary, or an integer. */
+function u256(v: unknown, at: RowAt, column: string): bigint | undefined {
+  if (v === null || v === undefined) return undefined
+  if (typeof v === 'bigint' && v >= 0n) return v
+  if (typeof v === 'number' && Number.isInteger(v) && v >= 0) return BigInt(v)
+  if (typeof v === 'string' && U256_TEXT.test(v)) return v === '0x' ? 0n : BigInt(v)
+  if (v instanceof Uint8Array) {
+    if (v.byteLength === 0) return 0n
+    return BigInt(`0x${Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('hex')}`)
+  }
+  return bad(at, column, 'a 256-bit quantity')
+}
+
+/** The columns each reader uses: the Parquet reader decodes only these (those present). */
+export const CRYO_COLUMNS = {
+  blocks: ['block_number', 'block_hash', 'parent_hash', 'timestamp', 'gas_used'],
+  transactions: [
+    'block_number',
+    'transaction_index',
+    'transaction_hash',
+    'nonce',
+    'from_address',
+    'to_address',
+    'value',
+    'value_string',
+    'value_binary',
+    'input',
+    'success',
+  ],
+  logs: [
+    'block_number',
+    'log_index',
+    'transaction_hash',
+    'address',
+    'topic0',
+    'topic1',
+    'topic2',
+    'topic3',
+    'data',
+  ],
+  traces: [
+    'block_number',
+    'transaction_hash',
+    'transaction_position',
+    'action_type',
+    'action_call_type',
+    'action_from',
+    'action_to',
+    'action_value',
+    'action_value_string',
+    'action_value_binary',
+    'result_address',
+    'trace_address',
+    'error',
+  ],
+} as const
 
 export interface CryoBlock {
   number: bigint
@@ -104,53 +126,76 @@ export interface CryoBlock {
   gasUsed: bigint | undefined
 }
 
-export function cryoBlock(row: unknown, where: string): CryoBlock {
-  const r = parse(blockRow, row, where)
+export function cryoBlock(r: Row, at: RowAt): CryoBlock {
   return {
-    number: r.block_number,
-    hash: r.block_hash,
-    parentHash: r.parent_hash,
-    timestamp: r.timestamp,
-    gasUsed: r.gas_used ?? undefined,
+    number: int(r.block_number, at, 'block_number'),
+    hash: sized(r.block_hash, 32, at, 'block_hash'),
+    parentHash: sized(r.parent_hash, 32, at, 'parent_hash'),
+    timestamp: small(r.timestamp, at, 'timestamp'),
+    gasUsed: r.gas_used === null || r.gas_used === undefined ? undefined : int(r.gas_used, at, 'gas_used'),
   }
 }
 
-export function cryoTransaction(row: unknown, where: string): { block: bigint; tx: IndexedTransaction } {
-  const r = parse(txRow, row, where)
-  const value = r.value_string ?? r.value_binary ?? r.value
-  if (value === null || value === undefined) throw invalidRequest(`${where}: no value column`)
+/** Bytes of calldata kept: the selector, all that any reader of an imported block looks at. */
+const SELECTOR = 4
+
+export function cryoTransaction(r: Row, at: RowAt): { block: bigint; tx: IndexedTransaction } {
+  const value =
+    u256(r.value_string, at, 'value_string') ??
+    u256(r.value_binary, at, 'value_binary') ??
+    u256(r.value, at, 'value')
+  if (value === undefined) throw invalidRequest(`${at.dataset} row ${at.row}: no value column`)
+  const input = r.input
   const tx: IndexedTransaction = {
-    hash: r.transaction_hash,
-    from: r.from_address,
-    to: r.to_address ?? null,
+    hash: sized(r.transaction_hash, 32, at, 'transaction_hash'),
+    from: sized(r.from_address, 20, at, 'from_address'),
+    to: optSized<Address>(r.to_address, 20, at, 'to_address') ?? null,
     value,
-    index: r.transaction_index,
-    input: r.input ?? '0x',
+    index: small(r.transaction_index, at, 'transaction_index'),
+    input:
+      input === null || input === undefined
+        ? '0x'
+        : (hexOf(input instanceof Uint8Array ? input.subarray(0, SELECTOR) : input, at, 'input').slice(
+            0,
+            2 + 2 * SELECTOR,
+          ) as Hex),
   }
-  if (r.success !== null && r.success !== undefined) tx.success = r.success
+  if (r.success !== null && r.success !== undefined) {
+    if (typeof r.success !== 'boolean') bad(at, 'success', 'a boolean')
+    tx.success = r.success
+  }
   // As the RPC path (chain.ts): a creation's address follows from sender and nonce.
   if (tx.to === null && r.nonce !== null && r.nonce !== undefined)
-    tx.created = getContractAddress({ from: tx.from, nonce: r.nonce }).toLowerCase() as Address
-  return { block: r.block_number, tx }
+    tx.created = getContractAddress({
+      from: tx.from,
+      nonce: int(r.nonce, at, 'nonce'),
+    }).toLowerCase() as Address
+  return { block: int(r.block_number, at, 'block_number'), tx }
 }
+
+const TOPICS = ['topic0', 'topic1', 'topic2', 'topic3'] as const
 
 /** A log; its block hash and timestamp come from the block (cryo's logs may omit them). */
 export function cryoLog(
-  row: unknown,
-  where: string,
+  r: Row,
+  at: RowAt,
 ): { block: bigint; log: Omit<ChainLog, 'blockHash' | 'blockTimestamp'> } {
-  const r = parse(logRow, row, where)
-  const topics = [r.topic0, r.topic1, r.topic2, r.topic3]
-  const end = topics.findIndex((t) => t === null || t === undefined)
+  const topics: Hash[] = []
+  for (const name of TOPICS) {
+    const t = optSized<Hash>(r[name], 32, at, name)
+    if (t === undefined) break
+    topics.push(t)
+  }
+  const block = int(r.block_number, at, 'block_number')
   return {
-    block: r.block_number,
+    block,
     log: {
-      address: r.address,
-      topics: (end < 0 ? topics : topics.slice(0, end)) as Hash[],
-      data: r.data,
-      txHash: r.transaction_hash,
-      logIndex: r.log_index,
-      blockNumber: r.block_number,
+      address: sized(r.address, 20, at, 'address'),
+      topics,
+      data: hexOf(r.data, at, 'data'),
+      txHash: sized(r.transaction_hash, 32, at, 'transaction_hash'),
+      logIndex: small(r.log_index, at, 'log_index'),
+      blockNumber: block,
     },
   }
 }
@@ -165,31 +210,47 @@ export interface CryoTrace {
   transfer: Omit<InternalTransfer, 'txHash' | 'path'> | undefined
 }
 
-export function cryoTrace(row: unknown, where: string): CryoTrace {
-  const r = parse(traceRow, row, where)
-  const value = r.action_value_string ?? r.action_value_binary ?? r.action_value ?? 0n
-  const path = r.trace_address === '' ? [] : r.trace_address.split('_').map(Number)
-  let to = r.action_to ?? undefined
-  let callType: string = r.action_type
+const TRACE_ADDRESS = /^(\d+(_\d+)*)?$/
+
+function optText(v: unknown, at: RowAt, column: string): string | undefined {
+  if (v === null || v === undefined) return undefined
+  if (typeof v === 'string') return v
+  if (v instanceof Uint8Array) return Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('utf8')
+  return bad(at, column, 'text')
+}
+
+export function cryoTrace(r: Row, at: RowAt): CryoTrace {
+  const type = optText(r.action_type, at, 'action_type') ?? bad(at, 'action_type', 'text')
+  const traceAddress = optText(r.trace_address, at, 'trace_address') ?? bad(at, 'trace_address', 'text')
+  if (!TRACE_ADDRESS.test(traceAddress)) bad(at, 'trace_address', 'numbers joined by _')
+  const value =
+    u256(r.action_value_string, at, 'action_value_string') ??
+    u256(r.action_value_binary, at, 'action_value_binary') ??
+    u256(r.action_value, at, 'action_value') ??
+    0n
+  const path = traceAddress === '' ? [] : traceAddress.split('_').map(Number)
+  let to = optSized<Address>(r.action_to, 20, at, 'action_to')
+  let callType: string = type
   let moves = true
-  if (r.action_type === 'call') {
-    const ct = (r.action_call_type ?? '').replace('_', '')
+  if (type === 'call') {
+    const ct = (optText(r.action_call_type, at, 'action_call_type') ?? '').replace('_', '')
     moves = ct === 'call' || ct === 'callcode'
     callType = ct
-  } else if (r.action_type === 'create') {
-    to = r.result_address ?? undefined
-  } else if (r.action_type === 'suicide') {
+  } else if (type === 'create') {
+    to = optSized<Address>(r.result_address, 20, at, 'result_address')
+  } else if (type === 'suicide') {
     callType = 'selfdestruct'
   } else moves = false
-  const from = r.action_from ?? undefined
+  const from = optSized<Address>(r.action_from, 20, at, 'action_from')
   const transfer =
     moves && value > 0n && to !== undefined && from !== undefined && path.length > 0
       ? { from, to, value, callType }
       : undefined
+  const position = r.transaction_position
   return {
-    block: r.block_number,
-    txHash: r.transaction_hash ?? undefined,
-    txPosition: r.transaction_position ?? 0,
+    block: int(r.block_number, at, 'block_number'),
+    txHash: optSized<Hash>(r.transaction_hash, 32, at, 'transaction_hash'),
+    txPosition: position === null || position === undefined ? 0 : small(position, at, 'transaction_position'),
     path,
     error: r.error !== null && r.error !== undefined,
     transfer,

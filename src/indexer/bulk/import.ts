@@ -11,6 +11,11 @@ import type { BulkBlock, BulkSource } from './source.ts'
 
 /** Block hashes kept for finding a reorg's common ancestor (as the follower keeps). */
 const KEEP_BLOCKS = 512n
+/**
+ * Blocks per transaction: small enough that writing one batch overlaps reading the next, large
+ * enough that each statement carries thousands of rows (≈ 15,000 at mainnet density).
+ */
+const DEFAULT_BATCH = 25
 
 export interface ImportOptions {
   storage: Storage
@@ -66,59 +71,99 @@ async function importLocked(db: Storage['db'], opts: ImportOptions): Promise<Imp
       `${slug} is indexed up to block ${cursor?.number}; the source starts at ${span.from}, leaving a gap`,
     )
   const net = { slug, chainId: opts.network.chainId }
-  const batchSize = opts.batchBlocks ?? 500
+  const batchSize = opts.batchBlocks ?? DEFAULT_BATCH
   let prev: Hash | null = cursor?.hash ?? null
   let batch: BulkBlock[] = []
+  // One batch is written while the next is read and decoded: the database's work and ours
+  // overlap (docs/benchmarks.md). Batches commit in order, one at a time, each with its cursor.
+  let writing: Promise<void> | undefined
   const flush = async () => {
     if (batch.length === 0) return
-    const skipped: SkippedLog[] = []
-    const transfers: store.StoredTransfer[] = []
-    const native: store.StoredNativeTransfer[] = []
-    for (const b of batch) {
-      const indexed = toIndexedBlock(net, b.header, b.logs, b.internal, skipped)
-      for (const t of indexed.transfers)
-        transfers.push({
-          ...t,
-          blockNumber: b.header.number,
-          blockHash: b.header.hash,
-          timestamp: b.header.timestamp,
-        })
-      for (const r of nativeTransfersOf(b.header, b.internal)) native.push(r)
-    }
-    const last = (batch.at(-1) as BulkBlock).header
-    const kept = batch
-      .filter((b) => b.header.number + KEEP_BLOCKS > last.number)
-      .map((b) => ({ number: b.header.number, hash: b.header.hash, parentHash: b.header.parentHash }))
-    await db.transaction().execute(async (trx) => {
-      await store.saveTransfers(trx, slug, transfers)
-      await store.saveNativeTransfers(trx, slug, native)
-      await store.saveBlocks(trx, slug, kept)
-      await store.writeCursor(trx, slug, { number: last.number, hash: last.hash })
-      await store.pruneBlocks(trx, slug, last.number - KEEP_BLOCKS)
-    })
-    result.from ??= (batch[0] as BulkBlock).header.number
-    result.to = last.number
-    result.blocks += batch.length
-    result.transfers += transfers.length
-    result.native += native.length
-    result.skippedLogs += skipped.length
-    opts.onBatch?.({
-      to: last.number,
-      blocks: result.blocks,
-      transfers: result.transfers,
-      native: result.native,
-    })
+    const rows = prepare(net, batch)
     batch = []
+    if (writing) await writing
+    writing = write(db, slug, rows).then(() => {
+      result.from ??= rows.from
+      result.to = rows.last.number
+      result.blocks += rows.blocks
+      result.transfers += rows.transfers.length
+      result.native += rows.native.length
+      result.skippedLogs += rows.skipped
+      opts.onBatch?.({
+        to: rows.last.number,
+        blocks: result.blocks,
+        transfers: result.transfers,
+        native: result.native,
+      })
+    })
+    // Seen when awaited (before the next batch is written or at the end); not unhandled meanwhile.
+    writing.catch(() => {})
   }
-  for await (const b of opts.source.blocks(start, span.to)) {
-    if (prev !== null && b.header.parentHash !== prev)
-      throw invalidRequest(
-        `block ${b.header.number} does not follow the ${b.header.number === start ? 'indexed cursor' : 'previous block'}: its parent is ${b.header.parentHash}, expected ${prev}`,
-      )
-    prev = b.header.hash
-    batch.push(b)
-    if (batch.length >= batchSize) await flush()
+  try {
+    for await (const b of opts.source.blocks(start, span.to)) {
+      if (prev !== null && b.header.parentHash !== prev)
+        throw invalidRequest(
+          `block ${b.header.number} does not follow the ${b.header.number === start ? 'indexed cursor' : 'previous block'}: its parent is ${b.header.parentHash}, expected ${prev}`,
+        )
+      prev = b.header.hash
+      batch.push(b)
+      if (batch.length >= batchSize) await flush()
+    }
+    await flush()
+  } finally {
+    // A failure while reading still lets the batch being written finish (or fail) first.
+    if (writing) await writing.catch(() => {})
   }
-  await flush()
+  if (writing) await writing
   return result
+}
+
+interface BatchRows {
+  from: bigint
+  last: BulkBlock['header']
+  blocks: number
+  transfers: store.StoredTransfer[]
+  native: store.StoredNativeTransfer[]
+  kept: { number: bigint; hash: Hash; parentHash: Hash }[]
+  skipped: number
+}
+
+function prepare(net: Pick<Network, 'slug' | 'chainId'>, batch: BulkBlock[]): BatchRows {
+  const skipped: SkippedLog[] = []
+  const transfers: store.StoredTransfer[] = []
+  const native: store.StoredNativeTransfer[] = []
+  for (const b of batch) {
+    const indexed = toIndexedBlock(net, b.header, b.logs, b.internal, skipped)
+    for (const t of indexed.transfers) {
+      const row = t as store.StoredTransfer
+      row.blockNumber = b.header.number
+      row.blockHash = b.header.hash
+      row.timestamp = b.header.timestamp
+      transfers.push(row)
+    }
+    for (const r of nativeTransfersOf(b.header, b.internal)) native.push(r)
+  }
+  const last = (batch.at(-1) as BulkBlock).header
+  const kept = batch
+    .filter((b) => b.header.number + KEEP_BLOCKS > last.number)
+    .map((b) => ({ number: b.header.number, hash: b.header.hash, parentHash: b.header.parentHash }))
+  return {
+    from: (batch[0] as BulkBlock).header.number,
+    last,
+    blocks: batch.length,
+    transfers,
+    native,
+    kept,
+    skipped: skipped.length,
+  }
+}
+
+async function write(db: Storage['db'], slug: string, rows: BatchRows): Promise<void> {
+  await db.transaction().execute(async (trx) => {
+    await store.saveTransfers(trx, slug, rows.transfers)
+    await store.saveNativeTransfers(trx, slug, rows.native)
+    await store.saveBlocks(trx, slug, rows.kept)
+    await store.writeCursor(trx, slug, { number: rows.last.number, hash: rows.last.hash })
+    await store.pruneBlocks(trx, slug, rows.last.number - KEEP_BLOCKS)
+  })
 }
