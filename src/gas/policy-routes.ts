@@ -23,28 +23,30 @@ const byId = z.object({ id: policyId })
 
 /* Response bodies (a policy plus the spend so far), for the OpenAPI document. */
 const policy = z.object({
-  id: z.string(),
-  name: z.string(),
-  chain: z.string(),
-  rules: z.record(z.string(), z.unknown()),
-  status: z.string(),
-  created_at: z.string().meta({ format: 'date-time' }),
-  updated_at: z.string().meta({ format: 'date-time' }),
-  spend: z.object({
-    operations: z.number().int(),
-    settled_operations: z.number().int(),
-    total_usd: z.string(),
-    reserved_usd: z.string(),
-    settled_usd: z.string(),
-    reserved_wei: z.string(),
-    settled_wei: z.string(),
-  }),
+  id: z.string().describe('The policy id (gp_…)'),
+  name: z.string().describe('Its name'),
+  chain: z.string().describe('The network slug it sponsors on'),
+  rules: z.record(z.string(), z.unknown()).describe('Its rules, normalised (as in the request)'),
+  status: z.string().describe('active or paused'),
+  created_at: z.string().meta({ format: 'date-time' }).describe('When it was created'),
+  updated_at: z.string().meta({ format: 'date-time' }).describe('When it last changed'),
+  spend: z
+    .object({
+      operations: z.number().int().describe('Operations signed and not released (reserved or settled)'),
+      settled_operations: z.number().int().describe('Operations settled on chain'),
+      total_usd: z.string().describe('Settled cost plus the maximum of signatures not yet settled, in USD'),
+      reserved_usd: z.string().describe('The maximum cost of signatures not yet settled, in USD'),
+      settled_usd: z.string().describe('The actual cost of settled operations, in USD'),
+      reserved_wei: z.string().describe('reserved_usd in wei'),
+      settled_wei: z.string().describe('settled_usd in wei'),
+    })
+    .describe('What it has sponsored so far'),
 })
 const policyList = z.object({
-  policies: z.array(policy),
-  page: z.number().int(),
-  limit: z.number().int(),
-  total: z.number().int(),
+  policies: z.array(policy).describe('Newest first'),
+  page: z.number().int().describe('This page'),
+  limit: z.number().int().describe('Policies per page'),
+  total: z.number().int().describe('Policies in all pages'),
 })
 
 export function registerPolicyRoutes(

@@ -4,7 +4,8 @@ import type { NetworkRegistry } from '../chains/registry.ts'
 import { invalidRequest } from '../errors.ts'
 import { requireNetworkAccess, visibleTo } from '../http/access.ts'
 import { defineRoute } from '../http/route.ts'
-import { type SponsorService, sponsorBodySchema } from './sponsor-service.ts'
+import { sponsorBodySchema } from './sponsor-body.ts'
+import type { SponsorService } from './sponsor-service.ts'
 
 /**
  * `POST /gas/sponsor` (scope `gas:manage`). On the ERC-7677 endpoint (paymaster-rpc.ts)
@@ -20,19 +21,19 @@ export const NOT_CONFIGURED =
 const hex = z.string().regex(/^0x[0-9a-fA-F]*$/)
 /** SponsorResult on the wire. */
 const sponsored = z.object({
-  paymaster: hex,
-  paymasterData: hex,
-  paymasterVerificationGasLimit: hex,
-  paymasterPostOpGasLimit: hex,
+  paymaster: hex.describe('The paymaster contract, to put in the operation'),
+  paymasterData: hex.describe('The signed sponsorship, to put in the operation'),
+  paymasterVerificationGasLimit: hex.describe('Gas for the paymaster to validate (hex)'),
+  paymasterPostOpGasLimit: hex.describe("Gas for the paymaster's postOp (hex)"),
   sponsored_gas_usd: z
     .string()
     .nullable()
     .describe('The most the operation can cost in USD; null without a price'),
   paymasterAndData: hex.optional().describe('EntryPoint v0.6 only: paymaster and paymasterData in one field'),
-  entryPoint: hex,
-  validUntil: z.number().int(),
-  validAfter: z.number().int(),
-  sponsorship_id: z.string(),
+  entryPoint: hex.describe('The EntryPoint the sponsorship is for'),
+  validUntil: z.number().int().describe('Unix seconds after which the signature is refused'),
+  validAfter: z.number().int().describe('Unix seconds before which the signature is refused'),
+  sponsorship_id: z.string().describe("Names this sponsorship in the policy's spend"),
 })
 
 export function registerSponsorRoutes(

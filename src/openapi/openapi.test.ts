@@ -10,6 +10,7 @@ import { declaredRoutes } from '../http/pipeline.ts'
 import type { Storage } from '../storage/database.ts'
 import { encryptSecret, generateSigningSecret } from '../webhooks/crypto.ts'
 import { insertWebhook } from '../webhooks/store.ts'
+import { auditOpenApi } from './audit.ts'
 import { isDocumented, type JsonSchema, openApiPath } from './document.ts'
 
 type Operation = {
@@ -225,6 +226,22 @@ describe('GET /v1/openapi.json', () => {
       }
     }
     expect(missing, 'operations without a summary and description').toEqual([])
+  })
+
+  it('explains every parameter and field: a description, and an example where a client sends it', () => {
+    const audit = auditOpenApi(doc)
+    expect(audit.missing, 'parameters and fields without words').toEqual([])
+    expect(audit.parameters.total).toBeGreaterThan(50)
+    expect(audit.fields.total).toBeGreaterThan(300)
+    // The walk sees into bodies: a field stripped of its description is named.
+    const stripped = structuredClone(doc)
+    const body = stripped.paths['/v1/webhooks']!.post!.requestBody!.content['application/json']!.schema
+    delete (body.properties as Record<string, JsonSchema>).url!.description
+    delete (body.properties as Record<string, JsonSchema>).url!.example
+    expect(auditOpenApi(stripped).missing).toEqual([
+      'POST /v1/webhooks request application/json.url: no description',
+      'POST /v1/webhooks request application/json.url: no example',
+    ])
   })
 
   it('covers every route the API serves, with its errors', () => {

@@ -11,35 +11,37 @@ const EVM_SLUG = { from: 'slug', param: 'chain', kinds: ['evm'] } as const
 /* Response bodies, for the OpenAPI document. Unknown values are null, never "0". */
 const decimal = z.string().regex(/^\d+(\.\d+)?$/)
 const tokenBalanceList = z.object({
-  address: z.string(),
-  chain: z.string(),
-  tokens: z.array(
-    z.object({
-      contract: z.string(),
-      symbol: z.string().nullable(),
-      name: z.string().nullable(),
-      decimals: z.number().int(),
-      balance: z.string().regex(/^\d+$/).describe('raw integer amount'),
-      formatted_balance: decimal,
-      usd_value: decimal.nullable(),
-      logo_url: z.string().nullable(),
-    }),
-  ),
-  page: z.number().int(),
-  total: z.number().int(),
+  address: z.string().describe('The holder asked about'),
+  chain: z.string().describe('The network slug'),
+  tokens: z
+    .array(
+      z.object({
+        contract: z.string().describe('The ERC-20 contract'),
+        symbol: z.string().nullable().describe('Its symbol'),
+        name: z.string().nullable().describe('Its name'),
+        decimals: z.number().int().describe('Its decimals'),
+        balance: z.string().regex(/^\d+$/).describe('raw integer amount'),
+        formatted_balance: decimal.describe('balance divided by 10^decimals'),
+        usd_value: decimal.nullable().describe('The balance in USD; null without a price'),
+        logo_url: z.string().nullable().describe('A logo, where configured'),
+      }),
+    )
+    .describe('This page of tokens'),
+  page: z.number().int().describe('This page'),
+  total: z.number().int().describe('Tokens in all pages'),
   index: indexCoverage,
 })
 const tokenMetadata = z.object({
-  contract: z.string(),
-  chain: z.string(),
-  name: z.string().nullable(),
-  symbol: z.string().nullable(),
-  decimals: z.number().int().nullable(),
-  total_supply: z.string().nullable(),
-  formatted_total_supply: z.string().nullable(),
-  price_usd: decimal.nullable(),
-  market_cap_usd: decimal.nullable(),
-  logo_url: z.string().nullable(),
+  contract: z.string().describe('The ERC-20 contract'),
+  chain: z.string().describe('The network slug'),
+  name: z.string().nullable().describe('name() of the contract'),
+  symbol: z.string().nullable().describe('symbol() of the contract'),
+  decimals: z.number().int().nullable().describe('decimals() of the contract'),
+  total_supply: z.string().nullable().describe('totalSupply(), raw integer amount'),
+  formatted_total_supply: z.string().nullable().describe('total_supply divided by 10^decimals'),
+  price_usd: decimal.nullable().describe('The price in USD; null without a price'),
+  market_cap_usd: decimal.nullable().describe('price_usd times the formatted supply; null without a price'),
+  logo_url: z.string().nullable().describe('A logo, where configured'),
 })
 
 /** Token balances and token metadata. */
