@@ -137,11 +137,27 @@ const ERROR_TEXT: Record<ErrorCode, string> = {
     'A dependency cannot answer now (the database, or Redis with rate limits failing closed); retry after Retry-After seconds',
 }
 
+/** A message each error code may carry, for the examples of the error responses. */
+const ERROR_EXAMPLE: Record<ErrorCode, string> = {
+  invalid_request: 'limit must be an integer between 1 and 100 (got 500)',
+  unauthorized: 'missing API key: send it in the X-API-Key header or as Authorization: Bearer <key>',
+  forbidden: 'this API key lacks the webhooks:manage scope required for webhooks',
+  not_found: 'webhook wh_0123456789abcdef01234567 not found',
+  rate_limited: 'rate limit exceeded: 10 requests per second',
+  internal_error: 'internal error (request id 0f6c2a8e-3b1d-4c55-9a7e-2d4b8f1e6a90)',
+  service_unavailable: 'the database is not answering',
+}
+
 function errorResponses(): Record<string, unknown> {
-  const content = { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } }
   const out: Record<string, unknown> = {}
+  const contentOf = (code: ErrorCode) => ({
+    'application/json': {
+      schema: { $ref: '#/components/schemas/Error' },
+      example: { error: { code, message: ERROR_EXAMPLE[code], status: ERROR_STATUS[code] } },
+    },
+  })
   for (const code of Object.keys(ERROR_STATUS) as ErrorCode[]) {
-    out[code] = { description: ERROR_TEXT[code], content }
+    out[code] = { description: ERROR_TEXT[code], content: contentOf(code) }
   }
   out.rate_limited = {
     description: ERROR_TEXT.rate_limited,
@@ -149,12 +165,12 @@ function errorResponses(): Record<string, unknown> {
       'Retry-After': { description: 'Seconds to wait', schema: { type: 'integer', minimum: 1 } },
       ...rateLimitHeaders,
     },
-    content,
+    content: contentOf('rate_limited'),
   }
   out.service_unavailable = {
     description: ERROR_TEXT.service_unavailable,
     headers: { 'Retry-After': { description: 'Seconds to wait', schema: { type: 'integer', minimum: 1 } } },
-    content,
+    content: contentOf('service_unavailable'),
   }
   return out
 }

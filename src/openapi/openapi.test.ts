@@ -285,8 +285,13 @@ describe('GET /v1/openapi.json', () => {
     }
   })
 
-  it('documents the error body', () => {
+  it('documents the error body, with an example per error code that the body schema accepts', () => {
     const validate = compile(doc.components.schemas.Error!)
+    for (const [name, r] of Object.entries(doc.components.responses)) {
+      const example = (r.content['application/json'] as { example?: { error: { code: string } } }).example
+      expect(validate(example), `${name}: ${ajv.errorsText(validate.errors)}`).toBe(true)
+      expect(example!.error.code).toBe(name)
+    }
     expect(validate({ error: { code: 'not_found', message: 'x', status: 404 } })).toBe(true)
     expect(validate({ error: { code: 'teapot', message: 'x', status: 418 } })).toBe(false)
   })
