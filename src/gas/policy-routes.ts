@@ -23,11 +23,11 @@ const byId = z.object({ id: policyId })
 
 /* Response bodies (a policy plus the spend so far), for the OpenAPI document. */
 const policy = z.object({
-  id: z.string().describe('The policy id (gp_…)'),
-  name: z.string().describe('Its name'),
-  chain: z.string().describe('The network slug it sponsors on'),
+  id: z.string().describe('The policy id (gp_…)').meta({ example: 'gp_0123456789abcdef01234567' }),
+  name: z.string().describe('Its name').meta({ example: 'onboarding' }),
+  chain: z.string().describe('The network slug it sponsors on').meta({ example: 'ethereum-devnet' }),
   rules: z.record(z.string(), z.unknown()).describe('Its rules, normalised (as in the request)'),
-  status: z.string().describe('active or paused'),
+  status: z.string().describe('active or paused').meta({ example: 'active' }),
   created_at: z.string().meta({ format: 'date-time' }).describe('When it was created'),
   updated_at: z.string().meta({ format: 'date-time' }).describe('When it last changed'),
   spend: z

@@ -10,9 +10,12 @@ const EVM_SLUG = { from: 'slug', param: 'chain', kinds: ['evm'] } as const
 
 /* Response bodies, for the OpenAPI document. */
 const standard = z.enum(['ERC721', 'ERC1155'])
-const contract = z.string().describe('The NFT contract')
-const tokenId = z.string().describe('The token id, decimal')
-const network = z.string().describe('The network slug')
+const contract = z
+  .string()
+  .describe('The NFT contract')
+  .meta({ example: '0x5fbdb2315678afecb367f032d93f642f64180aa3' })
+const tokenId = z.string().describe('The token id, decimal').meta({ example: '1' })
+const network = z.string().describe('The network slug').meta({ example: 'ethereum-devnet' })
 const nftMetadata = z.object({
   contract,
   token_id: tokenId,
@@ -52,7 +55,10 @@ const nftCollection = z.object({
   description: z.string().nullable().describe("From the contract's metadata (contractURI)"),
 })
 const ownedNfts = z.object({
-  address: z.string().describe('The owner asked about'),
+  address: z
+    .string()
+    .describe('The owner asked about')
+    .meta({ example: '0xd8da6bf26964af9d7eed9e10c4a2c4f1e3cf3c6a' }),
   chain: network,
   nfts: z
     .array(

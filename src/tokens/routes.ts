@@ -11,17 +11,23 @@ const EVM_SLUG = { from: 'slug', param: 'chain', kinds: ['evm'] } as const
 /* Response bodies, for the OpenAPI document. Unknown values are null, never "0". */
 const decimal = z.string().regex(/^\d+(\.\d+)?$/)
 const tokenBalanceList = z.object({
-  address: z.string().describe('The holder asked about'),
-  chain: z.string().describe('The network slug'),
+  address: z
+    .string()
+    .describe('The holder asked about')
+    .meta({ example: '0xd8da6bf26964af9d7eed9e10c4a2c4f1e3cf3c6a' }),
+  chain: z.string().describe('The network slug').meta({ example: 'ethereum-devnet' }),
   tokens: z
     .array(
       z.object({
-        contract: z.string().describe('The ERC-20 contract'),
-        symbol: z.string().nullable().describe('Its symbol'),
+        contract: z
+          .string()
+          .describe('The ERC-20 contract')
+          .meta({ example: '0x5fbdb2315678afecb367f032d93f642f64180aa3' }),
+        symbol: z.string().nullable().describe('Its symbol').meta({ example: 'USDC' }),
         name: z.string().nullable().describe('Its name'),
-        decimals: z.number().int().describe('Its decimals'),
-        balance: z.string().regex(/^\d+$/).describe('raw integer amount'),
-        formatted_balance: decimal.describe('balance divided by 10^decimals'),
+        decimals: z.number().int().describe('Its decimals').meta({ example: 6 }),
+        balance: z.string().regex(/^\d+$/).describe('raw integer amount').meta({ example: '1500000' }),
+        formatted_balance: decimal.describe('balance divided by 10^decimals').meta({ example: '1.5' }),
         usd_value: decimal.nullable().describe('The balance in USD; null without a price'),
         logo_url: z.string().nullable().describe('A logo, where configured'),
       }),

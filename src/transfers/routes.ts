@@ -70,14 +70,17 @@ export const transferQuery = z
 /* Response body, for the OpenAPI document. */
 const intOrNull = z.number().int().nullable()
 const transferList = z.object({
-  address: z.string().describe('The address asked about'),
-  chain: z.string().describe('The network slug'),
+  address: z
+    .string()
+    .describe('The address asked about')
+    .meta({ example: '0xd8da6bf26964af9d7eed9e10c4a2c4f1e3cf3c6a' }),
+  chain: z.string().describe('The network slug').meta({ example: 'ethereum-devnet' }),
   transfers: z
     .array(
       z.object({
         category: z.enum(CATEGORIES as [Category, ...Category[]]).describe('What moved'),
-        block_number: z.number().int().describe('The block it is in'),
-        block_timestamp: z.number().int().describe('Unix seconds'),
+        block_number: z.number().int().describe('The block it is in').meta({ example: 19000000 }),
+        block_timestamp: z.number().int().describe('Unix seconds').meta({ example: 1767225600 }),
         tx_hash: z.string().describe('The transaction'),
         tx_index: intOrNull.describe('native transfers'),
         trace_index: intOrNull.describe('native: 0 = the transaction itself, 1.. = call frames'),
@@ -87,7 +90,11 @@ const transferList = z.object({
         to: z.string().nullable().describe('The receiver; null for a contract creation'),
         contract: z.string().nullable().describe('null for native transfers'),
         token_id: z.string().nullable().describe('ERC-721 and ERC-1155: the token id'),
-        value: z.string().regex(/^\d+$/).describe('raw integer amount'),
+        value: z
+          .string()
+          .regex(/^\d+$/)
+          .describe('raw integer amount')
+          .meta({ example: '1000000000000000000' }),
         formatted_value: z.string().nullable().describe('decimal-adjusted; null when decimals are unknown'),
         symbol: z.string().nullable().describe("The token's symbol (the native symbol for native transfers)"),
         decimals: intOrNull.describe("The token's decimals"),

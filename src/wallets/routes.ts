@@ -39,12 +39,21 @@ const createBodySchema = z.object({
 /* Response bodies, for the OpenAPI document. */
 const walletStatus = z.enum(['counterfactual', 'deployed'])
 const createdWallet = z.object({
-  address: z.string().describe('The counterfactual account address'),
-  owner: z.string().describe('The address that signs for the account'),
-  chain: z.string().describe('The network slug'),
+  address: z
+    .string()
+    .describe('The counterfactual account address')
+    .meta({ example: '0x1f9090aae28b8a3dceadf281b0f12828e676c326' }),
+  owner: z
+    .string()
+    .describe('The address that signs for the account')
+    .meta({ example: '0xd8da6bf26964af9d7eed9e10c4a2c4f1e3cf3c6a' }),
+  chain: z.string().describe('The network slug').meta({ example: 'ethereum-devnet' }),
   status: walletStatus.describe('deployed once its first UserOperation has been included'),
   factory: z.string().describe('The account factory'),
-  created_at: z.string().meta({ format: 'date-time' }).describe('When the key created it'),
+  created_at: z
+    .string()
+    .meta({ format: 'date-time', example: '2026-11-26T10:00:00.000Z' })
+    .describe('When the key created it'),
 })
 const wallet = createdWallet.extend({
   nonce: z.number().int().optional().describe('once deployed'),

@@ -14,9 +14,9 @@ import type { WebhookService } from './service.ts'
  * range. Wire shapes only; the logic is event-service.ts, which the dashboard calls as well.
  */
 
-const timestamp = z.string().describe('ISO 8601, UTC')
+const timestamp = z.string().describe('ISO 8601, UTC').meta({ example: '2026-11-26T10:00:00.000Z' })
 const eventSummary = z.object({
-  id: z.string().describe('The event id (evt_…)'),
+  id: z.string().describe('The event id (evt_…)').meta({ example: 'evt_0123456789abcdef01234567' }),
   event_type: z.string().describe('What happened (address_activity, token_transfer, …)'),
   status: z.enum(EVENT_STATUSES).describe('Where the event is in its delivery'),
   attempts: z.number().int().describe('Delivery attempts so far'),

@@ -130,12 +130,12 @@ const listQuery = pageQuery(25).extend({
 })
 
 /* Response bodies, for the OpenAPI document; service.ts builds them. */
-const timestamp = z.string().describe('ISO 8601, UTC')
+const timestamp = z.string().describe('ISO 8601, UTC').meta({ example: '2026-11-26T10:00:00.000Z' })
 const webhookStatus = z.enum(['active', 'paused', 'disabled'])
 const webhook = z.object({
-  id: z.string().describe('The webhook id (wh_…)'),
-  url: z.string().describe('Where deliveries are POSTed'),
-  chain: z.string().describe('The network slug it watches'),
+  id: z.string().describe('The webhook id (wh_…)').meta({ example: 'wh_0123456789abcdef01234567' }),
+  url: z.string().describe('Where deliveries are POSTed').meta({ example: 'https://receiver.example/hook' }),
+  chain: z.string().describe('The network slug it watches').meta({ example: 'ethereum-devnet' }),
   event_type: eventTypeSchema.describe('the first of event_types'),
   event_types: z.array(eventTypeSchema).describe('every event type the webhook monitors'),
   config: z.record(z.string(), z.unknown()).describe("the event types' filters, as stored"),
