@@ -33,18 +33,29 @@ const tokenBalanceList = z.object({
       }),
     )
     .describe('This page of tokens'),
-  page: z.number().int().describe('This page'),
-  total: z.number().int().describe('Tokens in all pages'),
+  page: z.number().int().describe('This page').meta({ example: 1 }),
+  total: z.number().int().describe('Tokens in all pages').meta({ example: 1 }),
   index: indexCoverage,
 })
 const tokenMetadata = z.object({
-  contract: z.string().describe('The ERC-20 contract'),
+  contract: z
+    .string()
+    .describe('The ERC-20 contract')
+    .meta({ example: '0x5fbdb2315678afecb367f032d93f642f64180aa3' }),
   chain: z.string().describe('The network slug'),
-  name: z.string().nullable().describe('name() of the contract'),
-  symbol: z.string().nullable().describe('symbol() of the contract'),
-  decimals: z.number().int().nullable().describe('decimals() of the contract'),
-  total_supply: z.string().nullable().describe('totalSupply(), raw integer amount'),
-  formatted_total_supply: z.string().nullable().describe('total_supply divided by 10^decimals'),
+  name: z.string().nullable().describe('name() of the contract').meta({ example: 'USD Coin' }),
+  symbol: z.string().nullable().describe('symbol() of the contract').meta({ example: 'USDC' }),
+  decimals: z.number().int().nullable().describe('decimals() of the contract').meta({ example: 6 }),
+  total_supply: z
+    .string()
+    .nullable()
+    .describe('totalSupply(), raw integer amount')
+    .meta({ example: '1000000000000' }),
+  formatted_total_supply: z
+    .string()
+    .nullable()
+    .describe('total_supply divided by 10^decimals')
+    .meta({ example: '1000000' }),
   price_usd: decimal.nullable().describe('The price in USD; null without a price'),
   market_cap_usd: decimal.nullable().describe('price_usd times the formatted supply; null without a price'),
   logo_url: z.string().nullable().describe('A logo, where configured'),
