@@ -78,7 +78,11 @@ const METHODS = new Map<string, Method>([
 export const NFT_METHODS: readonly string[] = [...METHODS.keys()]
 
 const params = alchemyRootParams.extend({
-  method: z.string().min(1).max(64).meta({ example: 'getNFTsForOwner' }),
+  method: z
+    .string()
+    .min(1)
+    .max(64)
+    .meta({ description: "The NFT API method, as in Alchemy's URLs", example: 'getNFTsForOwner' }),
 })
 
 export function registerAlchemyNftRoutes(

@@ -15,7 +15,10 @@ export const ALCHEMY_ALIAS = { param: 'network', keyParam: 'apiKey' } as const
 
 /** The path parameters of the compat roots (the gate resolves and checks both first). */
 export const alchemyRootParams = z.object({
-  network: z.string().min(1).max(64).meta({ example: 'eth-mainnet' }),
+  network: z.string().min(1).max(64).meta({
+    description: "The network, by Alchemy's name (`eth-mainnet`) or a Halyard slug (`ethereum-devnet`)",
+    example: 'eth-mainnet',
+  }),
   apiKey: z
     .string()
     .min(1)

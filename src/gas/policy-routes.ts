@@ -23,28 +23,51 @@ const byId = z.object({ id: policyId })
 
 /* Response bodies (a policy plus the spend so far), for the OpenAPI document. */
 const policy = z.object({
-  id: z.string(),
-  name: z.string(),
-  chain: z.string(),
-  rules: z.record(z.string(), z.unknown()),
-  status: z.string(),
-  created_at: z.string().meta({ format: 'date-time' }),
-  updated_at: z.string().meta({ format: 'date-time' }),
-  spend: z.object({
-    operations: z.number().int(),
-    settled_operations: z.number().int(),
-    total_usd: z.string(),
-    reserved_usd: z.string(),
-    settled_usd: z.string(),
-    reserved_wei: z.string(),
-    settled_wei: z.string(),
-  }),
+  id: z.string().describe('The policy id (gp_…)').meta({ example: 'gp_0123456789abcdef01234567' }),
+  name: z.string().describe('Its name').meta({ example: 'onboarding' }),
+  chain: z.string().describe('The network slug it sponsors on').meta({ example: 'ethereum-devnet' }),
+  rules: z.record(z.string(), z.unknown()).describe('Its rules, normalised (as in the request)'),
+  status: z.string().describe('active or paused').meta({ example: 'active' }),
+  created_at: z
+    .string()
+    .meta({ format: 'date-time' })
+    .describe('When it was created')
+    .meta({ example: '2026-11-26T10:00:00.000Z' }),
+  updated_at: z
+    .string()
+    .meta({ format: 'date-time' })
+    .describe('When it last changed')
+    .meta({ example: '2026-11-26T10:00:00.000Z' }),
+  spend: z
+    .object({
+      operations: z
+        .number()
+        .int()
+        .describe('Operations signed and not released (reserved or settled)')
+        .meta({ example: 3 }),
+      settled_operations: z.number().int().describe('Operations settled on chain').meta({ example: 2 }),
+      total_usd: z
+        .string()
+        .describe('Settled cost plus the maximum of signatures not yet settled, in USD')
+        .meta({ example: '0.42' }),
+      reserved_usd: z
+        .string()
+        .describe('The maximum cost of signatures not yet settled, in USD')
+        .meta({ example: '0.14' }),
+      settled_usd: z
+        .string()
+        .describe('The actual cost of settled operations, in USD')
+        .meta({ example: '0.28' }),
+      reserved_wei: z.string().describe('reserved_usd in wei').meta({ example: '40000000000000' }),
+      settled_wei: z.string().describe('settled_usd in wei').meta({ example: '80000000000000' }),
+    })
+    .describe('What it has sponsored so far'),
 })
 const policyList = z.object({
-  policies: z.array(policy),
-  page: z.number().int(),
-  limit: z.number().int(),
-  total: z.number().int(),
+  policies: z.array(policy).describe('Newest first'),
+  page: z.number().int().describe('This page').meta({ example: 1 }),
+  limit: z.number().int().describe('Policies per page').meta({ example: 25 }),
+  total: z.number().int().describe('Policies in all pages').meta({ example: 1 }),
 })
 
 export function registerPolicyRoutes(

@@ -58,19 +58,34 @@ export const DEFAULT_EXPIRY_SECONDS = 600
 export const rulesSchema = z
   .object(
     {
-      max_gas_usd: usd.optional(),
-      max_per_user_per_day: count.optional(),
-      allowed_contracts: addresses.optional(),
+      max_gas_usd: usd
+        .meta({ description: 'The most one operation may cost, in USD', example: '0.50' })
+        .optional(),
+      max_per_user_per_day: count
+        .meta({ description: 'Operations one sender may have sponsored per UTC day', example: 5 })
+        .optional(),
+      allowed_contracts: addresses
+        .meta({
+          description: 'Only calls to these contracts',
+          example: ['0x5fbdb2315678afecb367f032d93f642f64180aa3'],
+        })
+        .optional(),
       allowed_methods: z
         .array(method, { error: 'must be an array of selectors or signatures' })
         .min(1, 'must list at least one method')
         .max(1000, 'may list at most 1000 methods')
+        .meta({
+          description: 'Only calls to these functions: 4-byte selectors or signatures',
+          example: ['transfer(address,uint256)', '0xa9059cbb'],
+        })
         .optional(),
       rate_limit: z
         .object(
           {
-            limit: count,
-            window_seconds: count.max(MAX_EXPIRY_SECONDS * 31, `must be at most ${MAX_EXPIRY_SECONDS * 31}`),
+            limit: count.meta({ description: 'Operations per window', example: 10 }),
+            window_seconds: count
+              .max(MAX_EXPIRY_SECONDS * 31, `must be at most ${MAX_EXPIRY_SECONDS * 31}`)
+              .meta({ description: 'The window, in seconds', example: 3600 }),
           },
           {
             error: (iss) =>
@@ -78,14 +93,38 @@ export const rulesSchema = z
           },
         )
         .strict()
+        .describe('Operations per sender per sliding window')
         .optional(),
-      max_spend_usd: usd.optional(),
-      max_spend_per_sender_usd: usd.optional(),
-      max_operations: count.optional(),
-      sender_allowlist: addresses.optional(),
-      sender_blocklist: addresses.optional(),
-      start_time: time.optional(),
-      end_time: time.optional(),
+      max_spend_usd: usd
+        .meta({ description: 'The most the policy may spend in all, in USD', example: '100' })
+        .optional(),
+      max_spend_per_sender_usd: usd
+        .meta({ description: 'The most it may spend on one sender, in USD', example: '5' })
+        .optional(),
+      max_operations: count
+        .meta({ description: 'The most operations it may sponsor in all', example: 1000 })
+        .optional(),
+      sender_allowlist: addresses
+        .meta({
+          description: 'Only these senders (smart accounts)',
+          example: ['0x5fbdb2315678afecb367f032d93f642f64180aa3'],
+        })
+        .optional(),
+      sender_blocklist: addresses
+        .meta({ description: 'Never these senders', example: ['0x70997970c51812dc3a010c7d01b50e0d17dc79c8'] })
+        .optional(),
+      start_time: time
+        .meta({
+          description: 'Sponsors from this time (ISO 8601 or Unix seconds)',
+          example: '2026-01-01T00:00:00Z',
+        })
+        .optional(),
+      end_time: time
+        .meta({
+          description: 'Sponsors until this time (ISO 8601 or Unix seconds)',
+          example: '2026-12-31T23:59:59Z',
+        })
+        .optional(),
       sponsorship_expiry_seconds: z
         .number({ error: 'must be an integer' })
         .int('must be an integer')
@@ -94,6 +133,10 @@ export const rulesSchema = z
           `must be at least ${MIN_EXPIRY_SECONDS} (bundlers refuse ops expiring sooner)`,
         )
         .max(MAX_EXPIRY_SECONDS, `must be at most ${MAX_EXPIRY_SECONDS}`)
+        .meta({
+          description: `How long a sponsorship signature stays valid, in seconds (${DEFAULT_EXPIRY_SECONDS} when absent)`,
+          example: DEFAULT_EXPIRY_SECONDS,
+        })
         .optional(),
     },
     { error: (iss) => (iss.code === 'invalid_type' ? 'must be an object' : undefined) },

@@ -25,6 +25,7 @@ const policyName = (error: string) =>
     .min(1, 'must not be empty')
     .max(200)
     .refine((v) => !v.includes('\u0000'), 'must not contain a NUL character')
+    .meta({ description: 'A name for the policy (at most 200 characters)', example: 'onboarding' })
 
 export const createPolicySchema = z
   .object({
@@ -32,16 +33,20 @@ export const createPolicySchema = z
     chain: z
       .string({ error: 'is required and must be a string' })
       .min(1, 'must not be empty')
-      .max(64, 'must be a network slug (at most 64 characters)'),
-    rules: rulesSchema,
+      .max(64, 'must be a network slug (at most 64 characters)')
+      .meta({ description: 'The network slug to sponsor on', example: 'ethereum-devnet' }),
+    rules: rulesSchema.describe('What an operation must meet to be sponsored'),
   })
   .strict()
 
 export const updatePolicySchema = z
   .object({
     name: policyName('must be a string').optional(),
-    rules: rulesSchema.optional(),
-    status: z.enum(['active', 'paused'], { error: 'must be active or paused' }).optional(),
+    rules: rulesSchema.optional().describe('Replaces the rules'),
+    status: z
+      .enum(['active', 'paused'], { error: 'must be active or paused' })
+      .optional()
+      .meta({ description: 'paused sponsors nothing until active again', example: 'paused' }),
   })
   .strict()
   .refine((p) => p.name !== undefined || p.rules !== undefined || p.status !== undefined, {

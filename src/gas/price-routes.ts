@@ -5,18 +5,30 @@ import { defineRoute } from '../http/route.ts'
 import type { GasPriceService } from './price-service.ts'
 
 const estimate = z.object({
-  max_fee_gwei: z.string(),
-  max_priority_fee_gwei: z.string(),
-  estimated_seconds: z.number().int(),
+  max_fee_gwei: z
+    .string()
+    .describe('maxFeePerGas to send, in gwei (the gas price on a legacy network)')
+    .meta({ example: '12.5' }),
+  max_priority_fee_gwei: z
+    .string()
+    .describe('maxPriorityFeePerGas to send, in gwei')
+    .meta({ example: '1.5' }),
+  estimated_seconds: z.number().int().describe('Expected wait until inclusion').meta({ example: 12 }),
 })
 
 /** The response body, for the OpenAPI document. */
 const gasPrices = z.object({
-  chain: z.string(),
-  block_number: z.number().int(),
-  base_fee_gwei: z.string(),
-  estimates: z.object({ slow: estimate, standard: estimate, fast: estimate }),
-  updated_at: z.string().meta({ format: 'date-time' }),
+  chain: z.string().describe('The network slug').meta({ example: 'ethereum' }),
+  block_number: z.number().int().describe('The newest block the estimates read').meta({ example: 19000000 }),
+  base_fee_gwei: z.string().describe('The base fee of the next block, in gwei').meta({ example: '11' }),
+  estimates: z
+    .object({
+      slow: estimate.describe('Included within a minute or so'),
+      standard: estimate.describe('Included in the next few blocks'),
+      fast: estimate.describe('Included in the next block'),
+    })
+    .describe('Three speeds'),
+  updated_at: z.string().meta({ format: 'date-time' }).describe('When the estimates were computed'),
 })
 
 /** `GET /gas/{chain}/prices`. */

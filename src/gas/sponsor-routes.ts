@@ -4,7 +4,8 @@ import type { NetworkRegistry } from '../chains/registry.ts'
 import { invalidRequest } from '../errors.ts'
 import { requireNetworkAccess, visibleTo } from '../http/access.ts'
 import { defineRoute } from '../http/route.ts'
-import { type SponsorService, sponsorBodySchema } from './sponsor-service.ts'
+import { sponsorBodySchema } from './sponsor-body.ts'
+import type { SponsorService } from './sponsor-service.ts'
 
 /**
  * `POST /gas/sponsor` (scope `gas:manage`). On the ERC-7677 endpoint (paymaster-rpc.ts)
@@ -20,19 +21,38 @@ export const NOT_CONFIGURED =
 const hex = z.string().regex(/^0x[0-9a-fA-F]*$/)
 /** SponsorResult on the wire. */
 const sponsored = z.object({
-  paymaster: hex,
-  paymasterData: hex,
-  paymasterVerificationGasLimit: hex,
-  paymasterPostOpGasLimit: hex,
+  paymaster: hex
+    .describe('The paymaster contract, to put in the operation')
+    .meta({ example: '0xe7f1725e7734ce288f8367e1bb143e90bb3f0512' }),
+  paymasterData: hex
+    .describe('The signed sponsorship, to put in the operation')
+    .meta({ example: '0x0000000000000000000000000000000000000000000000000000000067a0f1c0' }),
+  paymasterVerificationGasLimit: hex
+    .describe('Gas for the paymaster to validate (hex)')
+    .meta({ example: '0x186a0' }),
+  paymasterPostOpGasLimit: hex.describe("Gas for the paymaster's postOp (hex)").meta({ example: '0xc350' }),
   sponsored_gas_usd: z
     .string()
     .nullable()
     .describe('The most the operation can cost in USD; null without a price'),
   paymasterAndData: hex.optional().describe('EntryPoint v0.6 only: paymaster and paymasterData in one field'),
-  entryPoint: hex,
-  validUntil: z.number().int(),
-  validAfter: z.number().int(),
-  sponsorship_id: z.string(),
+  entryPoint: hex
+    .describe('The EntryPoint the sponsorship is for')
+    .meta({ example: '0x0000000071727de22e5e9d8baf0edac6f37da032' }),
+  validUntil: z
+    .number()
+    .int()
+    .describe('Unix seconds after which the signature is refused')
+    .meta({ example: 1767226200 }),
+  validAfter: z
+    .number()
+    .int()
+    .describe('Unix seconds before which the signature is refused')
+    .meta({ example: 1767225600 }),
+  sponsorship_id: z
+    .string()
+    .describe("Names this sponsorship in the policy's spend")
+    .meta({ example: 'sp_0123456789abcdef01234567' }),
 })
 
 export function registerSponsorRoutes(

@@ -1,5 +1,4 @@
 import { decodeFunctionResult, encodeFunctionData, type LocalAccount, parseAbi, toHex } from 'viem'
-import { z } from 'zod'
 import type { RpcCaller } from '../bundler/chain.ts'
 import type { EntryPointVersion, UserOperation } from '../bundler/types.ts'
 import { describeZodError } from '../common/validation.ts'
@@ -25,6 +24,7 @@ import { compileRules, type PolicyRules } from './policy-rules.ts'
 import { POLICY_ID, POLICY_ID_RULE } from './policy-service.ts'
 import { PolicyStore } from './policy-store.ts'
 import { KeyedBatcher } from './sponsor-batcher.ts'
+import { sponsorBodySchema } from './sponsor-body.ts'
 import { DEFAULT_CEILINGS, effectiveCeilings, type PlanCeilings } from './sponsor-ceilings.ts'
 import {
   maxCost,
@@ -100,19 +100,6 @@ export interface SponsorResult {
   validAfter: number
   sponsorship_id: string
 }
-
-/** The `POST /gas/sponsor` request body; `entryPoint` picks v0.6 (v0.7 by default). */
-export const sponsorBodySchema = z
-  .object({
-    chain: z
-      .string({ error: 'is required and must be a string' })
-      .min(1)
-      .max(64, 'must be a network slug (at most 64 characters)'),
-    policy_id: z.string({ error: 'is required and must be a string' }).regex(POLICY_ID, POLICY_ID_RULE),
-    user_operation: z.unknown().refine((v) => v !== undefined, 'is required'),
-    entryPoint: z.string().refine(isAddress, 'must be a 0x-prefixed 20-byte hex address').optional(),
-  })
-  .strict()
 
 const senderNonceAbi = parseAbi(['function senderNonce(address) view returns (uint256)'])
 

@@ -22,7 +22,10 @@ export const address = (name: string) =>
       ctx.addIssue({ code: 'custom', message: `${name} ${problem}` })
       return z.NEVER
     })
-    .meta({ example: '0xd8da6bf26964af9d7eed9e10c4a2c4f1e3cf3c6a' })
+    .meta({
+      description: `${name}: a 0x-prefixed 20-byte hex address (a mixed-case one must match its EIP-55 checksum)`,
+      example: '0xd8da6bf26964af9d7eed9e10c4a2c4f1e3cf3c6a',
+    })
 
 const UINT = /^(\d{1,78}|0x[0-9a-fA-F]{1,64})$/
 
@@ -40,7 +43,7 @@ export const uint256 = (name: string, o: { jsonNumber?: boolean } = {}) => {
       ctx.addIssue({ code: 'custom', message })
       return z.NEVER
     })
-    .meta({ example: '1' })
+    .meta({ description: `${name}: a uint256, as a decimal or 0x-hex string`, example: '1' })
 }
 
 /** A decimal integer query parameter in [min, max], `dflt` when absent; else a 400 naming it. */
@@ -77,20 +80,32 @@ export const pageQuery = (defaultLimit: number) =>
   z.object({ page: intString('page', 1, 1_000_000, 1), limit: intString('limit', 1, 100, defaultLimit) })
 
 /** A network slug in a path (`ethereum`, `ethereum-devnet`); the gate resolves it (404 when unknown). */
-export const chainSlug = z.string().min(1).max(64).meta({ example: 'ethereum-devnet' })
+export const chainSlug = z.string().min(1).max(64).meta({
+  description: 'The network slug: chain, then network unless it is mainnet (`ethereum`, `ethereum-devnet`)',
+  example: 'ethereum-devnet',
+})
 
 /** `/{chain}/{network}` (JSON-RPC, WebSocket); the gate resolves the pair (404 when unknown). */
 export const networkPair = z.object({
-  chain: z.string().min(1).max(64).meta({ example: 'ethereum' }),
-  network: z.string().min(1).max(64).meta({ example: 'devnet' }),
+  chain: z
+    .string()
+    .min(1)
+    .max(64)
+    .meta({ description: 'The chain (`ethereum`, `solana`)', example: 'ethereum' }),
+  network: z
+    .string()
+    .min(1)
+    .max(64)
+    .meta({ description: 'The network of the chain (`mainnet`, `sepolia`, `devnet`)', example: 'devnet' }),
 })
 
 /** A query flag: `true` or `false` (absent = false). */
-export const boolFlag = (name: string) =>
+export const boolFlag = (name: string, description: string) =>
   z
     .enum(['true', 'false'], { error: `${name} must be true or false` })
     .optional()
     .transform((v) => v === 'true')
+    .meta({ description: `${description}; false when absent`, example: 'true' })
 
 /** An opaque id of a given form; the message names the parameter and what it should be. */
 export const idParam = (name: string, re: RegExp, what: string, example: string) =>
@@ -100,7 +115,21 @@ export const idParam = (name: string, re: RegExp, what: string, example: string)
       if (!re.test(v))
         ctx.addIssue({ code: 'custom', message: `${name}: must be ${what}, got "${v.slice(0, 40)}"` })
     })
-    .meta({ example })
+    .meta({ description: `${what[0]!.toUpperCase()}${what.slice(1)}`, example })
+
+/**
+ * A GET that must carry no body (the large public documents): a body is a client mistake,
+ * answered with a 400 in a few bytes rather than with the document while the client is still
+ * sending (its connection would be reset mid-answer).
+ */
+export function refuseBody(
+  request: { headers: Record<string, string | string[] | undefined> },
+  route: string,
+) {
+  const length = request.headers['content-length']
+  if ((length !== undefined && length !== '0') || request.headers['transfer-encoding'] !== undefined)
+    throw invalidRequest(`${route} takes no request body`)
+}
 
 /**
  * The one input parser: a 400 naming the problem. Messages of our own (they start with the

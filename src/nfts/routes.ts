@@ -10,51 +10,71 @@ const EVM_SLUG = { from: 'slug', param: 'chain', kinds: ['evm'] } as const
 
 /* Response bodies, for the OpenAPI document. */
 const standard = z.enum(['ERC721', 'ERC1155'])
+const contract = z
+  .string()
+  .describe('The NFT contract')
+  .meta({ example: '0x5fbdb2315678afecb367f032d93f642f64180aa3' })
+const tokenId = z.string().describe('The token id, decimal').meta({ example: '1' })
+const network = z.string().describe('The network slug').meta({ example: 'ethereum-devnet' })
 const nftMetadata = z.object({
-  contract: z.string(),
-  token_id: z.string(),
-  chain: z.string(),
-  name: z.string().nullable(),
-  description: z.string().nullable(),
-  image_url: z.string().nullable(),
-  image_gateway_url: z.string().nullable(),
-  standard,
-  owner: z.string().nullable(),
-  traits: z.array(z.object({ trait_type: z.string(), value: z.string() })),
-  token_uri: z.string().nullable(),
-  metadata: z.record(z.string(), z.unknown()).nullable(),
-  metadata_error: z.string().nullable(),
+  contract,
+  token_id: tokenId,
+  chain: network,
+  name: z.string().nullable().describe("The metadata's name"),
+  description: z.string().nullable().describe("The metadata's description"),
+  image_url: z.string().nullable().describe('The image as the metadata gives it (ipfs://, ar://, https://)'),
+  image_gateway_url: z.string().nullable().describe('The image through an HTTP gateway'),
+  standard: standard.describe('ERC721 or ERC1155'),
+  owner: z.string().nullable().describe('The owner (ERC-721); null for ERC-1155'),
+  traits: z
+    .array(
+      z.object({
+        trait_type: z.string().describe('The attribute'),
+        value: z.string().describe('Its value, as a string'),
+      }),
+    )
+    .describe("The metadata's attributes"),
+  token_uri: z.string().nullable().describe('What tokenURI (or uri) answered'),
+  metadata: z.record(z.string(), z.unknown()).nullable().describe('The metadata JSON as read'),
+  metadata_error: z.string().nullable().describe('Why the metadata could not be read; null when it was'),
 })
 const nftCollection = z.object({
-  contract: z.string(),
-  chain: z.string(),
-  name: z.string().nullable(),
-  symbol: z.string().nullable(),
-  standard,
-  total_supply: z.union([z.number().int(), z.string()]),
-  num_owners: z.number().int(),
-  floor_price_eth: z.string().nullable(),
-  floor_price_usd: z.string().nullable(),
-  banner_url: z.string().nullable(),
-  image_url: z.string().nullable(),
-  description: z.string().nullable(),
+  contract,
+  chain: network,
+  name: z.string().nullable().describe('The collection name the contract reports'),
+  symbol: z.string().nullable().describe('Its symbol'),
+  standard: standard.describe('ERC721 or ERC1155'),
+  total_supply: z
+    .union([z.number().int(), z.string()])
+    .describe('Tokens in existence, where the contract reports it'),
+  num_owners: z.number().int().describe('Distinct holders in the index'),
+  floor_price_eth: z.string().nullable().describe('Not tracked by Halyard: null'),
+  floor_price_usd: z.string().nullable().describe('Not tracked by Halyard: null'),
+  banner_url: z.string().nullable().describe("From the contract's metadata (contractURI)"),
+  image_url: z.string().nullable().describe("From the contract's metadata (contractURI)"),
+  description: z.string().nullable().describe("From the contract's metadata (contractURI)"),
 })
 const ownedNfts = z.object({
-  address: z.string(),
-  chain: z.string(),
-  nfts: z.array(
-    z.object({
-      contract: z.string(),
-      token_id: z.string(),
-      name: z.string().nullable(),
-      collection_name: z.string().nullable(),
-      image_url: z.string().nullable(),
-      standard,
-      balance: z.string(),
-    }),
-  ),
-  page: z.number().int(),
-  total: z.number().int(),
+  address: z
+    .string()
+    .describe('The owner asked about')
+    .meta({ example: '0xd8da6bf26964af9d7eed9e10c4a2c4f1e3cf3c6a' }),
+  chain: network,
+  nfts: z
+    .array(
+      z.object({
+        contract,
+        token_id: tokenId,
+        name: z.string().nullable().describe("The token's name, where its metadata was read"),
+        collection_name: z.string().nullable().describe("The contract's name"),
+        image_url: z.string().nullable().describe("The token's image"),
+        standard: standard.describe('ERC721 or ERC1155'),
+        balance: z.string().describe('How many the address holds (1 for ERC-721)'),
+      }),
+    )
+    .describe('This page of NFTs'),
+  page: z.number().int().describe('This page'),
+  total: z.number().int().describe('NFTs in all pages'),
   index: indexCoverage,
 })
 
@@ -72,7 +92,9 @@ export function registerNftRoutes(app: FastifyInstance, nfts: NftService, histor
     what: 'NFT metadata',
     schema: {
       params: z.object({ chain: chainSlug, contract: address('contract'), token_id: uint256('token_id') }),
-      query: z.object({ refresh: boolFlag('refresh') }),
+      query: z.object({
+        refresh: boolFlag('refresh', 'true: read the tokenURI again instead of the cached metadata'),
+      }),
     },
     responses: { 200: nftMetadata },
     handler: ({ network, params, query }) =>

@@ -14,11 +14,18 @@ export type JsonSchema = Record<string, unknown>
 
 /** The body of every error response. */
 export const errorBodySchema = z.object({
-  error: z.object({
-    code: z.enum(Object.keys(ERROR_STATUS) as [ErrorCode, ...ErrorCode[]]),
-    message: z.string().describe('Names the parameter or limit at fault'),
-    status: z.number().int().describe('Equals the HTTP status'),
-  }),
+  error: z
+    .object({
+      code: z
+        .enum(Object.keys(ERROR_STATUS) as [ErrorCode, ...ErrorCode[]])
+        .describe('Stable: branch on it (docs/concepts.md)'),
+      message: z
+        .string()
+        .describe('Names the parameter or limit at fault')
+        .meta({ example: 'limit must be an integer between 1 and 100 (got 500)' }),
+      status: z.number().int().describe('Equals the HTTP status').meta({ example: 400 }),
+    })
+    .describe('What went wrong'),
 })
 
 /**
@@ -64,28 +71,43 @@ function inlineDefs(v: unknown, defs: Record<string, unknown>, seen: readonly st
  * object" and check each call's envelope themselves (rpc/envelope.ts), so JSON Schema cannot
  * be derived from it. The document shows the JSON-RPC 2.0 envelope instead.
  */
+const RPC_ID = { type: ['string', 'integer', 'null'], example: 1 }
+
 const JSONRPC_SCHEMAS = {
   JsonRpcRequest: {
     type: 'object',
     required: ['jsonrpc', 'method'],
     properties: {
-      jsonrpc: { const: '2.0' },
-      id: { type: ['string', 'integer', 'null'] },
-      method: { type: 'string', example: 'eth_blockNumber' },
-      params: { type: ['array', 'object'] },
+      jsonrpc: { const: '2.0', description: 'Always "2.0"' },
+      id: { ...RPC_ID, description: 'Echoed in the answer; absent for a notification' },
+      method: {
+        type: 'string',
+        description: 'The method (GET /v1/openrpc.json lists them)',
+        example: 'eth_blockNumber',
+      },
+      params: {
+        type: ['array', 'object'],
+        description: 'The parameters, by position or by name',
+        example: [],
+      },
     },
   },
   JsonRpcResponse: {
     type: 'object',
     required: ['jsonrpc', 'id'],
     properties: {
-      jsonrpc: { const: '2.0' },
-      id: { type: ['string', 'integer', 'null'] },
-      result: {},
+      jsonrpc: { const: '2.0', description: 'Always "2.0"' },
+      id: { ...RPC_ID, description: "The request's id" },
+      result: { description: 'The answer, when the call succeeded', example: '0x1' },
       error: {
         type: 'object',
+        description: 'Why the call failed (instead of result)',
         required: ['code', 'message'],
-        properties: { code: { type: 'integer' }, message: { type: 'string' }, data: {} },
+        properties: {
+          code: { type: 'integer', description: 'The JSON-RPC error code', example: -32602 },
+          message: { type: 'string', description: 'What went wrong', example: 'invalid params' },
+          data: { description: 'More about the error, when there is more' },
+        },
       },
     },
   },
@@ -115,11 +137,27 @@ const ERROR_TEXT: Record<ErrorCode, string> = {
     'A dependency cannot answer now (the database, or Redis with rate limits failing closed); retry after Retry-After seconds',
 }
 
+/** A message each error code may carry, for the examples of the error responses. */
+const ERROR_EXAMPLE: Record<ErrorCode, string> = {
+  invalid_request: 'limit must be an integer between 1 and 100 (got 500)',
+  unauthorized: 'missing API key: send it in the X-API-Key header or as Authorization: Bearer <key>',
+  forbidden: 'this API key lacks the webhooks:manage scope required for webhooks',
+  not_found: 'webhook wh_0123456789abcdef01234567 not found',
+  rate_limited: 'rate limit exceeded: 10 requests per second',
+  internal_error: 'internal error (request id 0f6c2a8e-3b1d-4c55-9a7e-2d4b8f1e6a90)',
+  service_unavailable: 'the database is not answering',
+}
+
 function errorResponses(): Record<string, unknown> {
-  const content = { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } }
   const out: Record<string, unknown> = {}
+  const contentOf = (code: ErrorCode) => ({
+    'application/json': {
+      schema: { $ref: '#/components/schemas/Error' },
+      example: { error: { code, message: ERROR_EXAMPLE[code], status: ERROR_STATUS[code] } },
+    },
+  })
   for (const code of Object.keys(ERROR_STATUS) as ErrorCode[]) {
-    out[code] = { description: ERROR_TEXT[code], content }
+    out[code] = { description: ERROR_TEXT[code], content: contentOf(code) }
   }
   out.rate_limited = {
     description: ERROR_TEXT.rate_limited,
@@ -127,12 +165,12 @@ function errorResponses(): Record<string, unknown> {
       'Retry-After': { description: 'Seconds to wait', schema: { type: 'integer', minimum: 1 } },
       ...rateLimitHeaders,
     },
-    content,
+    content: contentOf('rate_limited'),
   }
   out.service_unavailable = {
     description: ERROR_TEXT.service_unavailable,
     headers: { 'Retry-After': { description: 'Seconds to wait', schema: { type: 'integer', minimum: 1 } } },
-    content,
+    content: contentOf('service_unavailable'),
   }
   return out
 }
@@ -160,6 +198,7 @@ interface Parameter {
   in: 'path' | 'query'
   required: boolean
   description?: string
+  example?: unknown
   schema: JsonSchema
 }
 
@@ -173,30 +212,41 @@ function fieldsOf(schema: z.ZodType | undefined): [string, z.ZodType, boolean][]
   ])
 }
 
+/**
+ * A parameter from its zod schema: the schema's description and example move up to the
+ * parameter, where documentation tools look for them. An enum's first value is its example.
+ */
+function parameter(
+  name: string,
+  where: 'path' | 'query',
+  required: boolean,
+  s: z.ZodType | undefined,
+): Parameter {
+  const schema = s ? jsonSchema(s, 'input') : { type: 'string' }
+  const p: Parameter = { name, in: where, required, schema }
+  if (typeof schema.description === 'string') p.description = schema.description
+  const example =
+    schema.example ??
+    (Array.isArray(schema.examples) ? schema.examples[0] : undefined) ??
+    (Array.isArray(schema.enum) ? schema.enum[0] : undefined)
+  if (example !== undefined) p.example = example
+  return p
+}
+
 function parameters(url: string, meta: RouteMeta): Parameter[] {
   const params: Parameter[] = []
   const pathFields = new Map(fieldsOf(meta.schema.params).map(([n, s]) => [n, s]))
-  for (const [, name] of url.matchAll(/:([A-Za-z_]+)/g)) {
-    const s = pathFields.get(name!)
-    params.push({
-      name: name!,
-      in: 'path',
-      required: true,
-      schema: s ? jsonSchema(s, 'input') : { type: 'string' },
-    })
-  }
-  for (const [name, s, optional] of fieldsOf(meta.schema.query)) {
-    const schema = jsonSchema(s, 'input')
-    const p: Parameter = { name, in: 'query', required: !optional, schema }
-    if (typeof schema.description === 'string') p.description = schema.description
-    params.push(p)
-  }
+  for (const [, name] of url.matchAll(/:([A-Za-z_]+)/g))
+    params.push(parameter(name!, 'path', true, pathFields.get(name!)))
+  for (const [name, s, optional] of fieldsOf(meta.schema.query))
+    params.push(parameter(name, 'query', !optional, s))
   if (meta.keyInQuery)
     params.push({
       name: 'apiKey',
       in: 'query',
       required: false,
       description: 'The API key, for clients that cannot set headers (WebSocket upgrades only)',
+      example: 'hk_live_your_key',
       schema: { type: 'string' },
     })
   return params

@@ -10,6 +10,7 @@ import { declaredRoutes } from '../http/pipeline.ts'
 import type { Storage } from '../storage/database.ts'
 import { encryptSecret, generateSigningSecret } from '../webhooks/crypto.ts'
 import { insertWebhook } from '../webhooks/store.ts'
+import { auditOpenApi } from './audit.ts'
 import { isDocumented, type JsonSchema, openApiPath } from './document.ts'
 
 type Operation = {
@@ -227,6 +228,22 @@ describe('GET /v1/openapi.json', () => {
     expect(missing, 'operations without a summary and description').toEqual([])
   })
 
+  it('explains every parameter and field: a description, and an example where a client sends it', () => {
+    const audit = auditOpenApi(doc)
+    expect(audit.missing, 'parameters and fields without words').toEqual([])
+    expect(audit.parameters.total).toBeGreaterThan(50)
+    expect(audit.fields.total).toBeGreaterThan(300)
+    // The walk sees into bodies: a field stripped of its description is named.
+    const stripped = structuredClone(doc)
+    const body = stripped.paths['/v1/webhooks']!.post!.requestBody!.content['application/json']!.schema
+    delete (body.properties as Record<string, JsonSchema>).url!.description
+    delete (body.properties as Record<string, JsonSchema>).url!.example
+    expect(auditOpenApi(stripped).missing).toEqual([
+      'POST /v1/webhooks request application/json.url: no description',
+      'POST /v1/webhooks request application/json.url: no example',
+    ])
+  })
+
   it('covers every route the API serves, with its errors', () => {
     const declared = declaredRoutes(h.halyard.app).filter((r) => r.method !== 'HEAD' && isDocumented(r.url))
     expect(declared.length).toBeGreaterThan(20)
@@ -268,8 +285,13 @@ describe('GET /v1/openapi.json', () => {
     }
   })
 
-  it('documents the error body', () => {
+  it('documents the error body, with an example per error code that the body schema accepts', () => {
     const validate = compile(doc.components.schemas.Error!)
+    for (const [name, r] of Object.entries(doc.components.responses)) {
+      const example = (r.content['application/json'] as { example?: { error: { code: string } } }).example
+      expect(validate(example), `${name}: ${ajv.errorsText(validate.errors)}`).toBe(true)
+      expect(example!.error.code).toBe(name)
+    }
     expect(validate({ error: { code: 'not_found', message: 'x', status: 404 } })).toBe(true)
     expect(validate({ error: { code: 'teapot', message: 'x', status: 418 } })).toBe(false)
   })

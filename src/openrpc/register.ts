@@ -1,6 +1,6 @@
 import { z } from 'zod'
-import { invalidRequest } from '../errors.ts'
 import type { FeatureHost } from '../http/host.ts'
+import { refuseBody } from '../http/params.ts'
 import { definePublicRoute } from '../http/route.ts'
 import type { JsonSchema } from '../openapi/document.ts'
 import { declaredSurfaces } from '../rpc/surfaces.ts'
@@ -8,9 +8,13 @@ import { buildOpenRpc } from './document.ts'
 
 /** What GET /v1/openrpc.json declares it answers: an OpenRPC 1.3 document (its own shape is OpenRPC's). */
 const documentShape = z.looseObject({
-  openrpc: z.string(),
-  info: z.looseObject({ title: z.string(), version: z.string() }),
-  methods: z.array(z.looseObject({ name: z.string() })),
+  openrpc: z.string().describe('The OpenRPC version'),
+  info: z
+    .looseObject({ title: z.string().describe('The API'), version: z.string().describe('Its version') })
+    .describe('What the document describes'),
+  methods: z
+    .array(z.looseObject({ name: z.string().describe('The JSON-RPC method name') }))
+    .describe('Every method, tagged with its surface, scope and compute units'),
 })
 
 /**
@@ -30,11 +34,7 @@ export function registerOpenRpc(host: FeatureHost): void {
       'An OpenRPC 1.3 document of every JSON-RPC surface (/v1/rpc for EVM and Solana, /v1/bundler, /v1/paymaster, the Alchemy-compatible root), generated from the method registries: per method and surface, the scope a key needs and the compute units it costs. No key.',
     responses: { 200: documentShape },
     handler: ({ request }) => {
-      // A body on this GET is a client mistake: answered in a few bytes, not with the large
-      // document while the client is still sending (its connection would be reset mid-answer).
-      const length = request.headers['content-length']
-      if ((length !== undefined && length !== '0') || request.headers['transfer-encoding'] !== undefined)
-        throw invalidRequest('GET /v1/openrpc.json takes no request body')
+      refuseBody(request, 'GET /v1/openrpc.json')
       doc ??= buildOpenRpc({
         surfaces: declaredSurfaces(app),
         networks: ctx.networks.all(),

@@ -7,20 +7,36 @@ import type { Storage } from '../storage/database.ts'
 import { DEFAULT_LIMIT, filterOf, listRequests, requestQuery } from './service.ts'
 
 const requestView = z.object({
-  at: z.string().meta({ format: 'date-time' }),
-  key: z.object({ id: z.string(), name: z.string().nullable(), prefix: z.string().nullable() }),
-  surface: z.string().meta({ example: 'JSON-RPC' }),
-  network: z.string().meta({ example: 'ethereum-mainnet' }),
-  request_id: z.string(),
+  at: z
+    .string()
+    .meta({ format: 'date-time' })
+    .describe('When the request arrived')
+    .meta({ example: '2026-11-26T10:00:00.000Z' }),
+  key: z
+    .object({
+      id: z.string().describe('The key id'),
+      name: z.string().nullable().describe('The name given to the key'),
+      prefix: z.string().nullable().describe('The first characters of the key, to recognise it'),
+    })
+    .describe('The key that sent it'),
+  surface: z
+    .string()
+    .meta({ example: 'JSON-RPC' })
+    .describe('Where it came in: JSON-RPC, WebSocket, bundler, …'),
+  network: z.string().meta({ example: 'ethereum-mainnet' }).describe('The network slug'),
+  request_id: z
+    .string()
+    .describe('The X-Request-Id answered')
+    .meta({ example: '0f6c2a8e-3b1d-4c55-9a7e-2d4b8f1e6a90' }),
   batch_item: z.number().int().nullable().describe('Place in its batch; null for a single call'),
-  batch_size: z.number().int().nullable(),
-  method: z.string(),
-  http_status: z.number().int(),
+  batch_size: z.number().int().nullable().describe('Calls in its batch; null for a single call'),
+  method: z.string().describe('The JSON-RPC method').meta({ example: 'eth_call' }),
+  http_status: z.number().int().describe('The HTTP status answered').meta({ example: 200 }),
   rpc_code: z.number().int().nullable().describe('The JSON-RPC error code; null for a result'),
-  error: z.string().nullable(),
+  error: z.string().nullable().describe('The error message; null for a result'),
   latency_ms: z.number().describe('The whole request (a batch: the batch)'),
-  compute_units: z.number().int(),
-  origin: z.string().nullable(),
+  compute_units: z.number().int().describe('Compute units charged').meta({ example: 26 }),
+  origin: z.string().nullable().describe('The Origin header of a browser request'),
   params: z.string().nullable().describe('JSON, secrets redacted, capped (docs/request-explorer.md)'),
   answer: z.string().nullable().describe('The JSON-RPC response object, secrets redacted, capped'),
 })
@@ -44,8 +60,8 @@ export function registerRequestRoutes(
     schema: { query: requestQuery },
     responses: {
       200: z.object({
-        retention_hours: z.number(),
-        requests: z.array(requestView),
+        retention_hours: z.number().describe('How long requests are kept').meta({ example: 168 }),
+        requests: z.array(requestView).describe('Newest first'),
       }),
     },
     handler: async ({ caller, query }) => {

@@ -22,25 +22,45 @@ const time = (name: string) =>
 
 /** The explorer's filters as a query string (GET /v1/requests and the dashboard page share it). */
 export const requestQuery = z.object({
-  key: text('key', 100).optional().describe('A key id (key_…): only its requests'),
-  method: text('method', 128).optional().describe('A JSON-RPC method name'),
+  key: text('key', 100)
+    .optional()
+    .describe('A key id (key_…): only its requests')
+    .meta({ example: 'key_0123456789abcdef01234567' }),
+  method: text('method', 128).optional().describe('A JSON-RPC method name').meta({ example: 'eth_call' }),
   status: z
     .string()
     .regex(/^(|ok|error|[1-5]\d\d|-?\d{1,9})$/, {
       error: 'status: must be ok, error, an HTTP status (429) or a JSON-RPC error code (-32601)',
     })
     .optional()
-    .describe('ok, error, an HTTP status or a JSON-RPC error code'),
-  network: text('network', 100).optional().describe('A network slug, e.g. ethereum-mainnet'),
-  request_id: text('request_id', 64).optional().describe('The X-Request-Id of the request'),
-  from: time('from').optional().describe('Earliest time (included), ISO 8601'),
-  to: time('to').optional().describe('Latest time (excluded), ISO 8601'),
+    .describe('ok, error, an HTTP status or a JSON-RPC error code')
+    .meta({ example: 'error' }),
+  network: text('network', 100)
+    .optional()
+    .describe('A network slug, e.g. ethereum-mainnet')
+    .meta({ example: 'ethereum-devnet' }),
+  request_id: text('request_id', 64)
+    .optional()
+    .describe('The X-Request-Id of the request')
+    .meta({ example: '0f6c2a8e-3b1d-4c55-9a7e-2d4b8f1e6a90' }),
+  from: time('from')
+    .optional()
+    .describe('Earliest time (included), ISO 8601')
+    .meta({ example: '2026-01-31T00:00:00Z' }),
+  to: time('to')
+    .optional()
+    .describe('Latest time (excluded), ISO 8601')
+    .meta({ example: '2026-02-01T00:00:00Z' }),
   limit: z.coerce
     .number({ error: 'limit: must be a number' })
     .int({ error: 'limit: must be a whole number' })
     .min(1, { error: 'limit: must be at least 1' })
     .max(MAX_LIMIT, { error: `limit: must be at most ${MAX_LIMIT}` })
-    .optional(),
+    .optional()
+    .meta({
+      description: `Requests to answer, from 1 to ${MAX_LIMIT}; ${DEFAULT_LIMIT} when absent`,
+      example: 50,
+    }),
 })
 
 export type RequestQuery = z.infer<typeof requestQuery>

@@ -29,9 +29,9 @@ interface Deps {
   checks?: ReadinessCheck[]
 }
 
-const health = z.object({ status: z.literal('ok') })
+const health = z.object({ status: z.literal('ok').describe('Always ok: the process answers') })
 const readiness = z.object({
-  status: z.enum(['ready', 'not_ready']),
+  status: z.enum(['ready', 'not_ready']).describe('ready when every check passes (then 200; else 503)'),
   checks: z
     .record(z.string(), z.string())
     .describe('One line per check: "ok", "failing: <why>", or what an informational check reports'),

@@ -11,35 +11,54 @@ const EVM_SLUG = { from: 'slug', param: 'chain', kinds: ['evm'] } as const
 /* Response bodies, for the OpenAPI document. Unknown values are null, never "0". */
 const decimal = z.string().regex(/^\d+(\.\d+)?$/)
 const tokenBalanceList = z.object({
-  address: z.string(),
-  chain: z.string(),
-  tokens: z.array(
-    z.object({
-      contract: z.string(),
-      symbol: z.string().nullable(),
-      name: z.string().nullable(),
-      decimals: z.number().int(),
-      balance: z.string().regex(/^\d+$/).describe('raw integer amount'),
-      formatted_balance: decimal,
-      usd_value: decimal.nullable(),
-      logo_url: z.string().nullable(),
-    }),
-  ),
-  page: z.number().int(),
-  total: z.number().int(),
+  address: z
+    .string()
+    .describe('The holder asked about')
+    .meta({ example: '0xd8da6bf26964af9d7eed9e10c4a2c4f1e3cf3c6a' }),
+  chain: z.string().describe('The network slug').meta({ example: 'ethereum-devnet' }),
+  tokens: z
+    .array(
+      z.object({
+        contract: z
+          .string()
+          .describe('The ERC-20 contract')
+          .meta({ example: '0x5fbdb2315678afecb367f032d93f642f64180aa3' }),
+        symbol: z.string().nullable().describe('Its symbol').meta({ example: 'USDC' }),
+        name: z.string().nullable().describe('Its name'),
+        decimals: z.number().int().describe('Its decimals').meta({ example: 6 }),
+        balance: z.string().regex(/^\d+$/).describe('raw integer amount').meta({ example: '1500000' }),
+        formatted_balance: decimal.describe('balance divided by 10^decimals').meta({ example: '1.5' }),
+        usd_value: decimal.nullable().describe('The balance in USD; null without a price'),
+        logo_url: z.string().nullable().describe('A logo, where configured'),
+      }),
+    )
+    .describe('This page of tokens'),
+  page: z.number().int().describe('This page').meta({ example: 1 }),
+  total: z.number().int().describe('Tokens in all pages').meta({ example: 1 }),
   index: indexCoverage,
 })
 const tokenMetadata = z.object({
-  contract: z.string(),
-  chain: z.string(),
-  name: z.string().nullable(),
-  symbol: z.string().nullable(),
-  decimals: z.number().int().nullable(),
-  total_supply: z.string().nullable(),
-  formatted_total_supply: z.string().nullable(),
-  price_usd: decimal.nullable(),
-  market_cap_usd: decimal.nullable(),
-  logo_url: z.string().nullable(),
+  contract: z
+    .string()
+    .describe('The ERC-20 contract')
+    .meta({ example: '0x5fbdb2315678afecb367f032d93f642f64180aa3' }),
+  chain: z.string().describe('The network slug'),
+  name: z.string().nullable().describe('name() of the contract').meta({ example: 'USD Coin' }),
+  symbol: z.string().nullable().describe('symbol() of the contract').meta({ example: 'USDC' }),
+  decimals: z.number().int().nullable().describe('decimals() of the contract').meta({ example: 6 }),
+  total_supply: z
+    .string()
+    .nullable()
+    .describe('totalSupply(), raw integer amount')
+    .meta({ example: '1000000000000' }),
+  formatted_total_supply: z
+    .string()
+    .nullable()
+    .describe('total_supply divided by 10^decimals')
+    .meta({ example: '1000000' }),
+  price_usd: decimal.nullable().describe('The price in USD; null without a price'),
+  market_cap_usd: decimal.nullable().describe('price_usd times the formatted supply; null without a price'),
+  logo_url: z.string().nullable().describe('A logo, where configured'),
 })
 
 /** Token balances and token metadata. */

@@ -59,7 +59,8 @@ export const transferQuery = z
       .string({ error: 'cursor must be the next_cursor of a previous page' })
       .max(200, { error: 'cursor is not a cursor this API returned (pass next_cursor as is)' })
       .optional()
-      .describe('next_cursor of the previous page'),
+      .describe('next_cursor of the previous page')
+      .meta({ example: 'eyJiIjoxMjM0NTYsImkiOjB9' }),
   })
   .superRefine((q, ctx) => {
     if (q.from_block !== undefined && q.to_block !== undefined && q.from_block > q.to_block)
@@ -69,28 +70,37 @@ export const transferQuery = z
 /* Response body, for the OpenAPI document. */
 const intOrNull = z.number().int().nullable()
 const transferList = z.object({
-  address: z.string(),
-  chain: z.string(),
-  transfers: z.array(
-    z.object({
-      category: z.enum(CATEGORIES as [Category, ...Category[]]),
-      block_number: z.number().int(),
-      block_timestamp: z.number().int().describe('Unix seconds'),
-      tx_hash: z.string(),
-      tx_index: intOrNull.describe('native transfers'),
-      trace_index: intOrNull.describe('native: 0 = the transaction itself, 1.. = call frames'),
-      log_index: intOrNull.describe('token transfers'),
-      batch_index: intOrNull.describe('position in an ERC-1155 batch'),
-      from: z.string(),
-      to: z.string().nullable(),
-      contract: z.string().nullable().describe('null for native transfers'),
-      token_id: z.string().nullable(),
-      value: z.string().regex(/^\d+$/).describe('raw integer amount'),
-      formatted_value: z.string().nullable().describe('decimal-adjusted; null when decimals are unknown'),
-      symbol: z.string().nullable(),
-      decimals: intOrNull,
-    }),
-  ),
+  address: z
+    .string()
+    .describe('The address asked about')
+    .meta({ example: '0xd8da6bf26964af9d7eed9e10c4a2c4f1e3cf3c6a' }),
+  chain: z.string().describe('The network slug').meta({ example: 'ethereum-devnet' }),
+  transfers: z
+    .array(
+      z.object({
+        category: z.enum(CATEGORIES as [Category, ...Category[]]).describe('What moved'),
+        block_number: z.number().int().describe('The block it is in').meta({ example: 19000000 }),
+        block_timestamp: z.number().int().describe('Unix seconds').meta({ example: 1767225600 }),
+        tx_hash: z.string().describe('The transaction'),
+        tx_index: intOrNull.describe('native transfers'),
+        trace_index: intOrNull.describe('native: 0 = the transaction itself, 1.. = call frames'),
+        log_index: intOrNull.describe('token transfers'),
+        batch_index: intOrNull.describe('position in an ERC-1155 batch'),
+        from: z.string().describe('The sender'),
+        to: z.string().nullable().describe('The receiver; null for a contract creation'),
+        contract: z.string().nullable().describe('null for native transfers'),
+        token_id: z.string().nullable().describe('ERC-721 and ERC-1155: the token id'),
+        value: z
+          .string()
+          .regex(/^\d+$/)
+          .describe('raw integer amount')
+          .meta({ example: '1000000000000000000' }),
+        formatted_value: z.string().nullable().describe('decimal-adjusted; null when decimals are unknown'),
+        symbol: z.string().nullable().describe("The token's symbol (the native symbol for native transfers)"),
+        decimals: intOrNull.describe("The token's decimals"),
+      }),
+    )
+    .describe('This page of transfers'),
   next_cursor: z.string().nullable().describe('null on the last page'),
   index: indexCoverage,
 })

@@ -27,23 +27,31 @@ const counts = {
 const limit = z.number().int().nullable().describe('null: unlimited')
 
 export const usageResponse = z.object({
-  account: z.object({ id: z.string(), email: z.string() }),
-  plan: z.object({
-    name: z.string().meta({ example: 'free' }),
-    requestsPerSecond: limit,
-    requestsPerDay: limit,
-    computeUnitsPerSecond: limit,
-  }),
-  from: z.string().meta({ format: 'date' }),
-  to: z.string().meta({ format: 'date' }),
-  days: z.array(z.object({ date: z.string().meta({ format: 'date' }), ...counts })),
+  account: z
+    .object({ id: z.string().describe('The account id'), email: z.string().describe('Its e-mail') })
+    .describe("The key's account"),
+  plan: z
+    .object({
+      name: z.string().meta({ example: 'free' }).describe('The plan'),
+      requestsPerSecond: limit.describe('Requests per second allowed; null: unlimited'),
+      requestsPerDay: limit.describe('Requests per UTC day allowed; null: unlimited'),
+      computeUnitsPerSecond: limit.describe('Compute units per second allowed; null: unlimited'),
+    })
+    .describe("The account's plan and its limits"),
+  from: z.string().meta({ format: 'date' }).describe('First UTC day reported'),
+  to: z.string().meta({ format: 'date' }).describe('Last UTC day reported'),
+  days: z
+    .array(z.object({ date: z.string().meta({ format: 'date' }).describe('The UTC day'), ...counts }))
+    .describe('One entry per day, oldest first'),
   methodsDate: z.string().meta({ format: 'date' }).describe('The day `methods` covers: `to`'),
-  methods: z.array(
-    z.object({
-      method: z.string().describe('JSON-RPC method, "batch", "ws …", or the REST route ("GET /v1/…")'),
-      ...counts,
-    }),
-  ),
+  methods: z
+    .array(
+      z.object({
+        method: z.string().describe('JSON-RPC method, "batch", "ws …", or the REST route ("GET /v1/…")'),
+        ...counts,
+      }),
+    )
+    .describe('Per method on methodsDate, most compute units first'),
 })
 
 export function registerUsageRoutes(app: FastifyInstance, storage: Storage): void {

@@ -22,40 +22,55 @@ const createBodySchema = z.object({
           message: 'owner must not be the zero address (no one can sign for it)',
         })
     })
-    .meta({ example: '0xd8da6bf26964af9d7eed9e10c4a2c4f1e3cf3c6a' }),
+    .meta({
+      description: 'The address that will sign for the account',
+      example: '0xd8da6bf26964af9d7eed9e10c4a2c4f1e3cf3c6a',
+    }),
   chain: z
     .string({ error: 'chain is required (a network slug such as ethereum-devnet)' })
     .min(1, 'chain is required')
-    .meta({ example: 'ethereum-devnet' }),
+    .meta({ description: 'The network slug', example: 'ethereum-devnet' }),
   /** Default 0; a small JSON integer is accepted too. */
-  salt: uint256('salt', { jsonNumber: true }).optional(),
+  salt: uint256('salt', { jsonNumber: true })
+    .optional()
+    .describe('Distinguishes several wallets of one owner (a uint256); 0 when absent'),
 })
 
 /* Response bodies, for the OpenAPI document. */
 const walletStatus = z.enum(['counterfactual', 'deployed'])
 const createdWallet = z.object({
-  address: z.string(),
-  owner: z.string(),
-  chain: z.string(),
-  status: walletStatus,
-  factory: z.string(),
-  created_at: z.string().meta({ format: 'date-time' }),
+  address: z
+    .string()
+    .describe('The counterfactual account address')
+    .meta({ example: '0x1f9090aae28b8a3dceadf281b0f12828e676c326' }),
+  owner: z
+    .string()
+    .describe('The address that signs for the account')
+    .meta({ example: '0xd8da6bf26964af9d7eed9e10c4a2c4f1e3cf3c6a' }),
+  chain: z.string().describe('The network slug').meta({ example: 'ethereum-devnet' }),
+  status: walletStatus.describe('deployed once its first UserOperation has been included'),
+  factory: z.string().describe('The account factory'),
+  created_at: z
+    .string()
+    .meta({ format: 'date-time', example: '2026-11-26T10:00:00.000Z' })
+    .describe('When the key created it'),
 })
 const wallet = createdWallet.extend({
   nonce: z.number().int().optional().describe('once deployed'),
-  deployed_at: z.string().nullable().optional(),
-  deploy_tx: z.string().nullable().optional(),
+  deployed_at: z.string().nullable().optional().describe('When it was deployed'),
+  deploy_tx: z.string().nullable().optional().describe('The transaction that deployed it'),
 })
 const walletList = z.object({
-  wallets: z.array(createdWallet.omit({ factory: true })),
-  page: z.number().int(),
-  total: z.number().int(),
+  wallets: z.array(createdWallet.omit({ factory: true })).describe('Newest first'),
+  page: z.number().int().describe('This page'),
+  total: z.number().int().describe('Wallets in all pages'),
 })
 
 const chainQuery = z
   .string({ error: 'chain must be a single network slug' })
   .min(1, 'chain must not be empty')
   .optional()
+  .meta({ description: 'A network slug: only wallets on it', example: 'ethereum-devnet' })
 
 /** A network named by a body or query parameter: unknown is a 404 naming the parameter. */
 function networkParam(networks: NetworkRegistry, slug: string, name: string): Network {

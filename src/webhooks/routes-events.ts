@@ -14,53 +14,68 @@ import type { WebhookService } from './service.ts'
  * range. Wire shapes only; the logic is event-service.ts, which the dashboard calls as well.
  */
 
-const timestamp = z.string().describe('ISO 8601, UTC')
+const timestamp = z.string().describe('ISO 8601, UTC').meta({ example: '2026-11-26T10:00:00.000Z' })
 const eventSummary = z.object({
-  id: z.string(),
-  event_type: z.string(),
-  status: z.enum(EVENT_STATUSES),
-  attempts: z.number().int(),
-  last_error: z.string().nullable(),
-  created_at: timestamp,
-  delivered_at: timestamp.nullable(),
+  id: z.string().describe('The event id (evt_…)').meta({ example: 'evt_0123456789abcdef01234567' }),
+  event_type: z.string().describe('What happened (address_activity, token_transfer, …)'),
+  status: z.enum(EVENT_STATUSES).describe('Where the event is in its delivery'),
+  attempts: z.number().int().describe('Delivery attempts so far'),
+  last_error: z.string().nullable().describe('Why the last attempt failed; null if none did'),
+  created_at: timestamp.describe('When the event was matched (ISO 8601, UTC)'),
+  delivered_at: timestamp.nullable().describe('When the receiver accepted it; null until then'),
   next_retry_at: timestamp
     .nullable()
     .describe('when the next retry is due (pending events that failed once)'),
 })
-const eventList = z.object({ events: z.array(eventSummary), page: z.number().int(), total: z.number().int() })
+const eventList = z.object({
+  events: z.array(eventSummary).describe('Newest first'),
+  page: z.number().int().describe('This page'),
+  total: z.number().int().describe('Events in all pages'),
+})
 const eventDetail = eventSummary.extend({
   test: z.boolean().describe('a test event (POST /v1/webhooks/{id}/test)'),
   matched_by: z
     .array(z.string())
     .describe("the webhook's filters the event satisfies, each as `filter: why`"),
   payload: z.unknown().describe('the body delivered (signed as sent)'),
-  attempts: z.array(
-    z.object({
-      attempt: z.number().int(),
-      status_code: z.number().int().nullable(),
-      error: z.string().nullable(),
-      response_body: z.string().nullable().describe("the first 512 bytes of the receiver's answer"),
-      duration_ms: z.number().int(),
-      created_at: timestamp,
-    }),
-  ),
+  attempts: z
+    .array(
+      z.object({
+        attempt: z.number().int().describe('1 for the first try, then each retry'),
+        status_code: z
+          .number()
+          .int()
+          .nullable()
+          .describe("The receiver's HTTP status; null without an answer"),
+        error: z.string().nullable().describe('Why it failed; null when the receiver answered 2xx'),
+        response_body: z.string().nullable().describe("the first 512 bytes of the receiver's answer"),
+        duration_ms: z.number().int().describe('How long the attempt took'),
+        created_at: timestamp.describe('When it was attempted (ISO 8601, UTC)'),
+      }),
+    )
+    .describe('Every delivery attempt, first first'),
 })
 const dateTime = (name: string) =>
   z.iso.datetime({ offset: true, error: `${name}: must be an ISO 8601 date and time (2026-11-26T10:00:00Z)` })
 const redeliverBody = z.strictObject({
-  from: dateTime('from').describe('failed events created at or after this time'),
-  to: dateTime('to').describe(
-    `failed events created before this time (at most ${MAX_REDELIVER_DAYS} days after from)`,
-  ),
+  from: dateTime('from')
+    .describe('failed events created at or after this time')
+    .meta({ example: '2026-11-26T00:00:00Z' }),
+  to: dateTime('to')
+    .describe(`failed events created before this time (at most ${MAX_REDELIVER_DAYS} days after from)`)
+    .meta({ example: '2026-11-27T00:00:00Z' }),
 })
 const requeued = z.object({
-  webhook_id: z.string(),
-  requeued: z.number().int(),
-  from: timestamp,
-  to: timestamp,
+  webhook_id: z.string().describe('The webhook'),
+  requeued: z.number().int().describe('Failed events queued again'),
+  from: timestamp.describe('The range asked for: from'),
+  to: timestamp.describe('The range asked for: to'),
 })
 const listQuery = pageQuery(25).extend({
-  status: z.enum(EVENT_STATUSES, { error: `status: must be one of ${EVENT_STATUSES.join(', ')}` }).optional(),
+  status: z
+    .enum(EVENT_STATUSES, { error: `status: must be one of ${EVENT_STATUSES.join(', ')}` })
+    .optional()
+    .describe('Only events in this status'),
 })
 
 export function registerWebhookEventRoutes(

@@ -15,7 +15,10 @@ import { view, type WebhookService } from './service.ts'
  * webhook for a test key (visibleTo), which lists leave out.
  */
 
-const url = (error: string) => z.string({ error }).meta({ example: 'https://receiver.example/hook' })
+const url = (error: string) =>
+  z
+    .string({ error })
+    .meta({ description: 'The HTTPS URL deliveries are POSTed to', example: 'https://receiver.example/hook' })
 /*
  * The filter keys, declared here for the OpenAPI document; which keys an event
  * type reads, and their full rules, are checked by config.ts (parseConfig), which refuses a key
@@ -40,6 +43,7 @@ const config = z
         .describe(
           'minimum value in base units, as a decimal string (address_activity: native value; token_transfer: raw token amount; internal_transfer: wei)',
         )
+        .meta({ example: '1000000000000000000' })
         .optional(),
       min_value_per_contract: z
         .record(z.string(), z.string())
@@ -77,11 +81,13 @@ const createBody = z.strictObject({
   chain: z
     .string({ error: 'chain: is required and must be a string' })
     .min(1)
-    .meta({ example: 'ethereum-devnet' }),
-  event_type: eventTypeSchema.meta({ example: 'address_activity' }).optional(),
+    .meta({ description: 'The network slug the webhook watches', example: 'ethereum-devnet' }),
+  event_type: eventTypeSchema
+    .meta({ description: `The event type (${EVENT_TYPES.join(', ')})`, example: 'address_activity' })
+    .optional(),
   event_types: eventTypes.optional(),
   config: config.optional(),
-  format: formatSchema.meta({ example: 'A' }).optional(),
+  format: formatSchema.meta({ description: 'Delivery form: A (default) or B', example: 'A' }).optional(),
 })
 
 const patchBody = z.strictObject({
@@ -93,11 +99,13 @@ const patchBody = z.strictObject({
           ? 'status: cannot be set to disabled (only the service disables a webhook); use active or paused'
           : 'status: must be active or paused',
     })
-    .meta({ example: 'active' })
+    .meta({ description: 'active delivers, paused holds events', example: 'active' })
     .optional(),
   config: config.optional(),
-  format: formatSchema.meta({ example: 'B' }).optional(),
-  event_type: eventTypeSchema.optional(),
+  format: formatSchema.meta({ description: 'Delivery form: A or B', example: 'B' }).optional(),
+  event_type: eventTypeSchema
+    .meta({ description: 'The one event type (replaces event_types)', example: 'token_transfer' })
+    .optional(),
   event_types: eventTypes.optional(),
 })
 
@@ -117,26 +125,27 @@ const byId = z.object({ id: webhookId })
 const listQuery = pageQuery(25).extend({
   status: z
     .enum(['active', 'paused', 'disabled'], { error: 'status: must be active, paused or disabled' })
-    .optional(),
+    .optional()
+    .describe('Only webhooks in this status'),
 })
 
 /* Response bodies, for the OpenAPI document; service.ts builds them. */
-const timestamp = z.string().describe('ISO 8601, UTC')
+const timestamp = z.string().describe('ISO 8601, UTC').meta({ example: '2026-11-26T10:00:00.000Z' })
 const webhookStatus = z.enum(['active', 'paused', 'disabled'])
 const webhook = z.object({
-  id: z.string(),
-  url: z.string(),
-  chain: z.string(),
+  id: z.string().describe('The webhook id (wh_…)').meta({ example: 'wh_0123456789abcdef01234567' }),
+  url: z.string().describe('Where deliveries are POSTed').meta({ example: 'https://receiver.example/hook' }),
+  chain: z.string().describe('The network slug it watches').meta({ example: 'ethereum-devnet' }),
   event_type: eventTypeSchema.describe('the first of event_types'),
   event_types: z.array(eventTypeSchema).describe('every event type the webhook monitors'),
   config: z.record(z.string(), z.unknown()).describe("the event types' filters, as stored"),
   format: formatSchema.describe(
     'delivery form: A (timestamped signature, the default) or B (Alchemy/QuickNode style: X-Service-Signature, camelCase data)',
   ),
-  status: webhookStatus,
+  status: webhookStatus.describe('active delivers; paused holds events; disabled: the service stopped it'),
   status_reason: z.string().nullable().describe('why the service paused or disabled it'),
-  created_at: timestamp,
-  updated_at: timestamp,
+  created_at: timestamp.describe('When it was created (ISO 8601, UTC)'),
+  updated_at: timestamp.describe('When it last changed (ISO 8601, UTC)'),
 })
 const signingSecret = z.string().describe('returned only in this response')
 const createdWebhook = webhook.extend({ signing_secret: signingSecret })
@@ -149,31 +158,44 @@ const summary = {
   status: true,
 } as const
 const webhookList = z.object({
-  webhooks: z.array(webhook.pick({ ...summary, created_at: true })),
-  page: z.number().int(),
-  total: z.number().int(),
+  webhooks: z.array(webhook.pick({ ...summary, created_at: true })).describe('Newest first'),
+  page: z.number().int().describe('This page'),
+  total: z.number().int().describe('Webhooks in all pages'),
 })
 const updatedWebhook = webhook.pick({ ...summary, updated_at: true })
-const deletedWebhook = z.object({ id: z.string(), deleted: z.literal(true) })
-const deliveryList = z.object({
-  deliveries: z.array(
-    z.object({
-      event_id: z.string(),
-      attempt: z.number().int(),
-      status_code: z.number().int().nullable().describe('null: no HTTP answer (timeout, refused)'),
-      error: z.string().nullable(),
-      duration_ms: z.number().int(),
-      created_at: timestamp,
-    }),
-  ),
-  page: z.number().int(),
-  total: z.number().int(),
+const deletedWebhook = z.object({
+  id: z.string().describe('The deleted webhook'),
+  deleted: z.literal(true).describe('Always true'),
 })
-const queuedEvent = z.object({ id: z.string(), webhook_id: z.string(), status: z.literal('pending') })
+const deliveryList = z.object({
+  deliveries: z
+    .array(
+      z.object({
+        event_id: z.string().describe('The event delivered (evt_…)'),
+        attempt: z.number().int().describe('1 for the first try, then each retry'),
+        status_code: z.number().int().nullable().describe('null: no HTTP answer (timeout, refused)'),
+        error: z.string().nullable().describe('Why it failed; null when the receiver answered 2xx'),
+        duration_ms: z.number().int().describe('How long the attempt took'),
+        created_at: timestamp.describe('When it was attempted (ISO 8601, UTC)'),
+      }),
+    )
+    .describe('Newest first'),
+  page: z.number().int().describe('This page'),
+  total: z.number().int().describe('Attempts in all pages'),
+})
+const queuedEvent = z.object({
+  id: z.string().describe('The event id (evt_…)'),
+  webhook_id: z.string().describe('The webhook it is for'),
+  status: z.literal('pending').describe('Queued for delivery'),
+})
 const testEvent = queuedEvent.extend({
   queued: z.boolean().describe('false while the webhook is not active: delivered once it is'),
 })
-const rotatedSecret = z.object({ id: z.string(), signing_secret: signingSecret, updated_at: timestamp })
+const rotatedSecret = z.object({
+  id: z.string().describe('The webhook id'),
+  signing_secret: signingSecret,
+  updated_at: timestamp.describe('When the secret changed (ISO 8601, UTC)'),
+})
 
 export function registerWebhookRoutes(
   app: FastifyInstance,
