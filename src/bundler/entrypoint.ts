@@ -179,9 +179,10 @@ export async function simulateValidation(
   ep: EntryPointRef,
   op: UserOperation,
   override: StateOverride = {},
+  block: Hex | 'latest' = 'latest',
 ): Promise<SimulatedValidation> {
   const call = validationCall(chain, ep, op, override)
-  return validationOutcome(op, await chain.call({ to: ep.address, data: call.data }, call.override))
+  return validationOutcome(op, await chain.call({ to: ep.address, data: call.data }, call.override, block))
 }
 
 /**
@@ -251,6 +252,7 @@ export async function simulateHandleOp(
   target: Address,
   targetCallData: Hex,
   override: StateOverride = {},
+  block: Hex | 'latest' = 'latest',
 ): Promise<SimulatedExecution> {
   if (op.version === 'v06') {
     const data = encodeFunctionData({
@@ -258,7 +260,7 @@ export async function simulateHandleOp(
       functionName: 'simulateHandleOp',
       args: [v06Struct(op as UserOperationV06), target, targetCallData],
     })
-    const out = await chain.call({ to: ep.address, data }, override)
+    const out = await chain.call({ to: ep.address, data }, override, block)
     if (out.ok)
       throw new BundlerError(BundlerErrorCode.internal, 'simulateHandleOp returned instead of reverting')
     const decoded = decodeRevert(out.revert)
@@ -280,7 +282,11 @@ export async function simulateHandleOp(
     functionName: 'simulateHandleOp',
     args: [packV07(op as UserOperationV07), target, targetCallData],
   })
-  const out = await chain.call({ to: ep.address, data }, simulationOverride(ep, override, chain.simulations))
+  const out = await chain.call(
+    { to: ep.address, data },
+    simulationOverride(ep, override, chain.simulations),
+    block,
+  )
   if (!out.ok) throw revertToError(out.revert, out.message)
   const r = decodeFunctionResult({ abi: simulationsV07Abi, functionName: 'simulateHandleOp', data: out.data })
   return { preOpGas: r.preOpGas, paid: r.paid, targetSuccess: r.targetSuccess, targetResult: r.targetResult }
@@ -335,6 +341,7 @@ const ADVICE: Record<string, string> = {
   AA36: 'paymaster validation used more than paymasterVerificationGasLimit: raise it',
   AA40: 'validation used more than verificationGasLimit: raise verificationGasLimit',
   AA41: 'verificationGasLimit is too low for the paymaster: raise verificationGasLimit',
+  AA51: 'the gas limits do not prepay the gas the op uses: raise verificationGasLimit or callGasLimit (eth_estimateUserOperationGas gives enough)',
 }
 
 /** The op a `FailedOp`/`FailedOpWithRevert` revert of handleOps names, or null. */

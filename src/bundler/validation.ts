@@ -1,10 +1,11 @@
-import { encodeFunctionData, size } from 'viem'
+import { encodeFunctionData, size, toHex } from 'viem'
 import { entryPointAbi } from '../aa/contracts.ts'
-import type { Address, Hash } from '../types.ts'
+import type { Address, Hash, Hex } from '../types.ts'
 import type { BlockInfo, BundlerChain, CallOutcome, StateOverride } from './chain.ts'
 import {
   nonceOverride,
   type SimulatedValidation,
+  simulateHandleOp,
   simulateValidation,
   type ValidationCall,
   validationCall,
@@ -38,6 +39,10 @@ import {
  * `mode`: 'unsafe' trusts the simulation alone (for nodes without `debug_traceCall`). 'safe'
  * additionally runs the ERC-7562 rules (banned opcodes, storage access per entity, stake)
  * through `rules`, which traces the same simulation (erc7562.ts; the service supplies it).
+ *
+ * Reads, simulations and trace of one accept run at one block number: at `latest` a block mined
+ * between them (a bundle including the op this one replaces) made the trace describe another
+ * execution than the simulation, and the client got -32603 instead of a verdict.
  */
 
 export type ValidationMode = 'safe' | 'unsafe'
@@ -50,6 +55,8 @@ export type ValidationRules = (ctx: {
   simulation: SimulatedValidation
   /** The state override the simulation ran with (a queued nonce); the trace must use it too. */
   override: StateOverride
+  /** The block the simulation ran at; the trace runs there too. */
+  block: Hex | 'latest'
 }) => Promise<readonly Address[] | undefined>
 
 /** What validation needs from the mempool: the sender's live nonces under one key. */
@@ -87,6 +94,8 @@ export interface ValidatedOp {
 
 /** How long accepts share one read of the head block. */
 const HEAD_MAX_AGE_MS = 250
+
+const ZERO_ADDRESS: Address = '0x0000000000000000000000000000000000000000'
 
 const fmt = (v: bigint) => `${v} (0x${v.toString(16)})`
 
@@ -155,12 +164,14 @@ export class Validator {
     if (op.version === 'v06' && paymasterAndDataOf(op) !== '0x' && !paymaster)
       throw invalidFields('userOperation.paymasterAndData must start with the 20-byte paymaster address')
     const key = nonceKey(op.nonce)
+    const block = toHex(await this.chain.blockNumber())
     // The simulation rides along with the reads, as if the nonce were the sender's next: it is
     // used only when it is (an op queued behind the sender's waiting ops is simulated again).
     const [state, head] = await Promise.all([
       this.readState(
         { entryPoint: ep.address, sender: op.sender, key, factory, paymaster },
         validationCall(this.chain, ep, op),
+        block,
       ),
       this.head(),
     ])
@@ -183,12 +194,13 @@ export class Validator {
     const simulation =
       state.simulation && Object.keys(override).length === 0
         ? validationOutcome(op, state.simulation)
-        : await simulateValidation(this.chain, ep, op, override)
+        : await simulateValidation(this.chain, ep, op, override, block)
     this.checkSimulation(simulation, Number(head.timestamp))
     const storage =
       this.settings.mode === 'safe'
-        ? await this.settings.rules?.({ chain: this.chain, entryPoint: ep, op, simulation, override })
+        ? await this.settings.rules?.({ chain: this.chain, entryPoint: ep, op, simulation, override, block })
         : undefined
+    if (op.version === 'v06') await this.checkExecution(op, ep, override, block)
     const hash = userOpHash(op, ep.address, this.chainId)
     if (storage && storage.length > 0) this.rememberStorage(hash, storage)
 
@@ -208,6 +220,23 @@ export class Validator {
     }
   }
 
+  /**
+   * A v0.6 op whose validation passes can still fail as a whole: the EntryPoint charges the gas it
+   * used against a prefund of (callGasLimit + verificationGasLimit + preVerificationGas) × fee,
+   * and one whose limits are short of its validation and execution fails the bundle's op with
+   * AA51 (prefund below actualGasCost). simulateHandleOp runs validation, execution and postOp,
+   * so such an op is refused here (-32500, as the reference bundler refuses it), not accepted and
+   * dropped at bundle time. v0.7 prices validation and execution gas apart, so it is not run there.
+   */
+  private async checkExecution(
+    op: UserOperation,
+    ep: EntryPointRef,
+    override: StateOverride,
+    block: Hex,
+  ): Promise<void> {
+    await simulateHandleOp(this.chain, ep, op, ZERO_ADDRESS, '0x', override, block)
+  }
+
   /** Until when reads go one by one: the node refused the one-call reads (no state overrides?). */
   private separateUntil = 0
 
@@ -218,9 +247,10 @@ export class Validator {
   private async readState(
     q: AccountQuery,
     simulate: ValidationCall,
+    block: Hex,
   ): Promise<AccountState & { simulation?: CallOutcome }> {
     if (Date.now() >= this.separateUntil) {
-      const state = await readAccountState(this.chain, q, simulate)
+      const state = await readAccountState(this.chain, q, simulate, block)
       if (state) return state
       // The reads one by one say what went wrong; the one-call form is tried again in a minute.
       this.separateUntil = Date.now() + 60_000
