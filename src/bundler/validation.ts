@@ -226,7 +226,8 @@ export class Validator {
    * and one whose limits are short of its validation and execution fails the bundle's op with
    * AA51 (prefund below actualGasCost). simulateHandleOp runs validation, execution and postOp,
    * so such an op is refused here (-32500, as the reference bundler refuses it), not accepted and
-   * dropped at bundle time. v0.7 prices validation and execution gas apart, so it is not run there.
+   * dropped at bundle time. Not run for v0.7: its EntryPoint includes such an op as failed
+   * (UserOperationPrefundTooLow) and keeps the whole prefund, so the bundle is paid.
    */
   private async checkExecution(
     op: UserOperation,
