@@ -4,8 +4,8 @@ import type { Address, Hash, Hex } from '../types.ts'
 import type { BlockInfo, BundlerChain, CallOutcome, StateOverride } from './chain.ts'
 import {
   nonceOverride,
+  revertToError,
   type SimulatedValidation,
-  simulateHandleOp,
   simulateValidation,
   type ValidationCall,
   validationCall,
@@ -22,6 +22,7 @@ import {
 } from './types.ts'
 import {
   calcPreVerificationGas,
+  encodeHandleOps,
   factoryOf,
   initCodeOf,
   nonceKey,
@@ -95,7 +96,8 @@ export interface ValidatedOp {
 /** How long accepts share one read of the head block. */
 const HEAD_MAX_AGE_MS = 250
 
-const ZERO_ADDRESS: Address = '0x0000000000000000000000000000000000000000'
+/** Where an acceptance-time handleOps `eth_call` pays its fee: any address but zero (AA90). */
+const BENEFICIARY: Address = '0x000000000000000000000000000000000000dEaD'
 
 const fmt = (v: bigint) => `${v} (0x${v.toString(16)})`
 
@@ -224,9 +226,11 @@ export class Validator {
    * A v0.6 op whose validation passes can still fail as a whole: the EntryPoint charges the gas it
    * used against a prefund of (callGasLimit + verificationGasLimit + preVerificationGas) × fee,
    * and one whose limits are short of its validation and execution fails the bundle's op with
-   * AA51 (prefund below actualGasCost). simulateHandleOp runs validation, execution and postOp,
-   * so such an op is refused here (-32500, as the reference bundler refuses it), not accepted and
-   * dropped at bundle time. Not run for v0.7: its EntryPoint includes such an op as failed
+   * AA51 (prefund below actualGasCost). The op alone in a handleOps `eth_call` (the builder's own
+   * check) runs validation, execution and postOp as the bundle will, so such an op is refused
+   * here (-32500, as the reference bundler refuses it), not accepted and dropped at bundle time.
+   * simulateHandleOp is not enough: its memory is laid out apart from handleOps's, so the gas it
+   * measures is a few units lower and an op short by those few still passes it. Not run for v0.7: its EntryPoint includes such an op as failed
    * (UserOperationPrefundTooLow) and keeps the whole prefund, so the bundle is paid.
    */
   private async checkExecution(
@@ -235,7 +239,9 @@ export class Validator {
     override: StateOverride,
     block: Hex,
   ): Promise<void> {
-    await simulateHandleOp(this.chain, ep, op, ZERO_ADDRESS, '0x', override, block)
+    const data = encodeHandleOps([op], BENEFICIARY)
+    const out = await this.chain.call({ to: ep.address, data }, override, block)
+    if (!out.ok) throw revertToError(out.revert, out.message)
   }
 
   /** Until when reads go one by one: the node refused the one-call reads (no state overrides?). */
