@@ -23,7 +23,7 @@ import {
   type UserOperationV06,
   type UserOperationV07,
 } from './types.ts'
-import { nonceKey, nonceSequence, packV07, v06Struct } from './userop.ts'
+import { encodeHandleOps, nonceKey, nonceSequence, packV07, v06Struct } from './userop.ts'
 import { decodeValidationResultV07, simulateValidationV07Data } from './userop-abi.ts'
 
 /**
@@ -290,6 +290,32 @@ export async function simulateHandleOp(
   if (!out.ok) throw revertToError(out.revert, out.message)
   const r = decodeFunctionResult({ abi: simulationsV07Abi, functionName: 'simulateHandleOp', data: out.data })
   return { preOpGas: r.preOpGas, paid: r.paid, targetSuccess: r.targetSuccess, targetResult: r.targetResult }
+}
+
+/** Where an acceptance-time handleOps `eth_call` pays its fee: any address but zero (AA90). */
+const BENEFICIARY: Address = '0x000000000000000000000000000000000000dEaD'
+
+/**
+ * A v0.6 op whose validation passes can still fail as a whole: the EntryPoint charges the gas it
+ * used against a prefund of (callGasLimit + verificationGasLimit + preVerificationGas) × fee, and
+ * one whose limits are short of its validation and execution fails with AA51 (prefund below
+ * actualGasCost). The op alone in a handleOps `eth_call` (the builder's own check) runs
+ * validation, execution and postOp as the bundle will, so such an op is refused at acceptance
+ * (-32500, as the reference bundler refuses it), not accepted and dropped at bundle time.
+ * simulateHandleOp is not enough: its memory is laid out apart from handleOps's, so the gas it
+ * measures is a few units lower and an op short by those few passes it. Not for v0.7: its
+ * EntryPoint includes such an op as failed (UserOperationPrefundTooLow) and keeps the prefund.
+ */
+export async function runAloneInHandleOps(
+  chain: BundlerChain,
+  ep: EntryPointRef,
+  op: UserOperation,
+  override: StateOverride,
+  block: Hex | 'latest',
+): Promise<void> {
+  const data = encodeHandleOps([op], BENEFICIARY)
+  const out = await chain.call({ to: ep.address, data }, override, block)
+  if (!out.ok) throw revertToError(out.revert, out.message)
 }
 
 function decodeRevert(data: Hex) {

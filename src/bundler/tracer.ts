@@ -156,6 +156,9 @@ const simulateValidationV07 = parseAbi([
 /** v0.6 simulateValidation always reverts with ValidationResult (or …WithAggregation). */
 const V06_RESULTS = new Set(['0xe0cff05f', '0xfaecb4e4'])
 
+/** The data of the error a trace that ended unlike its simulation throws (the state moved). */
+export const TRACE_DISAGREED = { traceDisagreed: true } as const
+
 /** Traces the same validation simulation the Validator ran, with the same state override. */
 export async function traceValidation(
   chain: BundlerChain,
@@ -196,6 +199,7 @@ export async function traceValidation(
     throw new BundlerError(
       BundlerErrorCode.internal,
       `the traced validation ended differently from the simulation (${trace.error ?? 'returned'} ${trace.selector})`,
+      TRACE_DISAGREED,
     )
   return trace
 }

@@ -4,7 +4,7 @@ import type { Address, Hash, Hex } from '../types.ts'
 import type { BlockInfo, BundlerChain, CallOutcome, StateOverride } from './chain.ts'
 import {
   nonceOverride,
-  revertToError,
+  runAloneInHandleOps,
   type SimulatedValidation,
   simulateValidation,
   type ValidationCall,
@@ -12,6 +12,7 @@ import {
   validationOutcome,
 } from './entrypoint.ts'
 import { type AccountQuery, type AccountState, readAccountState } from './state-reads.ts'
+import { TRACE_DISAGREED } from './tracer.ts'
 import {
   BundlerError,
   BundlerErrorCode,
@@ -22,7 +23,6 @@ import {
 } from './types.ts'
 import {
   calcPreVerificationGas,
-  encodeHandleOps,
   factoryOf,
   initCodeOf,
   nonceKey,
@@ -96,9 +96,6 @@ export interface ValidatedOp {
 /** How long accepts share one read of the head block. */
 const HEAD_MAX_AGE_MS = 250
 
-/** Where an acceptance-time handleOps `eth_call` pays its fee: any address but zero (AA90). */
-const BENEFICIARY: Address = '0x000000000000000000000000000000000000dEaD'
-
 const fmt = (v: bigint) => `${v} (0x${v.toString(16)})`
 
 /** Ops whose validation storage is remembered (ERC-7562 STO-041 in the builder), newest kept. */
@@ -157,7 +154,25 @@ export class Validator {
       )
   }
 
+  /**
+   * A trace that ends unlike its simulation at the same block number means the node's state moved
+   * under them (anvil answers for its head block from live state while it mines the next one, then
+   * from that block's own state): the op is validated once more against the new head.
+   */
   async validate(op: UserOperation, ep: EntryPointRef, ctx: ValidationContext = {}): Promise<ValidatedOp> {
+    try {
+      return await this.validateOnce(op, ep, ctx)
+    } catch (err) {
+      if (!(err instanceof BundlerError) || err.data !== TRACE_DISAGREED) throw err
+      return this.validateOnce(op, ep, ctx)
+    }
+  }
+
+  private async validateOnce(
+    op: UserOperation,
+    ep: EntryPointRef,
+    ctx: ValidationContext,
+  ): Promise<ValidatedOp> {
     if (op.version !== ep.version)
       throw invalidFields(`entryPoint ${ep.address} takes ${ep.version} UserOperations, not ${op.version}`)
     this.checkFields(op)
@@ -202,7 +217,7 @@ export class Validator {
       this.settings.mode === 'safe'
         ? await this.settings.rules?.({ chain: this.chain, entryPoint: ep, op, simulation, override, block })
         : undefined
-    if (op.version === 'v06') await this.checkExecution(op, ep, override, block)
+    if (op.version === 'v06') await runAloneInHandleOps(this.chain, ep, op, override, block)
     const hash = userOpHash(op, ep.address, this.chainId)
     if (storage && storage.length > 0) this.rememberStorage(hash, storage)
 
@@ -220,28 +235,6 @@ export class Validator {
         paymasterContext: simulation.paymasterContext,
       },
     }
-  }
-
-  /**
-   * A v0.6 op whose validation passes can still fail as a whole: the EntryPoint charges the gas it
-   * used against a prefund of (callGasLimit + verificationGasLimit + preVerificationGas) × fee,
-   * and one whose limits are short of its validation and execution fails the bundle's op with
-   * AA51 (prefund below actualGasCost). The op alone in a handleOps `eth_call` (the builder's own
-   * check) runs validation, execution and postOp as the bundle will, so such an op is refused
-   * here (-32500, as the reference bundler refuses it), not accepted and dropped at bundle time.
-   * simulateHandleOp is not enough: its memory is laid out apart from handleOps's, so the gas it
-   * measures is a few units lower and an op short by those few still passes it. Not run for v0.7: its EntryPoint includes such an op as failed
-   * (UserOperationPrefundTooLow) and keeps the whole prefund, so the bundle is paid.
-   */
-  private async checkExecution(
-    op: UserOperation,
-    ep: EntryPointRef,
-    override: StateOverride,
-    block: Hex,
-  ): Promise<void> {
-    const data = encodeHandleOps([op], BENEFICIARY)
-    const out = await this.chain.call({ to: ep.address, data }, override, block)
-    if (!out.ok) throw revertToError(out.revert, out.message)
   }
 
   /** Until when reads go one by one: the node refused the one-call reads (no state overrides?). */
