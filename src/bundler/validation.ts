@@ -1,4 +1,4 @@
-import { encodeFunctionData, size, toHex } from 'viem'
+import { encodeFunctionData, size } from 'viem'
 import { entryPointAbi } from '../aa/contracts.ts'
 import type { Address, Hash, Hex } from '../types.ts'
 import type { BlockInfo, BundlerChain, CallOutcome, StateOverride } from './chain.ts'
@@ -40,10 +40,6 @@ import {
  * `mode`: 'unsafe' trusts the simulation alone (for nodes without `debug_traceCall`). 'safe'
  * additionally runs the ERC-7562 rules (banned opcodes, storage access per entity, stake)
  * through `rules`, which traces the same simulation (erc7562.ts; the service supplies it).
- *
- * Reads, simulations and trace of one accept run at one block number: at `latest` a block mined
- * between them (a bundle including the op this one replaces) made the trace describe another
- * execution than the simulation, and the client got -32603 instead of a verdict.
  */
 
 export type ValidationMode = 'safe' | 'unsafe'
@@ -155,9 +151,9 @@ export class Validator {
   }
 
   /**
-   * A trace that ends unlike its simulation at the same block number means the node's state moved
-   * under them (anvil answers for its head block from live state while it mines the next one, then
-   * from that block's own state): the op is validated once more against the new head.
+   * A trace that ends unlike its simulation means the state moved between the two calls (a block
+   * mined between them: the bundle of the op a replacement replaces); the client got -32603 for
+   * it. The op is validated once more, reads included, against the new head.
    */
   async validate(op: UserOperation, ep: EntryPointRef, ctx: ValidationContext = {}): Promise<ValidatedOp> {
     try {
@@ -181,7 +177,10 @@ export class Validator {
     if (op.version === 'v06' && paymasterAndDataOf(op) !== '0x' && !paymaster)
       throw invalidFields('userOperation.paymasterAndData must start with the 20-byte paymaster address')
     const key = nonceKey(op.nonce)
-    const block = toHex(await this.chain.blockNumber())
+    // `latest`, not a block number read first: on anvil a number read before the node shows the
+    // block it is mining (a funding transaction just sent) pinned the accept to the state before
+    // it and refused the op (AA21); a trace that disagrees is retried instead (validate).
+    const block = 'latest' as const
     // The simulation rides along with the reads, as if the nonce were the sender's next: it is
     // used only when it is (an op queued behind the sender's waiting ops is simulated again).
     const [state, head] = await Promise.all([
@@ -247,7 +246,7 @@ export class Validator {
   private async readState(
     q: AccountQuery,
     simulate: ValidationCall,
-    block: Hex,
+    block: Hex | 'latest',
   ): Promise<AccountState & { simulation?: CallOutcome }> {
     if (Date.now() >= this.separateUntil) {
       const state = await readAccountState(this.chain, q, simulate, block)
