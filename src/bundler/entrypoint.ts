@@ -23,7 +23,7 @@ import {
   type UserOperationV06,
   type UserOperationV07,
 } from './types.ts'
-import { nonceKey, nonceSequence, packV07, v06Struct } from './userop.ts'
+import { encodeHandleOps, nonceKey, nonceSequence, packV07, v06Struct } from './userop.ts'
 import { decodeValidationResultV07, simulateValidationV07Data } from './userop-abi.ts'
 
 /**
@@ -179,9 +179,10 @@ export async function simulateValidation(
   ep: EntryPointRef,
   op: UserOperation,
   override: StateOverride = {},
+  block: Hex | 'latest' = 'latest',
 ): Promise<SimulatedValidation> {
   const call = validationCall(chain, ep, op, override)
-  return validationOutcome(op, await chain.call({ to: ep.address, data: call.data }, call.override))
+  return validationOutcome(op, await chain.call({ to: ep.address, data: call.data }, call.override, block))
 }
 
 /**
@@ -251,6 +252,7 @@ export async function simulateHandleOp(
   target: Address,
   targetCallData: Hex,
   override: StateOverride = {},
+  block: Hex | 'latest' = 'latest',
 ): Promise<SimulatedExecution> {
   if (op.version === 'v06') {
     const data = encodeFunctionData({
@@ -258,7 +260,7 @@ export async function simulateHandleOp(
       functionName: 'simulateHandleOp',
       args: [v06Struct(op as UserOperationV06), target, targetCallData],
     })
-    const out = await chain.call({ to: ep.address, data }, override)
+    const out = await chain.call({ to: ep.address, data }, override, block)
     if (out.ok)
       throw new BundlerError(BundlerErrorCode.internal, 'simulateHandleOp returned instead of reverting')
     const decoded = decodeRevert(out.revert)
@@ -280,10 +282,40 @@ export async function simulateHandleOp(
     functionName: 'simulateHandleOp',
     args: [packV07(op as UserOperationV07), target, targetCallData],
   })
-  const out = await chain.call({ to: ep.address, data }, simulationOverride(ep, override, chain.simulations))
+  const out = await chain.call(
+    { to: ep.address, data },
+    simulationOverride(ep, override, chain.simulations),
+    block,
+  )
   if (!out.ok) throw revertToError(out.revert, out.message)
   const r = decodeFunctionResult({ abi: simulationsV07Abi, functionName: 'simulateHandleOp', data: out.data })
   return { preOpGas: r.preOpGas, paid: r.paid, targetSuccess: r.targetSuccess, targetResult: r.targetResult }
+}
+
+/** Where an acceptance-time handleOps `eth_call` pays its fee: any address but zero (AA90). */
+const BENEFICIARY: Address = '0x000000000000000000000000000000000000dEaD'
+
+/**
+ * A v0.6 op whose validation passes can still fail as a whole: the EntryPoint charges the gas it
+ * used against a prefund of (callGasLimit + verificationGasLimit + preVerificationGas) × fee, and
+ * one whose limits are short of its validation and execution fails with AA51 (prefund below
+ * actualGasCost). The op alone in a handleOps `eth_call` (the builder's own check) runs
+ * validation, execution and postOp as the bundle will, so such an op is refused at acceptance
+ * (-32500, as the reference bundler refuses it), not accepted and dropped at bundle time.
+ * simulateHandleOp is not enough: its memory is laid out apart from handleOps's, so the gas it
+ * measures is a few units lower and an op short by those few passes it. Not for v0.7: its
+ * EntryPoint includes such an op as failed (UserOperationPrefundTooLow) and keeps the prefund.
+ */
+export async function runAloneInHandleOps(
+  chain: BundlerChain,
+  ep: EntryPointRef,
+  op: UserOperation,
+  override: StateOverride,
+  block: Hex | 'latest',
+): Promise<void> {
+  const data = encodeHandleOps([op], BENEFICIARY)
+  const out = await chain.call({ to: ep.address, data }, override, block)
+  if (!out.ok) throw revertToError(out.revert, out.message)
 }
 
 function decodeRevert(data: Hex) {
@@ -335,6 +367,7 @@ const ADVICE: Record<string, string> = {
   AA36: 'paymaster validation used more than paymasterVerificationGasLimit: raise it',
   AA40: 'validation used more than verificationGasLimit: raise verificationGasLimit',
   AA41: 'verificationGasLimit is too low for the paymaster: raise verificationGasLimit',
+  AA51: 'the gas limits do not prepay the gas the op uses: raise verificationGasLimit or callGasLimit (eth_estimateUserOperationGas gives enough)',
 }
 
 /** The op a `FailedOp`/`FailedOpWithRevert` revert of handleOps names, or null. */

@@ -156,12 +156,17 @@ const simulateValidationV07 = parseAbi([
 /** v0.6 simulateValidation always reverts with ValidationResult (or …WithAggregation). */
 const V06_RESULTS = new Set(['0xe0cff05f', '0xfaecb4e4'])
 
+/** The data of the error a trace that ended unlike its simulation throws (the state moved). */
+export const TRACE_DISAGREED = { traceDisagreed: true } as const
+
 /** Traces the same validation simulation the Validator ran, with the same state override. */
 export async function traceValidation(
   chain: BundlerChain,
   ep: EntryPointRef,
   op: UserOperation,
   override: StateOverride = {},
+  /** The block the simulation ran at: traced elsewhere, it may describe another execution. */
+  block: Hex | 'latest' = 'latest',
 ): Promise<ValidationTrace> {
   const data =
     op.version === 'v06'
@@ -178,7 +183,7 @@ export async function traceValidation(
   const overrides = simulationOverride(ep, override)
   const trace = await chain.request<ValidationTrace>('debug_traceCall', [
     { to: ep.address, data },
-    'latest',
+    block,
     { tracer: TRACER, ...(Object.keys(overrides).length > 0 ? { stateOverrides: overrides } : {}) },
   ])
   if (!trace || !Array.isArray(trace.levels))
@@ -194,6 +199,7 @@ export async function traceValidation(
     throw new BundlerError(
       BundlerErrorCode.internal,
       `the traced validation ended differently from the simulation (${trace.error ?? 'returned'} ${trace.selector})`,
+      TRACE_DISAGREED,
     )
   return trace
 }

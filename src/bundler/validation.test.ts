@@ -1,3 +1,4 @@
+import { toHex } from 'viem'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
@@ -5,6 +6,7 @@ import {
   deployedAccount,
   deployToken,
   estimatedAndSigned,
+  minedReceipt,
   mintData,
   NETWORK,
   paymasterData,
@@ -21,6 +23,7 @@ import { simulateValidation, validationCall, validationOutcome } from './entrypo
 import type { BundlerService } from './service.ts'
 import { simulationsAddress } from './simulations.ts'
 import { readAccountState } from './state-reads.ts'
+import { traceValidation } from './tracer.ts'
 import type { EntryPointVersion, UserOperation } from './types.ts'
 import { userOpHash } from './userop.ts'
 
@@ -269,6 +272,47 @@ describe.each(storageBackends().slice(0, 1))('bundler refusals ($name)', (backen
         message: expect.stringContaining(`aggregator 0x${aggregator.toString(16).padStart(40, '0')}`),
       })
     }
+  })
+
+  it('v0.6: limits that validate but do not prepay the whole op (AA51) are -32500 at acceptance', async () => {
+    const chain = new BundlerChain(fx.rpc)
+    const ep = fx.entryPoint('v06')
+    // Execution capped at 5,000 gas (the mint runs out of it): the op uses all of callGasLimit,
+    // then the EntryPoint's own work after it, which only unused verification gas can prepay.
+    // maxPriorityFeePerGas = maxFeePerGas: the op pays maxFeePerGas per gas, what its prefund counts.
+    const good06 = await good('v06', 51n)
+    const base = { ...good06, maxPriorityFeePerGas: good06.maxFeePerGas, callGasLimit: 5_000n }
+    const signed = async (verificationGasLimit: bigint) => acct('v06').sign({ ...base, verificationGasLimit })
+    // verificationGasLimit = exactly the gas its validation used: validation passes...
+    const probe = await simulateValidation(chain, ep, await signed(base.verificationGasLimit))
+    const tight = await signed(probe.preOpGas - base.preVerificationGas)
+    const sim = await simulateValidation(chain, ep, tight)
+    expect(sim.preOpGas - base.preVerificationGas).toBeLessThanOrEqual(tight.verificationGasLimit)
+    // ...and the whole op would fail on chain, so it is refused, not accepted and dropped later.
+    await expect(send(tight)).rejects.toMatchObject({
+      code: -32500,
+      message: expect.stringMatching(/^AA51 prefund below actualGasCost .*raise verificationGasLimit/),
+    })
+    // The same op with room in its limits is accepted.
+    await expect(send(await signed(tight.verificationGasLimit + 50_000n))).resolves.toMatch(
+      /^0x[0-9a-f]{64}$/,
+    )
+  })
+
+  it('a trace pinned to the block of its simulation still agrees after the op is mined', async () => {
+    const chain = new BundlerChain(fx.rpc)
+    const ep = fx.entryPoint('v07')
+    const op = await good('v07', 52n)
+    const block = toHex(await chain.blockNumber())
+    expect((await simulateValidation(chain, ep, op, {}, block)).sigFailed).toBeNull()
+    await minedReceipt(svc, await send(op))
+    // At the pinned block the nonce is still unused: the trace ends as the simulation did.
+    expect((await traceValidation(chain, ep, op, {}, block)).error).toBeNull()
+    // At `latest` the nonce is spent (AA25): the mismatch accepts used to answer -32603.
+    await expect(traceValidation(chain, ep, op)).rejects.toMatchObject({
+      code: -32603,
+      message: expect.stringContaining('ended differently from the simulation'),
+    })
   })
 
   it('validation that reverts in the account is -32500 with the AA reason', async () => {

@@ -1,9 +1,10 @@
 import { encodeFunctionData, size } from 'viem'
 import { entryPointAbi } from '../aa/contracts.ts'
-import type { Address, Hash } from '../types.ts'
+import type { Address, Hash, Hex } from '../types.ts'
 import type { BlockInfo, BundlerChain, CallOutcome, StateOverride } from './chain.ts'
 import {
   nonceOverride,
+  runAloneInHandleOps,
   type SimulatedValidation,
   simulateValidation,
   type ValidationCall,
@@ -11,6 +12,7 @@ import {
   validationOutcome,
 } from './entrypoint.ts'
 import { type AccountQuery, type AccountState, readAccountState } from './state-reads.ts'
+import { TRACE_DISAGREED } from './tracer.ts'
 import {
   BundlerError,
   BundlerErrorCode,
@@ -50,6 +52,8 @@ export type ValidationRules = (ctx: {
   simulation: SimulatedValidation
   /** The state override the simulation ran with (a queued nonce); the trace must use it too. */
   override: StateOverride
+  /** The block the simulation ran at; the trace runs there too. */
+  block: Hex | 'latest'
 }) => Promise<readonly Address[] | undefined>
 
 /** What validation needs from the mempool: the sender's live nonces under one key. */
@@ -146,7 +150,25 @@ export class Validator {
       )
   }
 
+  /**
+   * A trace that ends unlike its simulation means the state moved between the two calls (a block
+   * mined between them: the bundle of the op a replacement replaces); the client got -32603 for
+   * it. The op is validated once more, reads included, against the new head.
+   */
   async validate(op: UserOperation, ep: EntryPointRef, ctx: ValidationContext = {}): Promise<ValidatedOp> {
+    try {
+      return await this.validateOnce(op, ep, ctx)
+    } catch (err) {
+      if (!(err instanceof BundlerError) || err.data !== TRACE_DISAGREED) throw err
+      return this.validateOnce(op, ep, ctx)
+    }
+  }
+
+  private async validateOnce(
+    op: UserOperation,
+    ep: EntryPointRef,
+    ctx: ValidationContext,
+  ): Promise<ValidatedOp> {
     if (op.version !== ep.version)
       throw invalidFields(`entryPoint ${ep.address} takes ${ep.version} UserOperations, not ${op.version}`)
     this.checkFields(op)
@@ -155,12 +177,17 @@ export class Validator {
     if (op.version === 'v06' && paymasterAndDataOf(op) !== '0x' && !paymaster)
       throw invalidFields('userOperation.paymasterAndData must start with the 20-byte paymaster address')
     const key = nonceKey(op.nonce)
+    // `latest`, not a block number read first: on anvil a number read before the node shows the
+    // block it is mining (a funding transaction just sent) pinned the accept to the state before
+    // it and refused the op (AA21); a trace that disagrees is retried instead (validate).
+    const block = 'latest' as const
     // The simulation rides along with the reads, as if the nonce were the sender's next: it is
     // used only when it is (an op queued behind the sender's waiting ops is simulated again).
     const [state, head] = await Promise.all([
       this.readState(
         { entryPoint: ep.address, sender: op.sender, key, factory, paymaster },
         validationCall(this.chain, ep, op),
+        block,
       ),
       this.head(),
     ])
@@ -183,12 +210,13 @@ export class Validator {
     const simulation =
       state.simulation && Object.keys(override).length === 0
         ? validationOutcome(op, state.simulation)
-        : await simulateValidation(this.chain, ep, op, override)
+        : await simulateValidation(this.chain, ep, op, override, block)
     this.checkSimulation(simulation, Number(head.timestamp))
     const storage =
       this.settings.mode === 'safe'
-        ? await this.settings.rules?.({ chain: this.chain, entryPoint: ep, op, simulation, override })
+        ? await this.settings.rules?.({ chain: this.chain, entryPoint: ep, op, simulation, override, block })
         : undefined
+    if (op.version === 'v06') await runAloneInHandleOps(this.chain, ep, op, override, block)
     const hash = userOpHash(op, ep.address, this.chainId)
     if (storage && storage.length > 0) this.rememberStorage(hash, storage)
 
@@ -218,9 +246,10 @@ export class Validator {
   private async readState(
     q: AccountQuery,
     simulate: ValidationCall,
+    block: Hex | 'latest',
   ): Promise<AccountState & { simulation?: CallOutcome }> {
     if (Date.now() >= this.separateUntil) {
-      const state = await readAccountState(this.chain, q, simulate)
+      const state = await readAccountState(this.chain, q, simulate, block)
       if (state) return state
       // The reads one by one say what went wrong; the one-call form is tried again in a minute.
       this.separateUntil = Date.now() + 60_000
