@@ -28,7 +28,10 @@ const gasPrices = z.object({
       fast: estimate.describe('Included in the next block'),
     })
     .describe('Three speeds'),
-  updated_at: z.string().meta({ format: 'date-time' }).describe('When the estimates were computed'),
+  updated_at: z
+    .string()
+    .meta({ format: 'date-time', example: '2026-11-26T10:00:00.000Z' })
+    .describe('When the estimates were computed'),
 })
 
 /** `GET /gas/{chain}/prices`. */

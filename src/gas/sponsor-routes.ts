@@ -34,8 +34,15 @@ const sponsored = z.object({
   sponsored_gas_usd: z
     .string()
     .nullable()
-    .describe('The most the operation can cost in USD; null without a price'),
-  paymasterAndData: hex.optional().describe('EntryPoint v0.6 only: paymaster and paymasterData in one field'),
+    .describe('The most the operation can cost in USD; null without a price')
+    .meta({ example: '0.42' }),
+  paymasterAndData: hex
+    .optional()
+    .describe('EntryPoint v0.6 only: paymaster and paymasterData in one field')
+    .meta({
+      example:
+        '0xe7f1725e7734ce288f8367e1bb143e90bb3f05120000000000000000000000000000000000000000000000000000000067a0f1c0',
+    }),
   entryPoint: hex
     .describe('The EntryPoint the sponsorship is for')
     .meta({ example: '0x0000000071727de22e5e9d8baf0edac6f37da032' }),

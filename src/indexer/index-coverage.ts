@@ -20,9 +20,18 @@ export const indexCoverage = z
       .number()
       .int()
       .nullable()
-      .describe('The answer holds every transfer from this block on; null before the index started'),
-    indexed_to: z.number().int().nullable().describe('The last block indexed; null before the first'),
-    partial: z.boolean().describe('Blocks below complete_from may hold data this answer lacks'),
+      .describe('The answer holds every transfer from this block on; null before the index started')
+      .meta({ example: 21000000 }),
+    indexed_to: z
+      .number()
+      .int()
+      .nullable()
+      .describe('The last block indexed; null before the first')
+      .meta({ example: 21345678 }),
+    partial: z
+      .boolean()
+      .describe('Blocks below complete_from may hold data this answer lacks')
+      .meta({ example: false }),
     history_scan: z
       .enum(['not_needed', 'queued', 'running', 'done', 'refused'])
       .describe(

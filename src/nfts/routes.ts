@@ -20,39 +20,80 @@ const nftMetadata = z.object({
   contract,
   token_id: tokenId,
   chain: network,
-  name: z.string().nullable().describe("The metadata's name"),
-  description: z.string().nullable().describe("The metadata's description"),
-  image_url: z.string().nullable().describe('The image as the metadata gives it (ipfs://, ar://, https://)'),
-  image_gateway_url: z.string().nullable().describe('The image through an HTTP gateway'),
+  name: z.string().nullable().describe("The metadata's name").meta({ example: 'Bored Ape #8817' }),
+  description: z
+    .string()
+    .nullable()
+    .describe("The metadata's description")
+    .meta({ example: 'A unique ape with gold fur.' }),
+  image_url: z
+    .string()
+    .nullable()
+    .describe('The image as the metadata gives it (ipfs://, ar://, https://)')
+    .meta({ example: 'ipfs://QmYDvPAXtiJg7s8JdRBSLWdgSphQdac8j1YuQNNxcGE1hg' }),
+  image_gateway_url: z
+    .string()
+    .nullable()
+    .describe('The image through an HTTP gateway')
+    .meta({ example: 'https://ipfs.io/ipfs/QmYDvPAXtiJg7s8JdRBSLWdgSphQdac8j1YuQNNxcGE1hg' }),
   standard: standard.describe('ERC721 or ERC1155'),
-  owner: z.string().nullable().describe('The owner (ERC-721); null for ERC-1155'),
+  owner: z
+    .string()
+    .nullable()
+    .describe('The owner (ERC-721); null for ERC-1155')
+    .meta({ example: '0xd8dA6BF26964aF9D7eEd9e03E53415D37aA96045' }),
   traits: z
     .array(
       z.object({
-        trait_type: z.string().describe('The attribute'),
-        value: z.string().describe('Its value, as a string'),
+        trait_type: z.string().describe('The attribute').meta({ example: 'Fur' }),
+        value: z.string().describe('Its value, as a string').meta({ example: 'Solid Gold' }),
       }),
     )
     .describe("The metadata's attributes"),
-  token_uri: z.string().nullable().describe('What tokenURI (or uri) answered'),
+  token_uri: z
+    .string()
+    .nullable()
+    .describe('What tokenURI (or uri) answered')
+    .meta({ example: 'ipfs://QmeSjSinHpPnmXmspMjwiXyN6zS4E9zccariGR3jxcaWtq/8817' }),
   metadata: z.record(z.string(), z.unknown()).nullable().describe('The metadata JSON as read'),
-  metadata_error: z.string().nullable().describe('Why the metadata could not be read; null when it was'),
+  metadata_error: z
+    .string()
+    .nullable()
+    .describe('Why the metadata could not be read; null when it was')
+    .meta({ example: null }),
 })
 const nftCollection = z.object({
   contract,
   chain: network,
-  name: z.string().nullable().describe('The collection name the contract reports'),
-  symbol: z.string().nullable().describe('Its symbol'),
+  name: z
+    .string()
+    .nullable()
+    .describe('The collection name the contract reports')
+    .meta({ example: 'BoredApeYachtClub' }),
+  symbol: z.string().nullable().describe('Its symbol').meta({ example: 'BAYC' }),
   standard: standard.describe('ERC721 or ERC1155'),
   total_supply: z
     .union([z.number().int(), z.string()])
-    .describe('Tokens in existence, where the contract reports it'),
-  num_owners: z.number().int().describe('Distinct holders in the index'),
-  floor_price_eth: z.string().nullable().describe('Not tracked by Halyard: null'),
-  floor_price_usd: z.string().nullable().describe('Not tracked by Halyard: null'),
-  banner_url: z.string().nullable().describe("From the contract's metadata (contractURI)"),
-  image_url: z.string().nullable().describe("From the contract's metadata (contractURI)"),
-  description: z.string().nullable().describe("From the contract's metadata (contractURI)"),
+    .describe('Tokens in existence, where the contract reports it')
+    .meta({ example: 10000 }),
+  num_owners: z.number().int().describe('Distinct holders in the index').meta({ example: 5512 }),
+  floor_price_eth: z.string().nullable().describe('Not tracked by Halyard: null').meta({ example: null }),
+  floor_price_usd: z.string().nullable().describe('Not tracked by Halyard: null').meta({ example: null }),
+  banner_url: z
+    .string()
+    .nullable()
+    .describe("From the contract's metadata (contractURI)")
+    .meta({ example: 'https://example.com/banner.png' }),
+  image_url: z
+    .string()
+    .nullable()
+    .describe("From the contract's metadata (contractURI)")
+    .meta({ example: 'https://example.com/logo.png' }),
+  description: z
+    .string()
+    .nullable()
+    .describe("From the contract's metadata (contractURI)")
+    .meta({ example: '10,000 unique apes.' }),
 })
 const ownedNfts = z.object({
   address: z
@@ -65,16 +106,28 @@ const ownedNfts = z.object({
       z.object({
         contract,
         token_id: tokenId,
-        name: z.string().nullable().describe("The token's name, where its metadata was read"),
-        collection_name: z.string().nullable().describe("The contract's name"),
-        image_url: z.string().nullable().describe("The token's image"),
+        name: z
+          .string()
+          .nullable()
+          .describe("The token's name, where its metadata was read")
+          .meta({ example: 'Bored Ape #8817' }),
+        collection_name: z
+          .string()
+          .nullable()
+          .describe("The contract's name")
+          .meta({ example: 'BoredApeYachtClub' }),
+        image_url: z
+          .string()
+          .nullable()
+          .describe("The token's image")
+          .meta({ example: 'ipfs://QmYDvPAXtiJg7s8JdRBSLWdgSphQdac8j1YuQNNxcGE1hg' }),
         standard: standard.describe('ERC721 or ERC1155'),
-        balance: z.string().describe('How many the address holds (1 for ERC-721)'),
+        balance: z.string().describe('How many the address holds (1 for ERC-721)').meta({ example: '1' }),
       }),
     )
     .describe('This page of NFTs'),
-  page: z.number().int().describe('This page'),
-  total: z.number().int().describe('NFTs in all pages'),
+  page: z.number().int().describe('This page').meta({ example: 1 }),
+  total: z.number().int().describe('NFTs in all pages').meta({ example: 42 }),
   index: indexCoverage,
 })
 

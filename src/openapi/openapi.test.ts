@@ -228,19 +228,37 @@ describe('GET /v1/openapi.json', () => {
     expect(missing, 'operations without a summary and description').toEqual([])
   })
 
-  it('explains every parameter and field: a description, and an example where a client sends it', () => {
+  it('explains every parameter and field: a description, and an example of every scalar', () => {
     const audit = auditOpenApi(doc)
     expect(audit.missing, 'parameters and fields without words').toEqual([])
     expect(audit.parameters.total).toBeGreaterThan(50)
     expect(audit.fields.total).toBeGreaterThan(300)
+    expect(audit.responseFields.total).toBeGreaterThan(300)
+    // An example shows the wire format: one its own schema refuses would teach the wrong one.
+    const wrong = audit.examples.filter((e) => !compile(e.schema)(e.example)).map((e) => e.at)
+    expect(wrong, 'examples their own schema refuses').toEqual([])
     // The walk sees into bodies: a field stripped of its description is named.
     const stripped = structuredClone(doc)
     const body = stripped.paths['/v1/webhooks']!.post!.requestBody!.content['application/json']!.schema
     delete (body.properties as Record<string, JsonSchema>).url!.description
     delete (body.properties as Record<string, JsonSchema>).url!.example
-    expect(auditOpenApi(stripped).missing).toEqual([
+    // And into responses, through arrays and nullable unions; a mistyped example is caught.
+    const json = (path: string) => stripped.paths[path]!.get!.responses['200']!.content!['application/json']!
+    const transfer = (json('/v1/transfers/{chain}/{address}').schema.properties as Record<string, JsonSchema>)
+      .transfers!.items as { properties: Record<string, JsonSchema> }
+    delete transfer.properties.tx_index!.example
+    const account = (
+      json('/v1/usage').schema.properties as Record<string, { properties: Record<string, JsonSchema> }>
+    ).account!
+    account.properties.email!.example = 7
+    const again = auditOpenApi(stripped)
+    expect(again.missing).toEqual([
+      'GET /v1/transfers/{chain}/{address} 200 application/json.transfers[].tx_index: no example',
       'POST /v1/webhooks request application/json.url: no description',
       'POST /v1/webhooks request application/json.url: no example',
+    ])
+    expect(again.examples.filter((e) => !compile(e.schema)(e.example)).map((e) => e.at)).toEqual([
+      'GET /v1/usage 200 application/json.account.email',
     ])
   })
 

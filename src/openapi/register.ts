@@ -9,7 +9,10 @@ import { buildOpenApi, type JsonSchema } from './document.ts'
 const documentShape = z.looseObject({
   openapi: z.literal('3.1.0').describe('The OpenAPI version'),
   info: z
-    .looseObject({ title: z.string().describe('The API'), version: z.string().describe('Its version') })
+    .looseObject({
+      title: z.string().describe('The API').meta({ example: 'Halyard API' }),
+      version: z.string().describe('Its version').meta({ example: 'v1' }),
+    })
     .describe('What the document describes'),
   paths: z
     .record(z.string(), z.record(z.string(), z.unknown()))

@@ -8,12 +8,17 @@ import { buildOpenRpc } from './document.ts'
 
 /** What GET /v1/openrpc.json declares it answers: an OpenRPC 1.3 document (its own shape is OpenRPC's). */
 const documentShape = z.looseObject({
-  openrpc: z.string().describe('The OpenRPC version'),
+  openrpc: z.string().describe('The OpenRPC version').meta({ example: '1.3.2' }),
   info: z
-    .looseObject({ title: z.string().describe('The API'), version: z.string().describe('Its version') })
+    .looseObject({
+      title: z.string().describe('The API').meta({ example: 'Halyard JSON-RPC' }),
+      version: z.string().describe('Its version').meta({ example: 'v1' }),
+    })
     .describe('What the document describes'),
   methods: z
-    .array(z.looseObject({ name: z.string().describe('The JSON-RPC method name') }))
+    .array(
+      z.looseObject({ name: z.string().describe('The JSON-RPC method name').meta({ example: 'eth_call' }) }),
+    )
     .describe('Every method, tagged with its surface, scope and compute units'),
 })
 

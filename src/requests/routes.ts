@@ -14,9 +14,13 @@ const requestView = z.object({
     .meta({ example: '2026-11-26T10:00:00.000Z' }),
   key: z
     .object({
-      id: z.string().describe('The key id'),
-      name: z.string().nullable().describe('The name given to the key'),
-      prefix: z.string().nullable().describe('The first characters of the key, to recognise it'),
+      id: z.string().describe('The key id').meta({ example: 'key_0123456789abcdef01234567' }),
+      name: z.string().nullable().describe('The name given to the key').meta({ example: 'backend' }),
+      prefix: z
+        .string()
+        .nullable()
+        .describe('The first characters of the key, to recognise it')
+        .meta({ example: 'halyard_live_3f9a…' }),
     })
     .describe('The key that sent it'),
   surface: z
@@ -28,17 +32,43 @@ const requestView = z.object({
     .string()
     .describe('The X-Request-Id answered')
     .meta({ example: '0f6c2a8e-3b1d-4c55-9a7e-2d4b8f1e6a90' }),
-  batch_item: z.number().int().nullable().describe('Place in its batch; null for a single call'),
-  batch_size: z.number().int().nullable().describe('Calls in its batch; null for a single call'),
+  batch_item: z
+    .number()
+    .int()
+    .nullable()
+    .describe('Place in its batch; null for a single call')
+    .meta({ example: null }),
+  batch_size: z
+    .number()
+    .int()
+    .nullable()
+    .describe('Calls in its batch; null for a single call')
+    .meta({ example: null }),
   method: z.string().describe('The JSON-RPC method').meta({ example: 'eth_call' }),
   http_status: z.number().int().describe('The HTTP status answered').meta({ example: 200 }),
-  rpc_code: z.number().int().nullable().describe('The JSON-RPC error code; null for a result'),
-  error: z.string().nullable().describe('The error message; null for a result'),
-  latency_ms: z.number().describe('The whole request (a batch: the batch)'),
+  rpc_code: z
+    .number()
+    .int()
+    .nullable()
+    .describe('The JSON-RPC error code; null for a result')
+    .meta({ example: null }),
+  error: z.string().nullable().describe('The error message; null for a result').meta({ example: null }),
+  latency_ms: z.number().describe('The whole request (a batch: the batch)').meta({ example: 42.7 }),
   compute_units: z.number().int().describe('Compute units charged').meta({ example: 26 }),
-  origin: z.string().nullable().describe('The Origin header of a browser request'),
-  params: z.string().nullable().describe('JSON, secrets redacted, capped (docs/request-explorer.md)'),
-  answer: z.string().nullable().describe('The JSON-RPC response object, secrets redacted, capped'),
+  origin: z
+    .string()
+    .nullable()
+    .describe('The Origin header of a browser request')
+    .meta({ example: 'https://app.example.com' }),
+  params: z
+    .string()
+    .nullable()
+    .describe('JSON, secrets redacted, capped (docs/request-explorer.md)')
+    .meta({ example: '[{"to":"0xc02aaa39b223fe8d0a0e5c4f27ead9083c756cc2","data":"0x18160ddd"},"latest"]' }),
+  answer: z.string().nullable().describe('The JSON-RPC response object, secrets redacted, capped').meta({
+    example:
+      '{"jsonrpc":"2.0","id":1,"result":"0x00000000000000000000000000000000000000000000b1a2bc2ec50000000000"}',
+  }),
 })
 
 /** GET /v1/requests: the caller's account's recorded requests, for scripts (the dashboard shows the same). */

@@ -24,12 +24,19 @@ const tokenBalanceList = z.object({
           .describe('The ERC-20 contract')
           .meta({ example: '0x5fbdb2315678afecb367f032d93f642f64180aa3' }),
         symbol: z.string().nullable().describe('Its symbol').meta({ example: 'USDC' }),
-        name: z.string().nullable().describe('Its name'),
+        name: z.string().nullable().describe('Its name').meta({ example: 'USD Coin' }),
         decimals: z.number().int().describe('Its decimals').meta({ example: 6 }),
         balance: z.string().regex(/^\d+$/).describe('raw integer amount').meta({ example: '1500000' }),
         formatted_balance: decimal.describe('balance divided by 10^decimals').meta({ example: '1.5' }),
-        usd_value: decimal.nullable().describe('The balance in USD; null without a price'),
-        logo_url: z.string().nullable().describe('A logo, where configured'),
+        usd_value: decimal
+          .nullable()
+          .describe('The balance in USD; null without a price')
+          .meta({ example: '1.5' }),
+        logo_url: z
+          .string()
+          .nullable()
+          .describe('A logo, where configured')
+          .meta({ example: 'https://example.com/tokens/usdc.png' }),
       }),
     )
     .describe('This page of tokens'),
@@ -42,7 +49,7 @@ const tokenMetadata = z.object({
     .string()
     .describe('The ERC-20 contract')
     .meta({ example: '0x5fbdb2315678afecb367f032d93f642f64180aa3' }),
-  chain: z.string().describe('The network slug'),
+  chain: z.string().describe('The network slug').meta({ example: 'ethereum-devnet' }),
   name: z.string().nullable().describe('name() of the contract').meta({ example: 'USD Coin' }),
   symbol: z.string().nullable().describe('symbol() of the contract').meta({ example: 'USDC' }),
   decimals: z.number().int().nullable().describe('decimals() of the contract').meta({ example: 6 }),
@@ -56,9 +63,19 @@ const tokenMetadata = z.object({
     .nullable()
     .describe('total_supply divided by 10^decimals')
     .meta({ example: '1000000' }),
-  price_usd: decimal.nullable().describe('The price in USD; null without a price'),
-  market_cap_usd: decimal.nullable().describe('price_usd times the formatted supply; null without a price'),
-  logo_url: z.string().nullable().describe('A logo, where configured'),
+  price_usd: decimal
+    .nullable()
+    .describe('The price in USD; null without a price')
+    .meta({ example: '1.0002' }),
+  market_cap_usd: decimal
+    .nullable()
+    .describe('price_usd times the formatted supply; null without a price')
+    .meta({ example: '1000200' }),
+  logo_url: z
+    .string()
+    .nullable()
+    .describe('A logo, where configured')
+    .meta({ example: 'https://example.com/tokens/usdc.png' }),
 })
 
 /** Token balances and token metadata. */

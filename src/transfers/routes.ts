@@ -81,27 +81,59 @@ const transferList = z.object({
         category: z.enum(CATEGORIES as [Category, ...Category[]]).describe('What moved'),
         block_number: z.number().int().describe('The block it is in').meta({ example: 19000000 }),
         block_timestamp: z.number().int().describe('Unix seconds').meta({ example: 1767225600 }),
-        tx_hash: z.string().describe('The transaction'),
-        tx_index: intOrNull.describe('native transfers'),
-        trace_index: intOrNull.describe('native: 0 = the transaction itself, 1.. = call frames'),
-        log_index: intOrNull.describe('token transfers'),
-        batch_index: intOrNull.describe('position in an ERC-1155 batch'),
-        from: z.string().describe('The sender'),
-        to: z.string().nullable().describe('The receiver; null for a contract creation'),
-        contract: z.string().nullable().describe('null for native transfers'),
-        token_id: z.string().nullable().describe('ERC-721 and ERC-1155: the token id'),
+        tx_hash: z
+          .string()
+          .describe('The transaction')
+          .meta({ example: '0x5c504ed432cb51138bcf09aa5e8a410dd4a1e204ef84bfed1be16dfba1b22060' }),
+        tx_index: intOrNull.describe('native transfers').meta({ example: 12 }),
+        trace_index: intOrNull
+          .describe('native: 0 = the transaction itself, 1.. = call frames')
+          .meta({ example: 0 }),
+        log_index: intOrNull.describe('token transfers').meta({ example: 87 }),
+        batch_index: intOrNull.describe('position in an ERC-1155 batch').meta({ example: null }),
+        from: z
+          .string()
+          .describe('The sender')
+          .meta({ example: '0xd8dA6BF26964aF9D7eEd9e03E53415D37aA96045' }),
+        to: z
+          .string()
+          .nullable()
+          .describe('The receiver; null for a contract creation')
+          .meta({ example: '0xAb5801a7D398351b8bE11C439e05C5B3259aeC9B' }),
+        contract: z
+          .string()
+          .nullable()
+          .describe('null for native transfers')
+          .meta({ example: '0xC02aaA39b223FE8D0A0e5C4F27eAD9083C756Cc2' }),
+        token_id: z
+          .string()
+          .nullable()
+          .describe('ERC-721 and ERC-1155: the token id')
+          .meta({ example: null }),
         value: z
           .string()
           .regex(/^\d+$/)
           .describe('raw integer amount')
           .meta({ example: '1000000000000000000' }),
-        formatted_value: z.string().nullable().describe('decimal-adjusted; null when decimals are unknown'),
-        symbol: z.string().nullable().describe("The token's symbol (the native symbol for native transfers)"),
-        decimals: intOrNull.describe("The token's decimals"),
+        formatted_value: z
+          .string()
+          .nullable()
+          .describe('decimal-adjusted; null when decimals are unknown')
+          .meta({ example: '1' }),
+        symbol: z
+          .string()
+          .nullable()
+          .describe("The token's symbol (the native symbol for native transfers)")
+          .meta({ example: 'WETH' }),
+        decimals: intOrNull.describe("The token's decimals").meta({ example: 18 }),
       }),
     )
     .describe('This page of transfers'),
-  next_cursor: z.string().nullable().describe('null on the last page'),
+  next_cursor: z
+    .string()
+    .nullable()
+    .describe('null on the last page')
+    .meta({ example: 'eyJiIjoxMjM0NTYsImkiOjB9' }),
   index: indexCoverage,
 })
 

@@ -19,35 +19,63 @@ export const usageQuery = z.object({
 })
 
 const counts = {
-  requests: z.number().int().min(0).describe('Requests admitted (a batch is one request)'),
-  computeUnits: z.number().int().min(0).describe('Compute units charged'),
-  limited: z.number().int().min(0).describe('Requests refused with 429 (not in requests)'),
+  requests: z
+    .number()
+    .int()
+    .min(0)
+    .describe('Requests admitted (a batch is one request)')
+    .meta({ example: 1250 }),
+  computeUnits: z.number().int().min(0).describe('Compute units charged').meta({ example: 31250 }),
+  limited: z
+    .number()
+    .int()
+    .min(0)
+    .describe('Requests refused with 429 (not in requests)')
+    .meta({ example: 3 }),
 }
 
 const limit = z.number().int().nullable().describe('null: unlimited')
 
 export const usageResponse = z.object({
   account: z
-    .object({ id: z.string().describe('The account id'), email: z.string().describe('Its e-mail') })
+    .object({
+      id: z.string().describe('The account id').meta({ example: 'acct_0123456789abcdef01234567' }),
+      email: z.string().describe('Its e-mail').meta({ example: 'ops@example.com' }),
+    })
     .describe("The key's account"),
   plan: z
     .object({
       name: z.string().meta({ example: 'free' }).describe('The plan'),
-      requestsPerSecond: limit.describe('Requests per second allowed; null: unlimited'),
-      requestsPerDay: limit.describe('Requests per UTC day allowed; null: unlimited'),
-      computeUnitsPerSecond: limit.describe('Compute units per second allowed; null: unlimited'),
+      requestsPerSecond: limit.describe('Requests per second allowed; null: unlimited').meta({ example: 25 }),
+      requestsPerDay: limit
+        .describe('Requests per UTC day allowed; null: unlimited')
+        .meta({ example: 100000 }),
+      computeUnitsPerSecond: limit
+        .describe('Compute units per second allowed; null: unlimited')
+        .meta({ example: 330 }),
     })
     .describe("The account's plan and its limits"),
-  from: z.string().meta({ format: 'date' }).describe('First UTC day reported'),
-  to: z.string().meta({ format: 'date' }).describe('Last UTC day reported'),
+  from: z.string().meta({ format: 'date', example: '2026-01-01' }).describe('First UTC day reported'),
+  to: z.string().meta({ format: 'date', example: '2026-01-30' }).describe('Last UTC day reported'),
   days: z
-    .array(z.object({ date: z.string().meta({ format: 'date' }).describe('The UTC day'), ...counts }))
+    .array(
+      z.object({
+        date: z.string().meta({ format: 'date', example: '2026-01-30' }).describe('The UTC day'),
+        ...counts,
+      }),
+    )
     .describe('One entry per day, oldest first'),
-  methodsDate: z.string().meta({ format: 'date' }).describe('The day `methods` covers: `to`'),
+  methodsDate: z
+    .string()
+    .meta({ format: 'date', example: '2026-01-30' })
+    .describe('The day `methods` covers: `to`'),
   methods: z
     .array(
       z.object({
-        method: z.string().describe('JSON-RPC method, "batch", "ws …", or the REST route ("GET /v1/…")'),
+        method: z
+          .string()
+          .describe('JSON-RPC method, "batch", "ws …", or the REST route ("GET /v1/…")')
+          .meta({ example: 'eth_call' }),
         ...counts,
       }),
     )

@@ -49,21 +49,34 @@ const createdWallet = z.object({
     .meta({ example: '0xd8da6bf26964af9d7eed9e10c4a2c4f1e3cf3c6a' }),
   chain: z.string().describe('The network slug').meta({ example: 'ethereum-devnet' }),
   status: walletStatus.describe('deployed once its first UserOperation has been included'),
-  factory: z.string().describe('The account factory'),
+  factory: z
+    .string()
+    .describe('The account factory')
+    .meta({ example: '0x91E60e0613810449d098b0b5Ec8b51A0FE8c8985' }),
   created_at: z
     .string()
     .meta({ format: 'date-time', example: '2026-11-26T10:00:00.000Z' })
     .describe('When the key created it'),
 })
 const wallet = createdWallet.extend({
-  nonce: z.number().int().optional().describe('once deployed'),
-  deployed_at: z.string().nullable().optional().describe('When it was deployed'),
-  deploy_tx: z.string().nullable().optional().describe('The transaction that deployed it'),
+  nonce: z.number().int().optional().describe('once deployed').meta({ example: 3 }),
+  deployed_at: z
+    .string()
+    .nullable()
+    .optional()
+    .describe('When it was deployed')
+    .meta({ example: '2026-11-26T10:00:00.000Z' }),
+  deploy_tx: z
+    .string()
+    .nullable()
+    .optional()
+    .describe('The transaction that deployed it')
+    .meta({ example: '0x5c504ed432cb51138bcf09aa5e8a410dd4a1e204ef84bfed1be16dfba1b22060' }),
 })
 const walletList = z.object({
   wallets: z.array(createdWallet.omit({ factory: true })).describe('Newest first'),
-  page: z.number().int().describe('This page'),
-  total: z.number().int().describe('Wallets in all pages'),
+  page: z.number().int().describe('This page').meta({ example: 1 }),
+  total: z.number().int().describe('Wallets in all pages').meta({ example: 42 }),
 })
 
 const chainQuery = z

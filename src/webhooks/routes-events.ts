@@ -17,10 +17,17 @@ import type { WebhookService } from './service.ts'
 const timestamp = z.string().describe('ISO 8601, UTC').meta({ example: '2026-11-26T10:00:00.000Z' })
 const eventSummary = z.object({
   id: z.string().describe('The event id (evt_…)').meta({ example: 'evt_0123456789abcdef01234567' }),
-  event_type: z.string().describe('What happened (address_activity, token_transfer, …)'),
+  event_type: z
+    .string()
+    .describe('What happened (address_activity, token_transfer, …)')
+    .meta({ example: 'token_transfer' }),
   status: z.enum(EVENT_STATUSES).describe('Where the event is in its delivery'),
-  attempts: z.number().int().describe('Delivery attempts so far'),
-  last_error: z.string().nullable().describe('Why the last attempt failed; null if none did'),
+  attempts: z.number().int().describe('Delivery attempts so far').meta({ example: 1 }),
+  last_error: z
+    .string()
+    .nullable()
+    .describe('Why the last attempt failed; null if none did')
+    .meta({ example: null }),
   created_at: timestamp.describe('When the event was matched (ISO 8601, UTC)'),
   delivered_at: timestamp.nullable().describe('When the receiver accepted it; null until then'),
   next_retry_at: timestamp
@@ -29,27 +36,37 @@ const eventSummary = z.object({
 })
 const eventList = z.object({
   events: z.array(eventSummary).describe('Newest first'),
-  page: z.number().int().describe('This page'),
-  total: z.number().int().describe('Events in all pages'),
+  page: z.number().int().describe('This page').meta({ example: 1 }),
+  total: z.number().int().describe('Events in all pages').meta({ example: 42 }),
 })
 const eventDetail = eventSummary.extend({
-  test: z.boolean().describe('a test event (POST /v1/webhooks/{id}/test)'),
+  test: z.boolean().describe('a test event (POST /v1/webhooks/{id}/test)').meta({ example: false }),
   matched_by: z
     .array(z.string())
-    .describe("the webhook's filters the event satisfies, each as `filter: why`"),
+    .describe("the webhook's filters the event satisfies, each as `filter: why`")
+    .meta({ example: ['addresses: 0xd8da6bf26964af9d7eed9e03e53415d37aa96045 is the sender (from)'] }),
   payload: z.unknown().describe('the body delivered (signed as sent)'),
   attempts: z
     .array(
       z.object({
-        attempt: z.number().int().describe('1 for the first try, then each retry'),
+        attempt: z.number().int().describe('1 for the first try, then each retry').meta({ example: 1 }),
         status_code: z
           .number()
           .int()
           .nullable()
-          .describe("The receiver's HTTP status; null without an answer"),
-        error: z.string().nullable().describe('Why it failed; null when the receiver answered 2xx'),
-        response_body: z.string().nullable().describe("the first 512 bytes of the receiver's answer"),
-        duration_ms: z.number().int().describe('How long the attempt took'),
+          .describe("The receiver's HTTP status; null without an answer")
+          .meta({ example: 200 }),
+        error: z
+          .string()
+          .nullable()
+          .describe('Why it failed; null when the receiver answered 2xx')
+          .meta({ example: null }),
+        response_body: z
+          .string()
+          .nullable()
+          .describe("the first 512 bytes of the receiver's answer")
+          .meta({ example: 'ok' }),
+        duration_ms: z.number().int().describe('How long the attempt took').meta({ example: 143 }),
         created_at: timestamp.describe('When it was attempted (ISO 8601, UTC)'),
       }),
     )
@@ -66,8 +83,8 @@ const redeliverBody = z.strictObject({
     .meta({ example: '2026-11-27T00:00:00Z' }),
 })
 const requeued = z.object({
-  webhook_id: z.string().describe('The webhook'),
-  requeued: z.number().int().describe('Failed events queued again'),
+  webhook_id: z.string().describe('The webhook').meta({ example: 'wh_0123456789abcdef01234567' }),
+  requeued: z.number().int().describe('Failed events queued again').meta({ example: 3 }),
   from: timestamp.describe('The range asked for: from'),
   to: timestamp.describe('The range asked for: to'),
 })

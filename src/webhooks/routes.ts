@@ -25,19 +25,27 @@ const url = (error: string) =>
  * the webhook's types do not read. Every filter runs in the matcher, before an event exists.
  */
 // Lists are not capped here: parseConfig's refusal names the field and the cap.
-const addressList = (what: string) =>
-  z.array(z.string()).describe(`${what} (0x addresses, at most ${MAX_ITEMS})`).optional()
+const addressList = (what: string, example: string) =>
+  z
+    .array(z.string())
+    .describe(`${what} (0x addresses, at most ${MAX_ITEMS})`)
+    .meta({ example: [example] })
+    .optional()
 const config = z
   .looseObject(
     {
       addresses: addressList(
         'address filter: address_activity, token_transfer, nft_transfer, internal_transfer and pending_transaction match when one of these sends or receives (see address_match); log matches logs these contracts emit. Required for address_activity and pending_transaction',
+        '0xd8dA6BF26964aF9D7eEd9e03E53415D37aA96045',
       ),
       address_match: z
         .enum(['either', 'from', 'to'])
         .describe('which side of a transfer or transaction `addresses` must be on (default either)')
         .optional(),
-      contracts: addressList('token contract filter (token_transfer, nft_transfer)'),
+      contracts: addressList(
+        'token contract filter (token_transfer, nft_transfer)',
+        '0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48',
+      ),
       min_value: z
         .string()
         .describe(
@@ -54,10 +62,12 @@ const config = z
       selectors: z
         .array(z.string())
         .describe('address_activity: 4-byte function selectors of the transaction (e.g. 0xa9059cbb)')
+        .meta({ example: ['0xa9059cbb'] })
         .optional(),
       tx_hashes: z
         .array(z.string())
         .describe(`mined_transaction: the transaction hashes to report (required; at most ${MAX_ITEMS})`)
+        .meta({ example: ['0x5c504ed432cb51138bcf09aa5e8a410dd4a1e204ef84bfed1be16dfba1b22060'] })
         .optional(),
       topics: z
         .array(z.union([z.null(), z.string(), z.array(z.string())]))
@@ -143,11 +153,18 @@ const webhook = z.object({
     'delivery form: A (timestamped signature, the default) or B (Alchemy/QuickNode style: X-Service-Signature, camelCase data)',
   ),
   status: webhookStatus.describe('active delivers; paused holds events; disabled: the service stopped it'),
-  status_reason: z.string().nullable().describe('why the service paused or disabled it'),
+  status_reason: z
+    .string()
+    .nullable()
+    .describe('why the service paused or disabled it')
+    .meta({ example: null }),
   created_at: timestamp.describe('When it was created (ISO 8601, UTC)'),
   updated_at: timestamp.describe('When it last changed (ISO 8601, UTC)'),
 })
-const signingSecret = z.string().describe('returned only in this response')
+const signingSecret = z
+  .string()
+  .describe('returned only in this response')
+  .meta({ example: 'whsec_3q2-7wRmGx1mH0b8l6e4rN8kZ4vJt1uP0cQyXa9sDfE' })
 const createdWebhook = webhook.extend({ signing_secret: signingSecret })
 const summary = {
   id: true,
@@ -159,40 +176,55 @@ const summary = {
 } as const
 const webhookList = z.object({
   webhooks: z.array(webhook.pick({ ...summary, created_at: true })).describe('Newest first'),
-  page: z.number().int().describe('This page'),
-  total: z.number().int().describe('Webhooks in all pages'),
+  page: z.number().int().describe('This page').meta({ example: 1 }),
+  total: z.number().int().describe('Webhooks in all pages').meta({ example: 42 }),
 })
 const updatedWebhook = webhook.pick({ ...summary, updated_at: true })
 const deletedWebhook = z.object({
-  id: z.string().describe('The deleted webhook'),
+  id: z.string().describe('The deleted webhook').meta({ example: 'wh_0123456789abcdef01234567' }),
   deleted: z.literal(true).describe('Always true'),
 })
 const deliveryList = z.object({
   deliveries: z
     .array(
       z.object({
-        event_id: z.string().describe('The event delivered (evt_…)'),
-        attempt: z.number().int().describe('1 for the first try, then each retry'),
-        status_code: z.number().int().nullable().describe('null: no HTTP answer (timeout, refused)'),
-        error: z.string().nullable().describe('Why it failed; null when the receiver answered 2xx'),
-        duration_ms: z.number().int().describe('How long the attempt took'),
+        event_id: z
+          .string()
+          .describe('The event delivered (evt_…)')
+          .meta({ example: 'evt_0123456789abcdef01234567' }),
+        attempt: z.number().int().describe('1 for the first try, then each retry').meta({ example: 1 }),
+        status_code: z
+          .number()
+          .int()
+          .nullable()
+          .describe('null: no HTTP answer (timeout, refused)')
+          .meta({ example: 200 }),
+        error: z
+          .string()
+          .nullable()
+          .describe('Why it failed; null when the receiver answered 2xx')
+          .meta({ example: null }),
+        duration_ms: z.number().int().describe('How long the attempt took').meta({ example: 143 }),
         created_at: timestamp.describe('When it was attempted (ISO 8601, UTC)'),
       }),
     )
     .describe('Newest first'),
-  page: z.number().int().describe('This page'),
-  total: z.number().int().describe('Attempts in all pages'),
+  page: z.number().int().describe('This page').meta({ example: 1 }),
+  total: z.number().int().describe('Attempts in all pages').meta({ example: 42 }),
 })
 const queuedEvent = z.object({
-  id: z.string().describe('The event id (evt_…)'),
-  webhook_id: z.string().describe('The webhook it is for'),
+  id: z.string().describe('The event id (evt_…)').meta({ example: 'evt_0123456789abcdef01234567' }),
+  webhook_id: z.string().describe('The webhook it is for').meta({ example: 'wh_0123456789abcdef01234567' }),
   status: z.literal('pending').describe('Queued for delivery'),
 })
 const testEvent = queuedEvent.extend({
-  queued: z.boolean().describe('false while the webhook is not active: delivered once it is'),
+  queued: z
+    .boolean()
+    .describe('false while the webhook is not active: delivered once it is')
+    .meta({ example: true }),
 })
 const rotatedSecret = z.object({
-  id: z.string().describe('The webhook id'),
+  id: z.string().describe('The webhook id').meta({ example: 'wh_0123456789abcdef01234567' }),
   signing_secret: signingSecret,
   updated_at: timestamp.describe('When the secret changed (ISO 8601, UTC)'),
 })
