@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
   anvilNetwork,
@@ -110,10 +111,18 @@ describe('JSON-RPC fast lane', () => {
   for (const c of CASES) {
     it(`answers alike with and without the lane: ${c.name}`, async () => {
       const opts = { ...(c.plan ? { plan: c.plan } : {}), ...(c.scopes ? { scopes: c.scopes } : {}) }
-      const keys = await Promise.all([on.createKey(opts), off.createKey(opts)])
-      const a = await viaLane(on, keys[0], c.body)
-      await observe(off, keys[1], call('eth_chainId'))
-      const b = await observe(off, keys[1], c.body)
+      const pair = async () => {
+        const keys = await Promise.all([on.createKey(opts), off.createKey(opts)])
+        const a = await viaLane(on, keys[0], c.body)
+        await observe(off, keys[1], call('eth_chainId'))
+        return [a, await observe(off, keys[1], c.body)] as const
+      }
+      let [a, b] = await pair()
+      // A limited plan counts per second: on a machine slow enough for the second to turn between
+      // a key's first call and the one compared, its remaining count differs for that reason
+      // alone. Such a pair is sent again with new keys (twice at most); the answers must still
+      // be equal in every field.
+      for (let again = 0; c.plan && again < 2 && !isDeepStrictEqual(a, b); again++) [a, b] = await pair()
       expect(await lanes(off)).toBe(0)
       expect(a).toEqual(b)
       expect(a.status).toBeLessThan(500)

@@ -1,0 +1,178 @@
+/**
+ * npm run bench:rpc-instructions — user-space instructions per distinct JSON-RPC call, counted by
+ * valgrind's callgrind: Halyard against the bare Node proxy (bench/lib/floor-http.ts), each a
+ * server in its own process in front of one anvil. Unlike req/s and CPU time, an instruction count
+ * does not move with what else the machine runs, so a change to the gateway's hot path can be
+ * compared across runs and across a loaded machine (docs/benchmarks.md).
+ *
+ * Each server runs under `valgrind --tool=callgrind --instr-atstart=no`, gets BENCH_WARMUP
+ * (3000) distinct eth_getBalance calls, 10 in flight, with counting off (the JIT settles), then
+ * BENCH_CALLS (2000) with counting on (`callgrind_control -i on/off`), and the count is dumped.
+ * What it includes: everything the process does meanwhile, so time-driven work (health checks,
+ * flushes) adds a little, and more under valgrind's ~50× slowdown than at full speed; Halyard runs
+ * with HALYARD_REQUEST_LOG=off by default (BENCH_REQUEST_LOG=on keeps it), because at valgrind's
+ * pace every call fits the request log's per-account budget and would be kept, which at full speed
+ * only the first ones per interval are. What it leaves out: the kernel's share (socket writes),
+ * which the two servers pay alike. Needs valgrind (`apt-get install valgrind`); a few minutes.
+ */
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
+import http from 'node:http'
+import { loadavg, tmpdir } from 'node:os'
+import path from 'node:path'
+import { startAnvil } from '../src/devnet/anvil.ts'
+
+const WARMUP = Number(process.env.BENCH_WARMUP ?? 3000)
+const CALLS = Number(process.env.BENCH_CALLS ?? 2000)
+const IN_FLIGHT = 10
+const REQUEST_LOG = process.env.BENCH_REQUEST_LOG === 'on' ? 'on' : 'off'
+
+interface Hello {
+  url: string
+  key?: string
+}
+
+/** A server under callgrind with counting off, once it printed its URL. */
+async function startCounted(args: string[], dir: string): Promise<{ child: ChildProcess; hello: Hello }> {
+  const child = spawn(
+    'valgrind',
+    [
+      '--tool=callgrind',
+      '--instr-atstart=no',
+      `--callgrind-out-file=${path.join(dir, 'cg.%p')}`,
+      process.execPath,
+      '--import',
+      'tsx',
+      ...args,
+    ],
+    {
+      cwd: path.resolve(import.meta.dirname, '..'),
+      stdio: ['ignore', 'pipe', 'ignore'],
+      env: { ...process.env, HALYARD_REQUEST_LOG: REQUEST_LOG },
+    },
+  )
+  const hello = await new Promise<Hello>((resolve, reject) => {
+    let out = ''
+    child.stdout?.on('data', (c: Buffer) => {
+      out += c.toString('utf8')
+      const line = out.split('\n').find((l) => l.startsWith('{') && l.includes('"url"'))
+      if (line) resolve(JSON.parse(line) as Hello)
+    })
+    child.once('exit', (code) => reject(new Error(`server under valgrind exited with code ${code}`)))
+  })
+  return { child, hello }
+}
+
+/** `calls` distinct eth_getBalance calls, IN_FLIGHT at a time over keep-alive; how many failed. */
+function distinctCalls(hello: Hello, calls: number, offset: number): Promise<number> {
+  const u = new URL(hello.url)
+  const agent = new http.Agent({ keepAlive: true, maxSockets: IN_FLIGHT })
+  const seed = Math.floor(Math.random() * 0x7fffffff)
+  let sent = 0
+  let done = 0
+  let failed = 0
+  return new Promise((resolve) => {
+    const next = () => {
+      if (sent >= calls) return
+      const i = offset + sent++
+      const address = `0x${seed.toString(16).padStart(8, '0')}${i.toString(16).padStart(8, '0')}${'0'.repeat(24)}`
+      const body = JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'eth_getBalance',
+        params: [address, 'latest'],
+      })
+      const headers: Record<string, string> = { 'content-type': 'application/json' }
+      if (hello.key) headers['x-api-key'] = hello.key
+      const req = http.request(
+        { host: u.hostname, port: u.port, path: u.pathname, method: 'POST', agent, headers },
+        (res) => {
+          let text = ''
+          res.on('data', (c: Buffer) => {
+            text += c.toString('utf8')
+          })
+          res.on('end', () => {
+            if (res.statusCode !== 200 || !text.includes('"result"')) failed++
+            if (++done === calls) {
+              agent.destroy()
+              resolve(failed)
+            } else next()
+          })
+        },
+      )
+      req.on('error', () => {
+        failed++
+        if (++done === calls) resolve(failed)
+        else next()
+      })
+      req.end(body)
+    }
+    for (let i = 0; i < IN_FLIGHT; i++) next()
+  })
+}
+
+/** Instructions per call of one server: warm-up uncounted, then CALLS counted. */
+async function measure(name: string, args: string[]): Promise<number> {
+  const dir = mkdtempSync(path.join(tmpdir(), 'halyard-bench-ir-'))
+  const { child, hello } = await startCounted(args, dir)
+  try {
+    const pid = String(child.pid)
+    const warmFailed = await distinctCalls(hello, WARMUP, 0)
+    execFileSync('callgrind_control', ['-i', 'on', pid], { stdio: 'ignore' })
+    const failed = await distinctCalls(hello, CALLS, WARMUP)
+    execFileSync('callgrind_control', ['-i', 'off', pid], { stdio: 'ignore' })
+    execFileSync('callgrind_control', ['-d', pid], { stdio: 'ignore' })
+    if (warmFailed + failed > 0) throw new Error(`${name}: ${warmFailed + failed} calls failed`)
+    // The dump is written when the server next runs: wait for it.
+    for (let i = 0; i < 60 && counted(dir) === 0; i++) await new Promise((r) => setTimeout(r, 500))
+  } finally {
+    const exited = new Promise((r) => child.once('exit', r))
+    child.kill('SIGINT')
+    await Promise.race([exited, new Promise((r) => setTimeout(r, 30_000))])
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
+  }
+  const total = counted(dir)
+  rmSync(dir, { recursive: true, force: true })
+  if (total === 0) throw new Error(`${name}: callgrind wrote no counts`)
+  return total / CALLS
+}
+
+/** Counting was on only for the counted calls, so all of a process's dumps together are those. */
+function counted(dir: string): number {
+  let total = 0
+  for (const f of readdirSync(dir)) {
+    const m = /^totals: (\d+)/m.exec(readFileSync(path.join(dir, f), 'utf8'))
+    if (m) total += Number(m[1])
+  }
+  return total
+}
+
+function hasValgrind(): boolean {
+  try {
+    execFileSync('valgrind', ['--version'], { stdio: 'ignore' })
+    execFileSync('callgrind_control', ['-h'], { stdio: 'ignore' })
+    return true
+  } catch {
+    return false
+  }
+}
+
+if (!hasValgrind()) {
+  console.log('bench:rpc-instructions skipped: valgrind (with callgrind_control) is not installed')
+  process.exit(0)
+}
+const load = loadavg()[0]!.toFixed(2)
+console.log(
+  `bench:rpc-instructions — callgrind, ${WARMUP} warm-up + ${CALLS} counted distinct eth_getBalance, ` +
+    `${IN_FLIGHT} in flight; Halyard request log ${REQUEST_LOG}; load average ${load}`,
+)
+const anvil = await startAnvil()
+try {
+  const floor = await measure('bare Node proxy', ['bench/lib/floor-http.ts', '--floor', '1', anvil.url])
+  console.log(`  bare node:http → anvil: ${Math.round(floor).toLocaleString('en')} instructions per call`)
+  const halyard = await measure('Halyard', ['bench/rpc.ts', '--server', anvil.url])
+  console.log(`  Halyard /v1/rpc:        ${Math.round(halyard).toLocaleString('en')} instructions per call`)
+  console.log(`  Halyard / bare proxy:   ${(halyard / floor).toFixed(2)}×`)
+} finally {
+  await anvil.stop()
+}
