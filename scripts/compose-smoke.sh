@@ -63,7 +63,15 @@ step "up"
 pc up -d anvil postgres redis receiver halyard-1 halyard-2 lb prometheus
 for _ in $(seq 1 240); do curl -fs -o /dev/null $lb/health && break; sleep 1; done
 step "/health through the load balancer: $(curl -fsS --max-time 5 $lb/health)"
-key="$(podman exec halyard-smoke_halyard-1_1 sh -c 'node bin/halyard.mjs accounts create --email smoke@example.com --plan enterprise >/dev/null; node bin/halyard.mjs keys create --account smoke@example.com --env test | tail -n1')"
+# The admin commands open their own database connection: on a loaded machine the first one can
+# pass its connect timeout while PostgreSQL's container warms up, so a failed try is repeated.
+key=""
+for attempt in 1 2 3 4 5; do
+  key="$(podman exec halyard-smoke_halyard-1_1 sh -c 'node bin/halyard.mjs accounts create --email smoke@example.com --plan enterprise >/dev/null 2>&1; node bin/halyard.mjs keys create --account smoke@example.com --env test 2>&1 | tail -n1')" || true
+  case "$key" in halyard_test_*) break ;; esac
+  step "creating the smoke's key, try $attempt: ${key:-no answer}; again in 3 s"
+  sleep 3
+done
 count() { podman exec "halyard-smoke_$1_1" node -e "fetch('http://127.0.0.1:8080/metrics').then(r=>r.text()).then(t=>{let n=0;for(const l of t.split('\n'))if(l.startsWith('halyard_http_requests_total{')&&l.includes('/rpc'))n+=Number(l.split(' ').pop());console.log(n)})"; }
 rpc() { curl -s --max-time 10 -o /dev/null -w '%{http_code}' -H 'content-type: application/json' -H "authorization: Bearer $key" \
   -d '{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}' $lb/v1/rpc/ethereum/devnet; }
