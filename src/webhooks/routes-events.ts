@@ -5,7 +5,7 @@ import { visibleTo } from '../http/access.ts'
 import { pageQuery } from '../http/params.ts'
 import { defineRoute } from '../http/route.ts'
 import { EVENT_STATUSES, MAX_REDELIVER_DAYS } from './event-service.ts'
-import { eventId, webhookId } from './routes.ts'
+import { deliveryAttempt, eventId, timestamp, webhookId } from './routes.ts'
 import type { WebhookService } from './service.ts'
 
 /**
@@ -14,7 +14,6 @@ import type { WebhookService } from './service.ts'
  * range. Wire shapes only; the logic is event-service.ts, which the dashboard calls as well.
  */
 
-const timestamp = z.string().describe('ISO 8601, UTC').meta({ example: '2026-11-26T10:00:00.000Z' })
 const eventSummary = z.object({
   id: z.string().describe('The event id (evt_…)').meta({ example: 'evt_0123456789abcdef01234567' }),
   event_type: z
@@ -48,26 +47,12 @@ const eventDetail = eventSummary.extend({
   payload: z.unknown().describe('the body delivered (signed as sent)'),
   attempts: z
     .array(
-      z.object({
-        attempt: z.number().int().describe('1 for the first try, then each retry').meta({ example: 1 }),
-        status_code: z
-          .number()
-          .int()
-          .nullable()
-          .describe("The receiver's HTTP status; null without an answer")
-          .meta({ example: 200 }),
-        error: z
-          .string()
-          .nullable()
-          .describe('Why it failed; null when the receiver answered 2xx')
-          .meta({ example: null }),
+      deliveryAttempt.extend({
         response_body: z
           .string()
           .nullable()
           .describe("the first 512 bytes of the receiver's answer")
           .meta({ example: 'ok' }),
-        duration_ms: z.number().int().describe('How long the attempt took').meta({ example: 143 }),
-        created_at: timestamp.describe('When it was attempted (ISO 8601, UTC)'),
       }),
     )
     .describe('Every delivery attempt, first first'),

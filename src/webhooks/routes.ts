@@ -140,7 +140,24 @@ const listQuery = pageQuery(25).extend({
 })
 
 /* Response bodies, for the OpenAPI document; service.ts builds them. */
-const timestamp = z.string().describe('ISO 8601, UTC').meta({ example: '2026-11-26T10:00:00.000Z' })
+export const timestamp = z.string().describe('ISO 8601, UTC').meta({ example: '2026-11-26T10:00:00.000Z' })
+/** One delivery attempt, as the delivery log and an event's history both show it. */
+export const deliveryAttempt = z.object({
+  attempt: z.number().int().describe('1 for the first try, then each retry').meta({ example: 1 }),
+  status_code: z
+    .number()
+    .int()
+    .nullable()
+    .describe("The receiver's HTTP status; null without an answer (timeout, refused)")
+    .meta({ example: 200 }),
+  error: z
+    .string()
+    .nullable()
+    .describe('Why it failed; null when the receiver answered 2xx')
+    .meta({ example: null }),
+  duration_ms: z.number().int().describe('How long the attempt took').meta({ example: 143 }),
+  created_at: timestamp.describe('When it was attempted (ISO 8601, UTC)'),
+})
 const webhookStatus = z.enum(['active', 'paused', 'disabled'])
 const webhook = z.object({
   id: z.string().describe('The webhook id (wh_…)').meta({ example: 'wh_0123456789abcdef01234567' }),
@@ -187,25 +204,11 @@ const deletedWebhook = z.object({
 const deliveryList = z.object({
   deliveries: z
     .array(
-      z.object({
+      deliveryAttempt.extend({
         event_id: z
           .string()
           .describe('The event delivered (evt_…)')
           .meta({ example: 'evt_0123456789abcdef01234567' }),
-        attempt: z.number().int().describe('1 for the first try, then each retry').meta({ example: 1 }),
-        status_code: z
-          .number()
-          .int()
-          .nullable()
-          .describe('null: no HTTP answer (timeout, refused)')
-          .meta({ example: 200 }),
-        error: z
-          .string()
-          .nullable()
-          .describe('Why it failed; null when the receiver answered 2xx')
-          .meta({ example: null }),
-        duration_ms: z.number().int().describe('How long the attempt took').meta({ example: 143 }),
-        created_at: timestamp.describe('When it was attempted (ISO 8601, UTC)'),
       }),
     )
     .describe('Newest first'),
