@@ -187,13 +187,6 @@ export class BundlerChain {
     }
   }
 
-  /** The head's number: the block an accept's reads, simulations and trace are pinned to. */
-  async blockNumber(): Promise<bigint> {
-    const n = await this.request<string>('eth_blockNumber', [])
-    if (!isHex(n)) throw new BundlerError(BundlerErrorCode.internal, 'eth_blockNumber returned no number')
-    return BigInt(n)
-  }
-
   /** The canonical hash at `number`, or null past the head (the chain got shorter). */
   async blockHashAt(number: bigint): Promise<Hash | null> {
     const b = await this.read('eth_getBlockByNumber', (node) => getBlock(node, number))

@@ -179,10 +179,9 @@ export async function simulateValidation(
   ep: EntryPointRef,
   op: UserOperation,
   override: StateOverride = {},
-  block: Hex | 'latest' = 'latest',
 ): Promise<SimulatedValidation> {
   const call = validationCall(chain, ep, op, override)
-  return validationOutcome(op, await chain.call({ to: ep.address, data: call.data }, call.override, block))
+  return validationOutcome(op, await chain.call({ to: ep.address, data: call.data }, call.override))
 }
 
 /**
@@ -252,7 +251,6 @@ export async function simulateHandleOp(
   target: Address,
   targetCallData: Hex,
   override: StateOverride = {},
-  block: Hex | 'latest' = 'latest',
 ): Promise<SimulatedExecution> {
   if (op.version === 'v06') {
     const data = encodeFunctionData({
@@ -260,7 +258,7 @@ export async function simulateHandleOp(
       functionName: 'simulateHandleOp',
       args: [v06Struct(op as UserOperationV06), target, targetCallData],
     })
-    const out = await chain.call({ to: ep.address, data }, override, block)
+    const out = await chain.call({ to: ep.address, data }, override)
     if (out.ok)
       throw new BundlerError(BundlerErrorCode.internal, 'simulateHandleOp returned instead of reverting')
     const decoded = decodeRevert(out.revert)
@@ -282,11 +280,7 @@ export async function simulateHandleOp(
     functionName: 'simulateHandleOp',
     args: [packV07(op as UserOperationV07), target, targetCallData],
   })
-  const out = await chain.call(
-    { to: ep.address, data },
-    simulationOverride(ep, override, chain.simulations),
-    block,
-  )
+  const out = await chain.call({ to: ep.address, data }, simulationOverride(ep, override, chain.simulations))
   if (!out.ok) throw revertToError(out.revert, out.message)
   const r = decodeFunctionResult({ abi: simulationsV07Abi, functionName: 'simulateHandleOp', data: out.data })
   return { preOpGas: r.preOpGas, paid: r.paid, targetSuccess: r.targetSuccess, targetResult: r.targetResult }
@@ -311,10 +305,9 @@ export async function runAloneInHandleOps(
   ep: EntryPointRef,
   op: UserOperation,
   override: StateOverride,
-  block: Hex | 'latest',
 ): Promise<void> {
   const data = encodeHandleOps([op], BENEFICIARY)
-  const out = await chain.call({ to: ep.address, data }, override, block)
+  const out = await chain.call({ to: ep.address, data }, override)
   if (!out.ok) throw revertToError(out.revert, out.message)
 }
 

@@ -265,8 +265,8 @@ function checkLevel(
 
 /** The Validator's `rules` for safe mode: trace, check, refuse with the first violation. */
 export function erc7562Rules(stake: StakeRule): ValidationRules {
-  return async ({ chain, entryPoint, op, simulation, override, block }) => {
-    const trace = await traceValidation(chain, entryPoint, op, override, block)
+  return async ({ chain, entryPoint, op, simulation, override }) => {
+    const trace = await traceValidation(chain, entryPoint, op, override)
     const [first, ...rest] = checkTrace(trace, { op, entryPoint: entryPoint.address, simulation, stake })
     if (first)
       throw new BundlerError(first.code, first.message, {

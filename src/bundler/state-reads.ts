@@ -119,7 +119,6 @@ export async function readAccountState(
   q: AccountQuery,
   /** A validation simulation to run in the same call (entrypoint.ts validationCall). */
   simulate?: ValidationCall,
-  block: Hex | 'latest' = 'latest',
 ): Promise<(AccountState & { simulation?: CallOutcome }) | null> {
   const reads = `${addressWord(q.entryPoint)}${addressWord(q.sender)}${word(q.key)}${addressWord(q.factory)}${addressWord(q.paymaster)}`
   const data: Hex = `0x${reads}${simulate ? simulate.data.slice(2) : ''}`
@@ -127,7 +126,7 @@ export async function readAccountState(
   let out: CallOutcome
   try {
     // Alone, the reads are a light view call; with the simulation they run the EVM in earnest.
-    out = await chain.call({ to: READER_ADDRESS, data }, override, block, { light: !simulate })
+    out = await chain.call({ to: READER_ADDRESS, data }, override, 'latest', { light: !simulate })
   } catch {
     return null
   }

@@ -165,8 +165,6 @@ export async function traceValidation(
   ep: EntryPointRef,
   op: UserOperation,
   override: StateOverride = {},
-  /** The block the simulation ran at: traced elsewhere, it may describe another execution. */
-  block: Hex | 'latest' = 'latest',
 ): Promise<ValidationTrace> {
   const data =
     op.version === 'v06'
@@ -183,7 +181,7 @@ export async function traceValidation(
   const overrides = simulationOverride(ep, override)
   const trace = await chain.request<ValidationTrace>('debug_traceCall', [
     { to: ep.address, data },
-    block,
+    'latest',
     { tracer: TRACER, ...(Object.keys(overrides).length > 0 ? { stateOverrides: overrides } : {}) },
   ])
   if (!trace || !Array.isArray(trace.levels))

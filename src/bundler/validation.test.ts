@@ -1,4 +1,3 @@
-import { toHex } from 'viem'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
@@ -23,7 +22,7 @@ import { simulateValidation, validationCall, validationOutcome } from './entrypo
 import type { BundlerService } from './service.ts'
 import { simulationsAddress } from './simulations.ts'
 import { readAccountState } from './state-reads.ts'
-import { traceValidation } from './tracer.ts'
+import { TRACE_DISAGREED, traceValidation } from './tracer.ts'
 import type { EntryPointVersion, UserOperation } from './types.ts'
 import { userOpHash } from './userop.ts'
 
@@ -299,19 +298,17 @@ describe.each(storageBackends().slice(0, 1))('bundler refusals ($name)', (backen
     )
   })
 
-  it('a trace pinned to the block of its simulation still agrees after the op is mined', async () => {
+  it('a trace that ends unlike its simulation (the op mined between them) is the error validate retries', async () => {
     const chain = new BundlerChain(fx.rpc)
     const ep = fx.entryPoint('v07')
     const op = await good('v07', 52n)
-    const block = toHex(await chain.blockNumber())
-    expect((await simulateValidation(chain, ep, op, {}, block)).sigFailed).toBeNull()
+    expect((await simulateValidation(chain, ep, op)).sigFailed).toBeNull()
     await minedReceipt(svc, await send(op))
-    // At the pinned block the nonce is still unused: the trace ends as the simulation did.
-    expect((await traceValidation(chain, ep, op, {}, block)).error).toBeNull()
-    // At `latest` the nonce is spent (AA25): the mismatch accepts used to answer -32603.
+    // Now the nonce is spent (AA25): the trace no longer ends as the simulation did.
     await expect(traceValidation(chain, ep, op)).rejects.toMatchObject({
       code: -32603,
       message: expect.stringContaining('ended differently from the simulation'),
+      data: TRACE_DISAGREED,
     })
   })
 

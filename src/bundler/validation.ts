@@ -1,6 +1,6 @@
 import { encodeFunctionData, size } from 'viem'
 import { entryPointAbi } from '../aa/contracts.ts'
-import type { Address, Hash, Hex } from '../types.ts'
+import type { Address, Hash } from '../types.ts'
 import type { BlockInfo, BundlerChain, CallOutcome, StateOverride } from './chain.ts'
 import {
   nonceOverride,
@@ -52,8 +52,6 @@ export type ValidationRules = (ctx: {
   simulation: SimulatedValidation
   /** The state override the simulation ran with (a queued nonce); the trace must use it too. */
   override: StateOverride
-  /** The block the simulation ran at; the trace runs there too. */
-  block: Hex | 'latest'
 }) => Promise<readonly Address[] | undefined>
 
 /** What validation needs from the mempool: the sender's live nonces under one key. */
@@ -177,17 +175,16 @@ export class Validator {
     if (op.version === 'v06' && paymasterAndDataOf(op) !== '0x' && !paymaster)
       throw invalidFields('userOperation.paymasterAndData must start with the 20-byte paymaster address')
     const key = nonceKey(op.nonce)
-    // `latest`, not a block number read first: on anvil a number read before the node shows the
-    // block it is mining (a funding transaction just sent) pinned the accept to the state before
-    // it and refused the op (AA21); a trace that disagrees is retried instead (validate).
-    const block = 'latest' as const
+    // At `latest`, not pinned to a block number read first: on anvil a number read before the
+    // node shows the block it is mining (a funding transaction just sent) pinned the accept to
+    // the state before it and refused the op (AA21); a trace that disagrees is retried instead
+    // (validate).
     // The simulation rides along with the reads, as if the nonce were the sender's next: it is
     // used only when it is (an op queued behind the sender's waiting ops is simulated again).
     const [state, head] = await Promise.all([
       this.readState(
         { entryPoint: ep.address, sender: op.sender, key, factory, paymaster },
         validationCall(this.chain, ep, op),
-        block,
       ),
       this.head(),
     ])
@@ -210,13 +207,13 @@ export class Validator {
     const simulation =
       state.simulation && Object.keys(override).length === 0
         ? validationOutcome(op, state.simulation)
-        : await simulateValidation(this.chain, ep, op, override, block)
+        : await simulateValidation(this.chain, ep, op, override)
     this.checkSimulation(simulation, Number(head.timestamp))
     const storage =
       this.settings.mode === 'safe'
-        ? await this.settings.rules?.({ chain: this.chain, entryPoint: ep, op, simulation, override, block })
+        ? await this.settings.rules?.({ chain: this.chain, entryPoint: ep, op, simulation, override })
         : undefined
-    if (op.version === 'v06') await runAloneInHandleOps(this.chain, ep, op, override, block)
+    if (op.version === 'v06') await runAloneInHandleOps(this.chain, ep, op, override)
     const hash = userOpHash(op, ep.address, this.chainId)
     if (storage && storage.length > 0) this.rememberStorage(hash, storage)
 
@@ -246,10 +243,9 @@ export class Validator {
   private async readState(
     q: AccountQuery,
     simulate: ValidationCall,
-    block: Hex | 'latest',
   ): Promise<AccountState & { simulation?: CallOutcome }> {
     if (Date.now() >= this.separateUntil) {
-      const state = await readAccountState(this.chain, q, simulate, block)
+      const state = await readAccountState(this.chain, q, simulate)
       if (state) return state
       // The reads one by one say what went wrong; the one-call form is tried again in a minute.
       this.separateUntil = Date.now() + 60_000
