@@ -37,6 +37,16 @@ export interface InputSchemas<P = unknown, Q = unknown, B = unknown> {
  */
 export type RouteResponses = Readonly<Partial<Record<200 | 201 | 202, z.ZodType>>>
 
+/** A header a route's success answers carry (OpenAPI; the route sets it itself). */
+export interface ResponseHeader {
+  readonly description: string
+  readonly type: 'integer' | 'string' | 'boolean'
+  readonly example: string | number | boolean
+  readonly enum?: readonly string[]
+  /** Set on every success answer of the route (else only when it has a value). */
+  readonly always: boolean
+}
+
 export interface RouteMeta {
   readonly access: 'public' | { readonly scope: RouteScope; readonly cost: RouteCost }
   readonly network: NetworkBinding | undefined
@@ -57,6 +67,8 @@ export interface RouteMeta {
    */
   readonly keyInPath: string | undefined
   readonly responses: RouteResponses
+  /** Headers of its own on the success answers (beside the request id and rate-limit headers every keyed answer has). */
+  readonly responseHeaders: Readonly<Record<string, ResponseHeader>>
   /** A WebSocket endpoint: it answers an upgrade with 101; a plain GET is told so (400). */
   readonly websocket: boolean
 }

@@ -13,6 +13,7 @@ import './context.ts'
 import type {
   InputSchemas,
   NetworkBinding,
+  ResponseHeader,
   RouteCost,
   RouteMeta,
   RouteResponses,
@@ -52,6 +53,7 @@ interface CommonSpec<P, Q, B> {
   /** A WebSocket endpoint (OpenAPI documents its 101). */
   readonly websocket?: boolean
   readonly responses?: RouteResponses
+  readonly responseHeaders?: Readonly<Record<string, ResponseHeader>>
 }
 
 export interface RouteSpec<P, Q, B, N extends NetworkBinding | undefined> extends CommonSpec<P, Q, B> {
@@ -90,6 +92,7 @@ export function defineRoute<
     keyInQuery: spec.keyInQuery ?? false,
     keyInPath: spec.keyInPath,
     responses: spec.responses ?? {},
+    responseHeaders: spec.responseHeaders ?? {},
     websocket: spec.websocket ?? false,
   }
   app.route({
@@ -144,6 +147,7 @@ export function definePublicRoute<P = unknown, Q = unknown, B = unknown>(
     keyInQuery: false,
     keyInPath: undefined,
     responses: spec.responses ?? {},
+    responseHeaders: spec.responseHeaders ?? {},
     websocket: spec.websocket ?? false,
   }
   app.route({

@@ -1,5 +1,6 @@
 import type { FastifyReply } from 'fastify'
 import { z } from 'zod'
+import type { ResponseHeader } from '../http/route-meta.ts'
 import type { Coverage } from './history.ts'
 
 /**
@@ -12,6 +13,35 @@ export const INDEX_HEADERS = {
   partial: 'Halyard-Index-Partial',
   scan: 'Halyard-History-Scan',
 } as const
+
+/** The headers, as the routes that set them declare them (OpenAPI). */
+export const INDEX_RESPONSE_HEADERS: Readonly<Record<string, ResponseHeader>> = {
+  [INDEX_HEADERS.completeFrom]: {
+    description: 'The answer holds everything from this block on (absent before the index started)',
+    type: 'integer',
+    example: 21000000,
+    always: false,
+  },
+  [INDEX_HEADERS.indexedTo]: {
+    description: 'The last block indexed (absent before the first)',
+    type: 'integer',
+    example: 21345678,
+    always: false,
+  },
+  [INDEX_HEADERS.partial]: {
+    description: 'true when blocks below Halyard-Index-Complete-From may hold data this answer lacks',
+    type: 'boolean',
+    example: false,
+    always: true,
+  },
+  [INDEX_HEADERS.scan]: {
+    description: "The address's history scan below the index (docs/data-apis.md)",
+    type: 'string',
+    example: 'not_needed',
+    enum: ['not_needed', 'queued', 'running', 'done', 'refused'],
+    always: true,
+  },
+}
 
 /** The `index` field of an answer (OpenAPI). */
 export const indexCoverage = z

@@ -3,7 +3,7 @@ import { z } from 'zod'
 import { address, boolFlag, chainSlug, pageQuery, uint256 } from '../http/params.ts'
 import { defineRoute } from '../http/route.ts'
 import type { IndexHistory } from '../indexer/history.ts'
-import { indexCoverage, stateCoverage } from '../indexer/index-coverage.ts'
+import { INDEX_RESPONSE_HEADERS, indexCoverage, stateCoverage } from '../indexer/index-coverage.ts'
 import type { NftService } from './service.ts'
 
 const EVM_SLUG = { from: 'slug', param: 'chain', kinds: ['evm'] } as const
@@ -166,6 +166,7 @@ export function registerNftRoutes(app: FastifyInstance, nfts: NftService, histor
     what: 'NFT collections',
     schema: { params: z.object({ chain: chainSlug, contract: address('contract') }) },
     responses: { 200: nftCollection },
+    responseHeaders: INDEX_RESPONSE_HEADERS,
     // Owner counts come from the index: the headers say from which block it is complete.
     handler: async ({ network, params, reply }) => {
       stateCoverage(reply, await history.ofNetwork(network))
@@ -185,6 +186,7 @@ export function registerNftRoutes(app: FastifyInstance, nfts: NftService, histor
     what: 'owned NFTs',
     schema: { params: z.object({ chain: chainSlug, address: address('address') }), query: pageQuery(50) },
     responses: { 200: ownedNfts },
+    responseHeaders: INDEX_RESPONSE_HEADERS,
     handler: async ({ network, params, query, reply, caller }) => {
       const index = stateCoverage(reply, await history.ofAddress(network, params.address, caller.accountId))
       return { ...(await nfts.owned(network, params.address, query)), index }

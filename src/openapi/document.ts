@@ -1,7 +1,7 @@
 import { z } from 'zod'
 import { ERROR_STATUS, type ErrorCode } from '../errors.ts'
 import type { DeclaredRoute } from '../http/pipeline.ts'
-import type { RouteMeta } from '../http/route-meta.ts'
+import type { ResponseHeader, RouteMeta } from '../http/route-meta.ts'
 
 /**
  * The OpenAPI 3.1 document, generated from what every route declares (http/route.ts): its
@@ -121,9 +121,50 @@ const oneOrBatch = (name: string) => ({
 })
 
 const rateLimitHeaders = {
-  'X-RateLimit-Limit': { description: 'Requests per second of the plan', schema: { type: 'integer' } },
-  'X-RateLimit-Remaining': { description: 'Requests left in this second', schema: { type: 'integer' } },
-  'X-RateLimit-Reset': { description: 'Unix seconds when the window resets', schema: { type: 'integer' } },
+  'X-RateLimit-Limit': {
+    description: 'Requests per second of the plan',
+    required: true,
+    schema: { type: 'integer' },
+    example: 25,
+  },
+  'X-RateLimit-Remaining': {
+    description: 'Requests left in this second',
+    required: true,
+    schema: { type: 'integer' },
+    example: 24,
+  },
+  'X-RateLimit-Reset': {
+    description: 'Unix seconds when the window resets',
+    required: true,
+    schema: { type: 'integer' },
+    example: 1767225600,
+  },
+}
+
+const requestIdHeader = {
+  'X-Request-Id': {
+    description:
+      "The request's id (the client's X-Request-Id when it sent a usable one); quote it in reports",
+    schema: { type: 'string' },
+    example: '0f6c2a8e-3b1d-4c55-9a7e-2d4b8f1e6a90',
+  },
+}
+
+/** A route's own header as an OpenAPI header object. */
+function headerObject(h: ResponseHeader): Record<string, unknown> {
+  return {
+    description: h.description,
+    required: h.always,
+    schema: { type: h.type, ...(h.enum ? { enum: [...h.enum] } : {}) },
+    example: h.example,
+  }
+}
+
+/** The headers a success answer of this route carries. */
+function successHeaders(meta: RouteMeta): Record<string, unknown> {
+  const own = Object.fromEntries(Object.entries(meta.responseHeaders).map(([n, h]) => [n, headerObject(h)]))
+  if (meta.access === 'public') return { ...requestIdHeader, ...own }
+  return { ...requestIdHeader, ...rateLimitHeaders, ...own }
 }
 
 const ERROR_TEXT: Record<ErrorCode, string> = {
@@ -285,6 +326,7 @@ function successResponses(method: string, url: string, meta: RouteMeta): Record<
         status,
         {
           description: status === '201' ? 'Created' : 'Success',
+          headers: successHeaders(meta),
           content: { 'application/json': { schema: jsonSchema(schema as z.ZodType, 'output') } },
         },
       ]),

@@ -3,7 +3,7 @@ import { z } from 'zod'
 import { address, chainSlug, pageQuery } from '../http/params.ts'
 import { defineRoute } from '../http/route.ts'
 import type { IndexHistory } from '../indexer/history.ts'
-import { indexCoverage, stateCoverage } from '../indexer/index-coverage.ts'
+import { INDEX_RESPONSE_HEADERS, indexCoverage, stateCoverage } from '../indexer/index-coverage.ts'
 import type { TokenService } from './service.ts'
 
 const EVM_SLUG = { from: 'slug', param: 'chain', kinds: ['evm'] } as const
@@ -92,6 +92,7 @@ export function registerTokenRoutes(app: FastifyInstance, tokens: TokenService, 
     what: 'token balances',
     schema: { params: z.object({ chain: chainSlug, address: address('address') }), query: pageQuery(50) },
     responses: { 200: tokenBalanceList },
+    responseHeaders: INDEX_RESPONSE_HEADERS,
     // Balances are balanceOf at the head; which tokens to ask about comes from the index, so the
     // answer says from which block the index knows the address's tokens (its history scan).
     handler: async ({ network, params, query, reply, caller }) => {

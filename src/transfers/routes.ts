@@ -3,7 +3,7 @@ import { z } from 'zod'
 import { address, chainSlug, intString } from '../http/params.ts'
 import { defineRoute } from '../http/route.ts'
 import type { IndexHistory } from '../indexer/history.ts'
-import { fromBlock, indexCoverage, stateCoverage } from '../indexer/index-coverage.ts'
+import { fromBlock, INDEX_RESPONSE_HEADERS, indexCoverage, stateCoverage } from '../indexer/index-coverage.ts'
 import type { TransferService } from './service.ts'
 import { CATEGORIES, type Category } from './store.ts'
 
@@ -156,6 +156,7 @@ export function registerTransferRoutes(
     what: 'transfers',
     schema: { params: z.object({ chain: chainSlug, address: address('address') }), query: transferQuery },
     responses: { 200: transferList },
+    responseHeaders: INDEX_RESPONSE_HEADERS,
     handler: async ({ network, params, query, reply, caller }) => {
       // Native transfers are not found by a history scan (no logs): with them, the answer is
       // complete from the index's own start only.
