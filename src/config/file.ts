@@ -150,7 +150,18 @@ const networkCoreShape = {
             .min(1)
             .max(100_000_000)
             .default(100_000)
-            .describe('First eth_getLogs window (blocks); halved when the node refuses it.'),
+            .describe(
+              'First eth_getLogs window (blocks); when the node refuses one, the next is the range its error names, else half.',
+            ),
+          claimSeconds: z
+            .number()
+            .int()
+            .min(1)
+            .max(3600)
+            .default(60)
+            .describe(
+              'An instance running a scan holds it this long past its last window; the others answer it as running and take it over only after that (instances sharing a database scan each address once).',
+            ),
         })
         .strict()
         .optional()

@@ -1,12 +1,23 @@
+import { randomUUID } from 'node:crypto'
 import type { Kysely } from 'kysely'
-import { getLogs, type Log } from '../chains/reads.ts'
+import { failureMessage, getLogs, type Log, nodeError } from '../chains/reads.ts'
 import type { Network } from '../chains/registry.ts'
 import type { Logger } from '../logger.ts'
 import type { Database } from '../storage/schema.ts'
 import type { Address, Hex } from '../types.ts'
 import { ChainReader } from './chain.ts'
 import { decodeLog, TRANSFER_BATCH_TOPIC, TRANSFER_SINGLE_TOPIC, TRANSFER_TOPIC } from './decode.ts'
-import { commitWindow, openScan, pendingScans, readScan, type ScanRow } from './history-store.ts'
+import {
+  claimScan,
+  commitWindow,
+  openScan,
+  pendingScans,
+  readScan,
+  releaseScan,
+  type ScanClaim,
+  type ScanRow,
+} from './history-store.ts'
+import { narrowedRange } from './range-hint.ts'
 import type { StoredTransfer } from './store.ts'
 
 /** Where an address's history scan stands, as the answers say it (`index.history_scan`). */
@@ -17,6 +28,8 @@ export interface ScanLimits {
   maxQueued: number
   maxQueuedPerKey: number
   window: number
+  /** How long a claim lasts past the scan's last window (instances sharing a database). */
+  claimSeconds: number
 }
 
 export const DEFAULT_SCAN_LIMITS: ScanLimits = {
@@ -24,6 +37,7 @@ export const DEFAULT_SCAN_LIMITS: ScanLimits = {
   maxQueued: 1000,
   maxQueuedPerKey: 20,
   window: 100_000,
+  claimSeconds: 60,
 }
 
 /** A window with more logs than this is halved for the next one (memory, answer size). */
@@ -51,6 +65,9 @@ interface Job {
  * `concurrency` scans run, at most `maxQueued` wait, and one API key has at most
  * `maxQueuedPerKey` waiting or running; beyond that a request is refused (the answer says so)
  * rather than queued, so asking about many addresses costs the asker only the request charge.
+ * Instances sharing a database scan an address once: the one running it claims it (extended
+ * with each window); the others answer it as running, and take it over once the claim lapses
+ * (on the next request for it, or the sweep every `claimSeconds`).
  */
 export class HistoryScans {
   private readonly jobs = new Map<Address, Job>()
@@ -61,6 +78,8 @@ export class HistoryScans {
   private running = 0
   private stopped = false
   private readonly chain: ChainReader
+  private readonly claim: ScanClaim
+  private sweep: NodeJS.Timeout | undefined
 
   constructor(
     private readonly network: Network,
@@ -71,6 +90,7 @@ export class HistoryScans {
     private readonly onLoad: (load: { queued: number; running: number }) => void = () => {},
   ) {
     this.chain = new ChainReader(network)
+    this.claim = { by: randomUUID(), seconds: limits.claimSeconds }
   }
 
   /** Scans waiting and running in this process. */
@@ -91,6 +111,8 @@ export class HistoryScans {
       this.remember(address)
       return 'done'
     }
+    // Another instance runs it: it is under way, and nothing is queued here.
+    if (row?.claimedBy && row.claimedBy !== this.claim.by) return 'running'
     if (this.stopped || this.limits.concurrency === 0) return 'refused'
     if (this.queue.length >= this.limits.maxQueued) return 'refused'
     if ((this.perOwner.get(owner) ?? 0) >= this.limits.maxQueuedPerKey) return 'refused'
@@ -107,14 +129,34 @@ export class HistoryScans {
     return this.jobs.get(address)?.done ?? Promise.resolve()
   }
 
-  /** Queues the unfinished scans a previous run left (up to the queue bound). */
+  /**
+   * Queues the unfinished scans no instance holds (a previous run's, or a stopped instance's
+   * once its claim lapsed), up to the queue bound; then again every `claimSeconds`.
+   */
   async resume(): Promise<void> {
-    const rows = await pendingScans(this.db, this.network.slug, this.limits.maxQueued)
-    for (const r of rows) if (!this.jobs.has(r.address)) this.enqueue(r.address, 'resumed')
+    await this.takeOver()
+    if (this.sweep || this.stopped) return
+    this.sweep = setInterval(() => {
+      this.takeOver().catch((err) =>
+        this.logger.warn(
+          { network: this.network.slug, err: (err as Error).message },
+          'history scan sweep failed',
+        ),
+      )
+    }, this.limits.claimSeconds * 1000)
+    this.sweep.unref()
+  }
+
+  private async takeOver(): Promise<void> {
+    const room = this.limits.maxQueued - this.queue.length
+    if (room <= 0 || this.stopped) return
+    const rows = await pendingScans(this.db, this.network.slug, room)
+    for (const r of rows) if (!this.jobs.has(r.address) && !this.stopped) this.enqueue(r.address, 'resumed')
   }
 
   stop(): Promise<void> {
     this.stopped = true
+    clearInterval(this.sweep)
     for (const j of this.queue.splice(0)) j.finish()
     return Promise.allSettled([...this.jobs.values()].map((j) => j.done)).then(() => {})
   }
@@ -168,6 +210,18 @@ export class HistoryScans {
 
   private async scan(address: Address): Promise<void> {
     const slug = this.network.slug
+    // Claimed by another instance meanwhile (or finished): it runs there.
+    if (!(await claimScan(this.db, slug, address, this.claim))) return
+    try {
+      await this.scanClaimed(address)
+    } finally {
+      // Done, stopped or failed: whatever is left may be taken at once, here or elsewhere.
+      await releaseScan(this.db, slug, address, this.claim.by).catch(() => {})
+    }
+  }
+
+  private async scanClaimed(address: Address): Promise<void> {
+    const slug = this.network.slug
     let row: ScanRow | null = await readScan(this.db, slug, address)
     let window = BigInt(this.limits.window)
     const started = Date.now()
@@ -178,13 +232,14 @@ export class HistoryScans {
       try {
         logs = await this.logsOf(address, from, to)
       } catch (err) {
-        if (window <= 1n) throw err
-        window = shrinkWindow(window, err)
+        const next = narrowerWindow(from, to, err)
+        if (!next) throw err
+        window = next
         continue
       }
       if (logs.length > MAX_LOGS_PER_WINDOW && window > 1n) window /= 2n
       const transfers = await this.transfersOf(address, logs)
-      const committed = await commitWindow(this.db, slug, address, from, to, transfers)
+      const committed = await commitWindow(this.db, slug, address, from, to, transfers, this.claim)
       // Not committed: another instance moved the scan on; read where it stands now.
       row = committed
         ? { ...row, nextBlock: to + 1n, done: to + 1n >= row.endBlock }
@@ -267,9 +322,12 @@ export class HistoryScans {
 }
 
 /**
- * The next window after the node refused one (too wide, too many results, or a timeout). The
- * seam for a provider's range hint (a parsed "try [a, b]" in the error): until then, halve.
+ * The next window after the node refused [from, to] (too wide, too many results, a timeout):
+ * the range or width its error names (range-hint.ts), else half; null at one block.
  */
-export function shrinkWindow(window: bigint, _err: unknown): bigint {
-  return window > 1n ? window / 2n : 1n
+export function narrowerWindow(from: bigint, to: bigint, err: unknown): bigint | null {
+  const node = nodeError(err)
+  const said = node?.data === undefined ? failureMessage(err) : `${node.message} ${JSON.stringify(node.data)}`
+  const next = narrowedRange(said, from, to)
+  return next ? next.to - next.from + 1n : null
 }

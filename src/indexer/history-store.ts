@@ -22,6 +22,9 @@ export interface HistoryScansTable {
   requested_by: string
   created_at: Date
   updated_at: Date
+  /** The instance running the scan (migration 0230), while claimed_until lies ahead. */
+  claimed_by: string | null
+  claimed_until: Date | null
 }
 
 declare module '../storage/schema.ts' {
@@ -81,23 +84,79 @@ export interface ScanRow {
   endBlock: bigint
   nextBlock: bigint
   done: boolean
+  /** The instance whose claim on the scan has not lapsed, if any. */
+  claimedBy: string | null
 }
 
-const toScan = (r: Pick<HistoryScansTable, 'address' | 'end_block' | 'next_block' | 'done'>): ScanRow => ({
+type ScanColumns = Pick<HistoryScansTable, 'address' | 'end_block' | 'next_block' | 'done'> & {
+  live_claim: string | null
+}
+
+const toScan = (r: ScanColumns): ScanRow => ({
   address: r.address,
   endBlock: BigInt(r.end_block),
   nextBlock: BigInt(r.next_block),
   done: r.done,
+  claimedBy: r.live_claim,
 })
+
+/** The claim's holder while it lasts (the database's clock decides, not the instances'). */
+const liveClaim = sql<string | null>`case when claimed_until > now() then claimed_by end`.as('live_claim')
 
 export async function readScan(db: Db, network: string, address: Address): Promise<ScanRow | null> {
   const row = await db
     .selectFrom('history_scans')
-    .select(['address', 'end_block', 'next_block', 'done'])
+    .select(['address', 'end_block', 'next_block', 'done', liveClaim])
     .where('network', '=', network)
     .where('address', '=', address)
     .executeTakeFirst()
   return row ? toScan(row) : null
+}
+
+/** Who claims a scan and for how long past its last window. */
+export interface ScanClaim {
+  by: string
+  seconds: number
+}
+
+const claimedUntil = (seconds: number) => sql<Date>`now() + make_interval(secs => ${seconds})`
+
+/**
+ * Claims an unfinished scan for `claim.by`: true when it had no live claim (or was this
+ * instance's already). Another instance then answers the address as running and leaves it.
+ */
+export async function claimScan(
+  db: Db,
+  network: string,
+  address: Address,
+  claim: ScanClaim,
+): Promise<boolean> {
+  const r = await db
+    .updateTable('history_scans')
+    .set({ claimed_by: claim.by, claimed_until: claimedUntil(claim.seconds) })
+    .where('network', '=', network)
+    .where('address', '=', address)
+    .where('done', '=', false)
+    .where((eb) =>
+      eb.or([
+        eb('claimed_until', 'is', null),
+        eb('claimed_until', '<=', sql<Date>`now()`),
+        eb('claimed_by', '=', claim.by),
+      ]),
+    )
+    .executeTakeFirst()
+  return r.numUpdatedRows > 0n
+}
+
+/** Lets go of a scan this instance stopped running (stopped, failed): another may take it at once. */
+export async function releaseScan(db: Db, network: string, address: Address, by: string): Promise<void> {
+  await db
+    .updateTable('history_scans')
+    .set({ claimed_until: null })
+    .where('network', '=', network)
+    .where('address', '=', address)
+    .where('claimed_by', '=', by)
+    .execute()
 }
 
 /** Creates the scan row (blocks [0, endBlock)) unless one exists; returns the stored row. */
@@ -127,13 +186,14 @@ export async function openScan(
   return row
 }
 
-/** Unfinished scans, oldest first (resumed at start). */
+/** Unfinished scans no instance holds a live claim on, oldest first (resumed at start, then swept). */
 export async function pendingScans(db: Db, network: string, limit: number): Promise<ScanRow[]> {
   const rows = await db
     .selectFrom('history_scans')
-    .select(['address', 'end_block', 'next_block', 'done'])
+    .select(['address', 'end_block', 'next_block', 'done', liveClaim])
     .where('network', '=', network)
     .where('done', '=', false)
+    .where((eb) => eb.or([eb('claimed_until', 'is', null), eb('claimed_until', '<=', sql<Date>`now()`)]))
     .orderBy('created_at')
     .limit(limit)
     .execute()
@@ -154,9 +214,10 @@ export async function scanCounts(db: Db, network: string): Promise<{ done: numbe
 
 /**
  * Commits one scanned window [from, to]: the transfers found (holdings change for `address`
- * only, see saveTransfers) and the scan's next block, in one transaction. The row moves only
- * from `from` (compare and set), so two instances scanning the same address never apply a
- * window twice: false when another got there first (nothing written).
+ * only, see saveTransfers) and the scan's next block, in one transaction, extending the claim.
+ * The row moves only from `from` (compare and set), so two instances scanning the same address
+ * (one took over a lapsed claim) never apply a window twice: false when another got there first
+ * (nothing written).
  */
 export async function commitWindow(
   db: Db,
@@ -165,6 +226,7 @@ export async function commitWindow(
   from: bigint,
   to: bigint,
   transfers: StoredTransfer[],
+  claim: ScanClaim,
 ): Promise<boolean> {
   return db.transaction().execute(async (trx) => {
     const moved = await trx
@@ -173,6 +235,8 @@ export async function commitWindow(
         next_block: (to + 1n).toString(),
         done: sql<boolean>`${(to + 1n).toString()}::bigint >= ${eb.ref('end_block')}`,
         updated_at: new Date(),
+        claimed_by: claim.by,
+        claimed_until: claimedUntil(claim.seconds),
       }))
       .where('network', '=', network)
       .where('address', '=', address)

@@ -24,6 +24,7 @@ import { m0150_indexer_history } from './0150_indexer_history.ts'
 import { m0160_compact_index_tables } from './0160_compact_index_tables.ts'
 import { m0190_webhook_attempt_responses } from './0190_webhook_attempt_responses.ts'
 import { m0200_request_log } from './0200_request_log.ts'
+import { m0230_history_scan_claims } from './0230_history_scan_claims.ts'
 
 /**
  * Every migration, by name. Names sort in application order. Forward-only: a shipped
@@ -55,4 +56,5 @@ export const migrations: Record<string, Migration> = {
   '0160_compact_index_tables': m0160_compact_index_tables,
   '0190_webhook_attempt_responses': m0190_webhook_attempt_responses,
   '0200_request_log': m0200_request_log,
+  '0230_history_scan_claims': m0230_history_scan_claims,
 }
