@@ -1,4 +1,5 @@
 import { type Kysely, sql } from 'kysely'
+import { intArray } from '../storage/array-literal.ts'
 import { bytesToHex, hexTexts, packed, unpack } from '../storage/bytea.ts'
 import { ensureNetworkId } from '../storage/networks.ts'
 import type { Database } from '../storage/schema.ts'
@@ -107,7 +108,10 @@ export async function pruneBlocks(db: Db, network: string, below: bigint): Promi
     .execute()
 }
 
-/** The row number of the `unnest(…) with ordinality as u(…, i)` that cuts packed columns. */
+/**
+ * The row number of the `unnest(…) with ordinality as u(…, i)` that cuts packed columns.
+ * Integer columns go as array literals (src/storage/array-literal.ts).
+ */
 const ROW = sql.ref('u.i')
 
 /**
@@ -152,13 +156,13 @@ export async function saveTransfers(
       select ${net}::smallint, b, l, bi, ts, ${unpack(tx, 32, ROW)}, st, ${unpack(contract, 20, ROW)},
         ${unpack(from, 20, ROW)}, ${unpack(to, 20, ROW)}, id, v
       from unnest(
-        ${part.map((t) => t.blockNumber.toString())}::bigint[],
-        ${part.map((t) => t.logIndex)}::integer[],
-        ${part.map((t) => t.batchIndex)}::integer[],
-        ${part.map((t) => String(t.timestamp))}::bigint[],
-        ${part.map((t) => STANDARD_CODE[t.standard])}::smallint[],
-        ${part.map((t) => (t.tokenId === null ? '0' : t.tokenId.toString()))}::numeric[],
-        ${part.map((t) => t.value.toString())}::numeric[]) with ordinality as u(b, l, bi, ts, st, id, v, i)
+        ${intArray(part.map((t) => t.blockNumber))}::bigint[],
+        ${intArray(part.map((t) => t.logIndex))}::integer[],
+        ${intArray(part.map((t) => t.batchIndex))}::integer[],
+        ${intArray(part.map((t) => t.timestamp))}::bigint[],
+        ${intArray(part.map((t) => STANDARD_CODE[t.standard]))}::smallint[],
+        ${intArray(part.map((t) => t.tokenId ?? 0n))}::numeric[],
+        ${intArray(part.map((t) => t.value))}::numeric[]) with ordinality as u(b, l, bi, ts, st, id, v, i)
       on conflict do nothing`.execute(db)
   }
   await saveHolders(db, net, transfers, only?.holder)
@@ -195,13 +199,13 @@ export async function saveNativeTransfers(
       select ${net}::smallint, b, ti, tr, ts, ${unpack(tx, 32, ROW)}, cat, path, ${unpack(from, 20, ROW)},
         ${unpack(to, 20, ROW)}, v
       from unnest(
-        ${part.map((t) => t.blockNumber.toString())}::bigint[],
-        ${part.map((t) => t.txIndex)}::integer[],
-        ${part.map((t) => t.traceIndex)}::integer[],
-        ${part.map((t) => String(t.timestamp))}::bigint[],
-        ${part.map((t) => CATEGORY_CODE[t.category])}::smallint[],
+        ${intArray(part.map((t) => t.blockNumber))}::bigint[],
+        ${intArray(part.map((t) => t.txIndex))}::integer[],
+        ${intArray(part.map((t) => t.traceIndex))}::integer[],
+        ${intArray(part.map((t) => t.timestamp))}::bigint[],
+        ${intArray(part.map((t) => CATEGORY_CODE[t.category]))}::smallint[],
         ${part.map((t) => t.tracePath)}::text[],
-        ${part.map((t) => t.value.toString())}::numeric[]) with ordinality as u(b, ti, tr, ts, cat, path, v, i)
+        ${intArray(part.map((t) => t.value))}::numeric[]) with ordinality as u(b, ti, tr, ts, cat, path, v, i)
       on conflict do nothing`.execute(db)
   }
 }
@@ -235,7 +239,7 @@ async function saveHolders(
   await sql`
     insert into token_holders (network_id, holder, contract, first_block)
     select ${net}::smallint, ${unpack(holder, 20, ROW)}, ${unpack(contract, 20, ROW)}, b
-    from unnest(${rows.map((r) => r.block.toString())}::bigint[]) with ordinality as u(b, i)
+    from unnest(${intArray(rows.map((r) => r.block))}::bigint[]) with ordinality as u(b, i)
     on conflict do nothing`.execute(db)
 }
 
