@@ -138,7 +138,8 @@ async function main() {
       }),
     }).then(async (r) => ((await r.json()) as { result: { hash: string } }).result.hash)
     const files = await parquetOf(chain.anvil.url, chain.head, headBlock)
-    bulk = await openStorage(dbUrl ? { databaseUrl: dbUrl, schema: bulkSchema, poolSize: 10 } : {})
+    // One connection: the import holds it throughout, so its backend's CPU time is the import's.
+    bulk = await openStorage(dbUrl ? { databaseUrl: dbUrl, schema: bulkSchema, poolSize: 1 } : {})
     await migrate(bulk.db)
     const imp = await importRun(bulk, files.dir, files.writtenMs, 31337)
     const impHolders = await count(bulk, 'token_holders')
@@ -163,6 +164,9 @@ async function main() {
     )
     console.log(
       `bulk import (halyard import, cryo Parquet → ${dbUrl ? 'PostgreSQL' : 'PGlite'}, no node): ${fmt(impRate, 1)} blocks/s, ratio to the bulk floor ${fmt(impRate / decodeRate, 3)}, ${fmt(impRows / (imp.ms / 1000))} rows/s (${fmt(imp.ms)} ms; ${fmt(imp.transfers)} token, ${fmt(imp.native)} native transfers, ${fmt(impHolders)} holder pairs — ${imp.transfers === transfers && imp.native === native && impHolders === holders ? 'the same counts as the RPC path' : 'NOT the counts of the RPC path'})${imp.writtenMs === undefined ? '' : `; files written in ${fmt(imp.writtenMs / 1000, 1)} s`}; load after it ${impLoad.map((l) => l.toFixed(2)).join(' ')}`,
+    )
+    console.log(
+      `bulk import CPU: Node ${fmt(imp.nodeCpuMs)} ms${imp.dbCpuMs === undefined ? '' : `, database backend ${fmt(imp.dbCpuMs)} ms`} (${fmt((imp.nodeCpuMs + (imp.dbCpuMs ?? 0)) / imp.blocks, 1)} ms per block)`,
     )
     console.log(
       `storage: token_transfers ${fmt(transferBytes / Math.max(1, transfers), 1)} B/row, native_transfers ${fmt(nativeBytes / Math.max(1, native), 1)} B/row, token_holders ${fmt(holderBytes / Math.max(1, holders), 1)} B/row; ${fmt(perBlockBytes / 1024, 1)} KiB per block`,

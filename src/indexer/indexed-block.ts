@@ -17,7 +17,7 @@ export function toIndexedBlock(
   internal: readonly InternalTransfer[] | undefined,
   skipped: SkippedLog[],
 ): IndexedBlock {
-  const sorted = [...logs].sort((a, b) => a.logIndex - b.logIndex)
+  const sorted = inOrder(logs)
   const indexed: IndexedBlock = {
     network: net.slug,
     chainId: net.chainId ?? 0,
@@ -32,13 +32,45 @@ export function toIndexedBlock(
       txHash: l.txHash,
       logIndex: l.logIndex,
     })),
-    transfers: sorted.flatMap((l) => transfersOf(net.slug, block.number, l, skipped)),
+    transfers: sortedTransfers(net.slug, block.number, sorted, skipped),
   }
   if (block.transactions) indexed.transactions = block.transactions
   if (block.gasUsed !== undefined) indexed.gasUsed = block.gasUsed
   if (block.transactionCount !== undefined) indexed.transactionCount = block.transactionCount
   if (internal) indexed.internalTransfers = internal
   return indexed
+}
+
+/**
+ * A block's token transfers alone, as toIndexedBlock finds them: for a writer that needs no
+ * consumer's view of the block (the bulk import), without copying every log.
+ */
+export function blockTransfers(
+  net: Pick<Network, 'slug'>,
+  block: Pick<ChainHeader, 'number'>,
+  logs: readonly ChainLog[],
+  skipped: SkippedLog[],
+): TokenTransfer[] {
+  return sortedTransfers(net.slug, block.number, inOrder(logs), skipped)
+}
+
+/** The logs by log index: as given when they already are (a source that sorted them). */
+function inOrder<T extends { logIndex: number }>(logs: readonly T[]): readonly T[] {
+  for (let i = 1; i < logs.length; i++)
+    if ((logs[i] as T).logIndex < (logs[i - 1] as T).logIndex)
+      return [...logs].sort((a, b) => a.logIndex - b.logIndex)
+  return logs
+}
+
+function sortedTransfers(
+  network: string,
+  blockNumber: bigint,
+  logs: readonly IndexedBlock['logs'][number][],
+  skipped: SkippedLog[],
+): TokenTransfer[] {
+  const out: TokenTransfer[] = []
+  for (const l of logs) for (const t of transfersOf(network, blockNumber, l, skipped)) out.push(t)
+  return out
 }
 
 function transfersOf(

@@ -1,5 +1,6 @@
 import { type Kysely, sql } from 'kysely'
-import { bytesToHex, hexTexts } from '../storage/bytea.ts'
+import { intArray } from '../storage/array-literal.ts'
+import { bytesToHex, hexTexts, packed, unpack } from '../storage/bytea.ts'
 import { ensureNetworkId } from '../storage/networks.ts'
 import type { Database } from '../storage/schema.ts'
 import type { Address, Hash } from '../types.ts'
@@ -108,8 +109,15 @@ export async function pruneBlocks(db: Db, network: string, below: bigint): Promi
 }
 
 /**
+ * The row number of the `unnest(…) with ordinality as u(…, i)` that cuts packed columns.
+ * Integer columns go as array literals (src/storage/array-literal.ts).
+ */
+const ROW = sql.ref('u.i')
+
+/**
  * Writes transfers and the holdings derived from them. Rows go in as parallel arrays through
- * `unnest`, so a statement carries a fixed number of parameters however many rows it holds.
+ * `unnest`, so a statement carries a fixed number of parameters however many rows it holds;
+ * addresses and hashes as one packed bytea per column, cut by row number (src/storage/bytea.ts).
  */
 export async function saveTransfers(
   db: Db,
@@ -126,23 +134,35 @@ export async function saveTransfers(
   const CHUNK = 5000
   for (let i = 0; i < transfers.length; i += CHUNK) {
     const part = transfers.slice(i, i + CHUNK)
+    const tx = packed(
+      part.map((t) => t.txHash),
+      32,
+    )
+    const contract = packed(
+      part.map((t) => t.contract),
+      20,
+    )
+    const from = packed(
+      part.map((t) => t.from),
+      20,
+    )
+    const to = packed(
+      part.map((t) => t.to),
+      20,
+    )
     await sql`
       insert into token_transfers (network_id, block_number, log_index, batch_index,
         block_timestamp, tx_hash, standard, contract, from_address, to_address, token_id, value)
-      select ${net}::smallint, b, l, bi, ts, decode(tx, 'hex'), st, decode(c, 'hex'), decode(f, 'hex'),
-        decode(t, 'hex'), id, v
+      select ${net}::smallint, b, l, bi, ts, ${unpack(tx, 32, ROW)}, st, ${unpack(contract, 20, ROW)},
+        ${unpack(from, 20, ROW)}, ${unpack(to, 20, ROW)}, id, v
       from unnest(
-        ${part.map((t) => t.blockNumber.toString())}::bigint[],
-        ${part.map((t) => t.logIndex)}::integer[],
-        ${part.map((t) => t.batchIndex)}::integer[],
-        ${part.map((t) => String(t.timestamp))}::bigint[],
-        ${hexTexts(part.map((t) => t.txHash))}::text[],
-        ${part.map((t) => STANDARD_CODE[t.standard])}::smallint[],
-        ${hexTexts(part.map((t) => t.contract))}::text[],
-        ${hexTexts(part.map((t) => t.from))}::text[],
-        ${hexTexts(part.map((t) => t.to))}::text[],
-        ${part.map((t) => (t.tokenId === null ? '0' : t.tokenId.toString()))}::numeric[],
-        ${part.map((t) => t.value.toString())}::numeric[]) as u(b, l, bi, ts, tx, st, c, f, t, id, v)
+        ${intArray(part.map((t) => t.blockNumber))}::bigint[],
+        ${intArray(part.map((t) => t.logIndex))}::integer[],
+        ${intArray(part.map((t) => t.batchIndex))}::integer[],
+        ${intArray(part.map((t) => t.timestamp))}::bigint[],
+        ${intArray(part.map((t) => STANDARD_CODE[t.standard]))}::smallint[],
+        ${intArray(part.map((t) => t.tokenId ?? 0n))}::numeric[],
+        ${intArray(part.map((t) => t.value))}::numeric[]) with ordinality as u(b, l, bi, ts, st, id, v, i)
       on conflict do nothing`.execute(db)
   }
   await saveHolders(db, net, transfers, only?.holder)
@@ -161,22 +181,31 @@ export async function saveNativeTransfers(
   const CHUNK = 5000
   for (let i = 0; i < rows.length; i += CHUNK) {
     const part = rows.slice(i, i + CHUNK)
+    const tx = packed(
+      part.map((t) => t.txHash),
+      32,
+    )
+    const from = packed(
+      part.map((t) => t.from),
+      20,
+    )
+    const to = packed(
+      part.map((t) => t.to),
+      20,
+    )
     await sql`
       insert into native_transfers (network_id, block_number, tx_index, trace_index,
         block_timestamp, tx_hash, category, trace_path, from_address, to_address, value)
-      select ${net}::smallint, b, ti, tr, ts, decode(tx, 'hex'), cat, path, decode(f, 'hex'),
-        decode(t, 'hex'), v
+      select ${net}::smallint, b, ti, tr, ts, ${unpack(tx, 32, ROW)}, cat, path, ${unpack(from, 20, ROW)},
+        ${unpack(to, 20, ROW)}, v
       from unnest(
-        ${part.map((t) => t.blockNumber.toString())}::bigint[],
-        ${part.map((t) => t.txIndex)}::integer[],
-        ${part.map((t) => t.traceIndex)}::integer[],
-        ${part.map((t) => String(t.timestamp))}::bigint[],
-        ${hexTexts(part.map((t) => t.txHash))}::text[],
-        ${part.map((t) => CATEGORY_CODE[t.category])}::smallint[],
+        ${intArray(part.map((t) => t.blockNumber))}::bigint[],
+        ${intArray(part.map((t) => t.txIndex))}::integer[],
+        ${intArray(part.map((t) => t.traceIndex))}::integer[],
+        ${intArray(part.map((t) => t.timestamp))}::bigint[],
+        ${intArray(part.map((t) => CATEGORY_CODE[t.category]))}::smallint[],
         ${part.map((t) => t.tracePath)}::text[],
-        ${hexTexts(part.map((t) => t.from))}::text[],
-        ${hexTexts(part.map((t) => t.to))}::text[],
-        ${part.map((t) => t.value.toString())}::numeric[]) as u(b, ti, tr, ts, tx, cat, path, f, t, v)
+        ${intArray(part.map((t) => t.value))}::numeric[]) with ordinality as u(b, ti, tr, ts, cat, path, v, i)
       on conflict do nothing`.execute(db)
   }
 }
@@ -199,12 +228,18 @@ async function saveHolders(
   }
   if (first.size === 0) return
   const rows = [...first.values()]
+  const holder = packed(
+    rows.map((r) => r.holder),
+    20,
+  )
+  const contract = packed(
+    rows.map((r) => r.contract),
+    20,
+  )
   await sql`
     insert into token_holders (network_id, holder, contract, first_block)
-    select ${net}::smallint, decode(h, 'hex'), decode(c, 'hex'), b from unnest(
-      ${hexTexts(rows.map((r) => r.holder))}::text[],
-      ${hexTexts(rows.map((r) => r.contract))}::text[],
-      ${rows.map((r) => r.block.toString())}::bigint[]) as u(h, c, b)
+    select ${net}::smallint, ${unpack(holder, 20, ROW)}, ${unpack(contract, 20, ROW)}, b
+    from unnest(${intArray(rows.map((r) => r.block))}::bigint[]) with ordinality as u(b, i)
     on conflict do nothing`.execute(db)
 }
 

@@ -30,9 +30,24 @@ function bad(at: RowAt, column: string, expected: string): never {
 
 const HEX = /^0x[0-9a-fA-F]*$/
 
+/**
+ * Node's own hex encoder, called on the Parquet reader's byte views directly: `Buffer.from(…)`
+ * first wrapped each of the ≈ 400,000 values of a 100-block import in a Buffer object of its
+ * own, garbage for the collector (docs/benchmarks.md). Buffer.prototype.hexSlice is what
+ * `toString('hex')` calls; a Node without it gets that path.
+ */
+const hexSlice = (
+  Buffer.prototype as unknown as { hexSlice?: (this: Uint8Array, start: number, end: number) => string }
+).hexSlice
+
+function bytesHex(v: Uint8Array): string {
+  return hexSlice
+    ? hexSlice.call(v, 0, v.byteLength)
+    : Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('hex')
+}
+
 function hexOf(v: unknown, at: RowAt, column: string): Hex {
-  if (v instanceof Uint8Array)
-    return `0x${Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('hex')}` as Hex
+  if (v instanceof Uint8Array) return `0x${bytesHex(v)}` as Hex
   if (typeof v === 'string' && HEX.test(v)) return v.toLowerCase() as Hex
   return bad(at, column, 'bytes or 0x-hex text')
 }
@@ -69,7 +84,7 @@ function u256(v: unknown, at: RowAt, column: string): bigint | undefined {
   if (typeof v === 'string' && U256_TEXT.test(v)) return v === '0x' ? 0n : BigInt(v)
   if (v instanceof Uint8Array) {
     if (v.byteLength === 0) return 0n
-    return BigInt(`0x${Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('hex')}`)
+    return BigInt(`0x${bytesHex(v)}`)
   }
   return bad(at, column, 'a 256-bit quantity')
 }

@@ -3,7 +3,7 @@ import { HalyardError, invalidRequest } from '../../errors.ts'
 import type { Storage } from '../../storage/database.ts'
 import { withSessionLock } from '../../storage/session-lock.ts'
 import type { Hash } from '../../types.ts'
-import { toIndexedBlock } from '../indexed-block.ts'
+import { blockTransfers } from '../indexed-block.ts'
 import { nativeTransfersOf } from '../native.ts'
 import type { SkippedLog } from '../skipped-logs.ts'
 import * as store from '../store.ts'
@@ -133,8 +133,7 @@ function prepare(net: Pick<Network, 'slug' | 'chainId'>, batch: BulkBlock[]): Ba
   const transfers: store.StoredTransfer[] = []
   const native: store.StoredNativeTransfer[] = []
   for (const b of batch) {
-    const indexed = toIndexedBlock(net, b.header, b.logs, b.internal, skipped)
-    for (const t of indexed.transfers) {
+    for (const t of blockTransfers(net, b.header, b.logs, skipped)) {
       const row = t as store.StoredTransfer
       row.blockNumber = b.header.number
       row.blockHash = b.header.hash
