@@ -8,12 +8,16 @@
  * Each server runs under `valgrind --tool=callgrind --instr-atstart=no`, gets BENCH_WARMUP
  * (3000) distinct eth_getBalance calls, 10 in flight, with counting off (the JIT settles), then
  * BENCH_CALLS (2000) with counting on (`callgrind_control -i on/off`), and the count is dumped.
- * What it includes: everything the process does meanwhile, so time-driven work (health checks,
- * flushes) adds a little, and more under valgrind's ~50× slowdown than at full speed; Halyard runs
- * with HALYARD_REQUEST_LOG=off by default (BENCH_REQUEST_LOG=on keeps it), because at valgrind's
- * pace every call fits the request log's per-account budget and would be kept, which at full speed
+ * The main thread's count is printed apart: V8's helper threads (concurrent marking, compiling)
+ * add a share that swings with when a major GC lands in the window. What it includes: everything
+ * the process does meanwhile, so time-driven work (health checks, flushes) adds a little, and
+ * more under valgrind's ~50× slowdown than at full speed; Halyard runs with
+ * HALYARD_REQUEST_LOG=off by default (BENCH_REQUEST_LOG=on keeps it), because at valgrind's pace
+ * every call fits the request log's per-account budget and would be kept, which at full speed
  * only the first ones per interval are. What it leaves out: the kernel's share (socket writes),
- * which the two servers pay alike. Needs valgrind (`apt-get install valgrind`); a few minutes.
+ * which the two servers pay alike. BENCH_KEEP=1 keeps the callgrind files (one per thread), to
+ * read with `callgrind_annotate DIR/cg.PID.1-01`. Needs valgrind (`apt-get install valgrind`);
+ * a few minutes.
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
@@ -26,6 +30,8 @@ const WARMUP = Number(process.env.BENCH_WARMUP ?? 3000)
 const CALLS = Number(process.env.BENCH_CALLS ?? 2000)
 const IN_FLIGHT = 10
 const REQUEST_LOG = process.env.BENCH_REQUEST_LOG === 'on' ? 'on' : 'off'
+/** BENCH_KEEP=1 keeps each server's callgrind files (for callgrind_annotate) and prints where. */
+const KEEP = process.env.BENCH_KEEP === '1'
 
 interface Hello {
   url: string
@@ -39,6 +45,9 @@ async function startCounted(args: string[], dir: string): Promise<{ child: Child
     [
       '--tool=callgrind',
       '--instr-atstart=no',
+      // One file per thread: the main thread's count apart from V8's helper threads (concurrent
+      // marking and compiling), whose share swings from run to run with when a major GC lands.
+      '--separate-threads=yes',
       `--callgrind-out-file=${path.join(dir, 'cg.%p')}`,
       process.execPath,
       '--import',
@@ -111,8 +120,15 @@ function distinctCalls(hello: Hello, calls: number, offset: number): Promise<num
   })
 }
 
+interface Counted {
+  /** All threads, per call. */
+  total: number
+  /** The main (JavaScript) thread alone, per call. */
+  main: number
+}
+
 /** Instructions per call of one server: warm-up uncounted, then CALLS counted. */
-async function measure(name: string, args: string[]): Promise<number> {
+async function measure(name: string, args: string[]): Promise<Counted> {
   const dir = mkdtempSync(path.join(tmpdir(), 'halyard-bench-ir-'))
   const { child, hello } = await startCounted(args, dir)
   try {
@@ -132,15 +148,21 @@ async function measure(name: string, args: string[]): Promise<number> {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
   }
   const total = counted(dir)
-  rmSync(dir, { recursive: true, force: true })
+  const main = counted(dir, MAIN_THREAD)
+  if (KEEP) console.log(`  ${name}: callgrind files kept in ${dir}`)
+  else rmSync(dir, { recursive: true, force: true })
   if (total === 0) throw new Error(`${name}: callgrind wrote no counts`)
-  return total / CALLS
+  return { total: total / CALLS, main: main / CALLS }
 }
 
+/** callgrind's file of a process's first thread (`--separate-threads=yes` names them -01, -02…). */
+const MAIN_THREAD = /-01$/
+
 /** Counting was on only for the counted calls, so all of a process's dumps together are those. */
-function counted(dir: string): number {
+function counted(dir: string, only?: RegExp): number {
   let total = 0
   for (const f of readdirSync(dir)) {
+    if (only && !only.test(f)) continue
     const m = /^totals: (\d+)/m.exec(readFileSync(path.join(dir, f), 'utf8'))
     if (m) total += Number(m[1])
   }
@@ -167,12 +189,19 @@ console.log(
     `${IN_FLIGHT} in flight; Halyard request log ${REQUEST_LOG}; load average ${load}`,
 )
 const anvil = await startAnvil()
+const fmt = (n: number) => Math.round(n).toLocaleString('en')
 try {
   const floor = await measure('bare Node proxy', ['bench/lib/floor-http.ts', '--floor', '1', anvil.url])
-  console.log(`  bare node:http → anvil: ${Math.round(floor).toLocaleString('en')} instructions per call`)
+  console.log(
+    `  bare node:http → anvil: ${fmt(floor.total)} instructions per call (main thread ${fmt(floor.main)})`,
+  )
   const halyard = await measure('Halyard', ['bench/rpc.ts', '--server', anvil.url])
-  console.log(`  Halyard /v1/rpc:        ${Math.round(halyard).toLocaleString('en')} instructions per call`)
-  console.log(`  Halyard / bare proxy:   ${(halyard / floor).toFixed(2)}×`)
+  console.log(
+    `  Halyard /v1/rpc:        ${fmt(halyard.total)} instructions per call (main thread ${fmt(halyard.main)})`,
+  )
+  console.log(
+    `  Halyard / bare proxy:   ${(halyard.total / floor.total).toFixed(2)}× (main thread ${(halyard.main / floor.main).toFixed(2)}×)`,
+  )
 } finally {
   await anvil.stop()
 }
