@@ -66,7 +66,7 @@ export function jsonRpcFastLane(host: FastLaneHost, route: JsonRpcLaneRoute, dep
     if (req.method !== 'POST' || url === undefined || !url.startsWith(prefix)) return false
     const slash = url.indexOf('/', prefix.length)
     if (slash < 0 || url.indexOf('/', slash + 1) >= 0 || /[?%#;]/.test(url)) return false
-    const network = host.networks.find(url.slice(prefix.length, slash), url.slice(slash + 1))
+    const network = host.networks.findPath(url.slice(prefix.length))
     if (!network || (route.kinds && !route.kinds.includes(network.kind))) return false
     const key = headerKey(req.headers)
     const cached = key === undefined ? undefined : host.auth.cachedCaller(key)
