@@ -25,11 +25,21 @@ import http from 'node:http'
 import { loadavg, tmpdir } from 'node:os'
 import path from 'node:path'
 import { startAnvil } from '../src/devnet/anvil.ts'
+import { DATABASE_ENV } from './lib/halyard-child.ts'
 
 const WARMUP = Number(process.env.BENCH_WARMUP ?? 3000)
 const CALLS = Number(process.env.BENCH_CALLS ?? 2000)
 const IN_FLIGHT = 10
 const REQUEST_LOG = process.env.BENCH_REQUEST_LOG === 'on' ? 'on' : 'off'
+/**
+ * BENCH_DATABASE=postgres: Halyard on a scratch schema of DATABASE_URL instead of PGlite. PGlite
+ * runs its queries in the measured process, and the time-driven ones (a hot key's refresh every
+ * 750 ms, the usage and last-used flushes) grow per call with valgrind's pace: on a loaded
+ * machine they were most of the count.
+ */
+const DATABASE = process.env.BENCH_DATABASE === 'postgres' ? process.env.DATABASE_URL : undefined
+if (process.env.BENCH_DATABASE === 'postgres' && !DATABASE)
+  throw new Error('BENCH_DATABASE=postgres needs DATABASE_URL')
 /** BENCH_KEEP=1 keeps each server's callgrind files (for callgrind_annotate) and prints where. */
 const KEEP = process.env.BENCH_KEEP === '1'
 
@@ -57,7 +67,11 @@ async function startCounted(args: string[], dir: string): Promise<{ child: Child
     {
       cwd: path.resolve(import.meta.dirname, '..'),
       stdio: ['ignore', 'pipe', 'ignore'],
-      env: { ...process.env, HALYARD_REQUEST_LOG: REQUEST_LOG },
+      env: {
+        ...process.env,
+        HALYARD_REQUEST_LOG: REQUEST_LOG,
+        ...(DATABASE ? { [DATABASE_ENV]: DATABASE } : {}),
+      },
     },
   )
   const hello = await new Promise<Hello>((resolve, reject) => {
@@ -186,7 +200,8 @@ if (!hasValgrind()) {
 const load = loadavg()[0]!.toFixed(2)
 console.log(
   `bench:rpc-instructions — callgrind, ${WARMUP} warm-up + ${CALLS} counted distinct eth_getBalance, ` +
-    `${IN_FLIGHT} in flight; Halyard request log ${REQUEST_LOG}; load average ${load}`,
+    `${IN_FLIGHT} in flight; Halyard request log ${REQUEST_LOG}, storage ${DATABASE ? 'PostgreSQL' : 'PGlite'}; ` +
+    `load average ${load}`,
 )
 const anvil = await startAnvil()
 const fmt = (n: number) => Math.round(n).toLocaleString('en')
