@@ -188,7 +188,8 @@ class Exchange implements GatewayExchange {
 
 /**
  * The commonest answers with the fewest promises: a single call whose result is in this
- * process's cache (none at all), or one forwarded (the upstream's alone), charged synchronously
+ * process's cache (none at all), or one forwarded (no `serve`, `answerAdmitted` or `runSlot`
+ * step: the execution's promise, answered at the end of the turn), charged synchronously
  * (in-process limiter, an unlimited plan, or the Redis limiter's lease). The steps and their
  * order are `serve`'s: admit, charge, look up, count, write at the end of the turn. Anything
  * else goes on in `serve` from where this stopped: a refusal before the charge (answered with
