@@ -40,6 +40,14 @@ const REQUEST_LOG = process.env.BENCH_REQUEST_LOG === 'on' ? 'on' : 'off'
 const DATABASE = process.env.BENCH_DATABASE === 'postgres' ? process.env.DATABASE_URL : undefined
 if (process.env.BENCH_DATABASE === 'postgres' && !DATABASE)
   throw new Error('BENCH_DATABASE=postgres needs DATABASE_URL')
+/**
+ * BENCH_IDLE_S (default 20; 0 skips): after the counted calls, that many seconds counted with no
+ * calls. Their rate times the counted window's wall time is what the timers alone would have
+ * cost meanwhile; it is printed, and the count per call less it, because valgrind's pace (and so
+ * that share) moves with the machine's load. Work that calls start (a hot key's refresh) is not
+ * in it.
+ */
+const IDLE_S = Number(process.env.BENCH_IDLE_S ?? 20)
 /** BENCH_KEEP=1 keeps each server's callgrind files (for callgrind_annotate) and prints where. */
 const KEEP = process.env.BENCH_KEEP === '1'
 
@@ -139,6 +147,10 @@ interface Counted {
   total: number
   /** The main (JavaScript) thread alone, per call. */
   main: number
+  /** The counted calls' wall time under valgrind, seconds. */
+  windowS: number
+  /** With BENCH_IDLE_S: instructions per second with no calls (timers, flushes, health checks). */
+  idle?: { total: number; main: number }
 }
 
 /** Instructions per call of one server: warm-up uncounted, then CALLS counted. */
@@ -149,34 +161,57 @@ async function measure(name: string, args: string[]): Promise<Counted> {
     const pid = String(child.pid)
     const warmFailed = await distinctCalls(hello, WARMUP, 0)
     execFileSync('callgrind_control', ['-i', 'on', pid], { stdio: 'ignore' })
+    const started = performance.now()
     const failed = await distinctCalls(hello, CALLS, WARMUP)
+    windowS = (performance.now() - started) / 1000
     execFileSync('callgrind_control', ['-i', 'off', pid], { stdio: 'ignore' })
     execFileSync('callgrind_control', ['-d', pid], { stdio: 'ignore' })
     if (warmFailed + failed > 0) throw new Error(`${name}: ${warmFailed + failed} calls failed`)
     // The dump is written when the server next runs: wait for it.
-    for (let i = 0; i < 60 && counted(dir) === 0; i++) await new Promise((r) => setTimeout(r, 500))
+    await dumped(dir, CALLS_PART)
+    if (IDLE_S > 0) {
+      // The same server with no calls: what its timers cost per second at valgrind's pace.
+      execFileSync('callgrind_control', ['-i', 'on', pid], { stdio: 'ignore' })
+      await new Promise((r) => setTimeout(r, IDLE_S * 1000))
+      execFileSync('callgrind_control', ['-i', 'off', pid], { stdio: 'ignore' })
+      execFileSync('callgrind_control', ['-d', pid], { stdio: 'ignore' })
+      await dumped(dir, IDLE_PART)
+    }
   } finally {
     const exited = new Promise((r) => child.once('exit', r))
     child.kill('SIGINT')
     await Promise.race([exited, new Promise((r) => setTimeout(r, 30_000))])
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
   }
-  const total = counted(dir)
-  const main = counted(dir, MAIN_THREAD)
+  const total = counted(dir, CALLS_PART)
+  const main = counted(dir, CALLS_PART, MAIN_THREAD)
+  const idle =
+    IDLE_S > 0
+      ? { total: counted(dir, IDLE_PART) / IDLE_S, main: counted(dir, IDLE_PART, MAIN_THREAD) / IDLE_S }
+      : undefined
   if (KEEP) console.log(`  ${name}: callgrind files kept in ${dir}`)
   else rmSync(dir, { recursive: true, force: true })
   if (total === 0) throw new Error(`${name}: callgrind wrote no counts`)
-  return { total: total / CALLS, main: main / CALLS }
+  return { total: total / CALLS, main: main / CALLS, windowS, ...(idle ? { idle } : {}) }
 }
 
+let windowS = 0
+
+async function dumped(dir: string, part: RegExp): Promise<void> {
+  for (let i = 0; i < 60 && counted(dir, part) === 0; i++) await new Promise((r) => setTimeout(r, 500))
+}
+
+/** The first dump (the counted calls) and the second (the idle seconds): cg.PID.1-NN, cg.PID.2-NN. */
+const CALLS_PART = /\.1-\d+$/
+const IDLE_PART = /\.2-\d+$/
 /** callgrind's file of a process's first thread (`--separate-threads=yes` names them -01, -02…). */
 const MAIN_THREAD = /-01$/
 
-/** Counting was on only for the counted calls, so all of a process's dumps together are those. */
-function counted(dir: string, only?: RegExp): number {
+/** Counting was on only in the dumped windows: a part's files, all threads or `thread`'s. */
+function counted(dir: string, part: RegExp, thread?: RegExp): number {
   let total = 0
   for (const f of readdirSync(dir)) {
-    if (only && !only.test(f)) continue
+    if (!part.test(f) || (thread && !thread.test(f))) continue
     const m = /^totals: (\d+)/m.exec(readFileSync(path.join(dir, f), 'utf8'))
     if (m) total += Number(m[1])
   }
@@ -205,18 +240,32 @@ console.log(
 )
 const anvil = await startAnvil()
 const fmt = (n: number) => Math.round(n).toLocaleString('en')
+/** A server's line: per call, then (with BENCH_IDLE_S) the window, the idle rate and the count net of it. */
+function report(label: string, c: Counted): { total: number; main: number } {
+  console.log(`  ${label} ${fmt(c.total)} instructions per call (main thread ${fmt(c.main)})`)
+  if (!c.idle) return c
+  const net = {
+    total: c.total - (c.idle.total * c.windowS) / CALLS,
+    main: c.main - (c.idle.main * c.windowS) / CALLS,
+  }
+  console.log(
+    `    window ${c.windowS.toFixed(0)} s; idle ${fmt(c.idle.total)} instructions/s (main ${fmt(c.idle.main)}); ` +
+      `less the idle rate: ${fmt(net.total)} per call (main thread ${fmt(net.main)})`,
+  )
+  return net
+}
 try {
   const floor = await measure('bare Node proxy', ['bench/lib/floor-http.ts', '--floor', '1', anvil.url])
-  console.log(
-    `  bare node:http → anvil: ${fmt(floor.total)} instructions per call (main thread ${fmt(floor.main)})`,
-  )
+  const floorNet = report('bare node:http → anvil:', floor)
   const halyard = await measure('Halyard', ['bench/rpc.ts', '--server', anvil.url])
-  console.log(
-    `  Halyard /v1/rpc:        ${fmt(halyard.total)} instructions per call (main thread ${fmt(halyard.main)})`,
-  )
+  const halyardNet = report('Halyard /v1/rpc:       ', halyard)
   console.log(
     `  Halyard / bare proxy:   ${(halyard.total / floor.total).toFixed(2)}× (main thread ${(halyard.main / floor.main).toFixed(2)}×)`,
   )
+  if (floor.idle && halyard.idle)
+    console.log(
+      `  less the idle rate:     ${(halyardNet.total / floorNet.total).toFixed(2)}× (main thread ${(halyardNet.main / floorNet.main).toFixed(2)}×)`,
+    )
 } finally {
   await anvil.stop()
 }
