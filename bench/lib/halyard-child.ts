@@ -10,6 +10,7 @@ import { randomBytes } from 'node:crypto'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
+import pg from 'pg'
 import { loadEnv } from '../../src/config/env.ts'
 import type { NetworkConfigInput } from '../../src/config/file.ts'
 import { networkSchema } from '../../src/server/config-schema.ts'
@@ -51,13 +52,18 @@ export async function serveHalyardChild(
   const lane = process.env.HALYARD_FAST_LANE ? { HALYARD_FAST_LANE: process.env.HALYARD_FAST_LANE } : {}
   const log = process.env.HALYARD_REQUEST_LOG ? { HALYARD_REQUEST_LOG: process.env.HALYARD_REQUEST_LOG } : {}
   const env = loadEnv({ HALYARD_LOG_LEVEL: 'warn', HALYARD_DATA_DIR: dataDir, ...redis, ...lane, ...log })
-  const storage = await openStorage({ dataDir })
+  // HALYARD_BENCH_DATABASE_URL: a scratch schema of that PostgreSQL instead of PGlite, so the
+  // database's work (a hot key's refresh, the flushes) runs outside the measured process.
+  const databaseUrl = process.env[DATABASE_ENV]
+  const schema = databaseUrl ? `bench_${randomBytes(6).toString('hex')}` : undefined
+  const storage = await openStorage(databaseUrl ? { databaseUrl, schema, poolSize: 4 } : { dataDir })
   const config = benchNetwork(anvilUrl, network)
   const h = await startHalyard({ env, networks: [config], storage, secretKey: randomBytes(32), port: 0 })
   const { key, limitedKey } = await createBenchKeys(h.ctx.auth, storage.db)
   const stop = async () => {
     await h.close()
     await storage.close()
+    if (databaseUrl) await dropSchema(databaseUrl, schema)
     rmSync(dataDir, { recursive: true, force: true })
     process.exit(0)
   }
@@ -67,6 +73,16 @@ export async function serveHalyardChild(
   else console.log(JSON.stringify(hello))
   process.once('disconnect', stop)
   process.once('SIGINT', stop)
+}
+
+/** Set by a bench to run the child on PostgreSQL (bench:rpc-instructions, BENCH_DATABASE=postgres). */
+export const DATABASE_ENV = 'HALYARD_BENCH_DATABASE_URL'
+
+async function dropSchema(url: string, schema: string | undefined): Promise<void> {
+  const client = new pg.Client({ connectionString: url })
+  await client.connect()
+  await client.query(`drop schema if exists ${schema} cascade`)
+  await client.end()
 }
 
 function benchNetwork(anvilUrl: string, network: Partial<NetworkConfigInput>) {

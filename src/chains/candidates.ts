@@ -20,8 +20,10 @@ export function orderCandidates(
   let eligibleCount = 0
   for (const s of states) {
     if (s.chainOk !== true) continue
-    if (eligible(s)) out.splice(eligibleCount++, 0, s)
-    else out.push(s)
+    if (!eligible(s)) out.push(s)
+    // No fallback yet (the usual case): appending is the same place, without a splice.
+    else if (eligibleCount++ === out.length) out.push(s)
+    else out.splice(eligibleCount - 1, 0, s)
   }
   if (eligibleCount < 2 || sticky) return out
   // Latency moves with every call, so the scores are live; the pick is one pass over them

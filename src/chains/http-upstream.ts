@@ -32,6 +32,18 @@ const RATE_LIMIT_MESSAGE =
 
 let nextId = 1
 
+/**
+ * A call's request text, or the rejection `JSON.stringify` would have made of an async call
+ * (params it cannot write: a bigint, a cycle), so callers see a rejected promise as before.
+ */
+function requestBody(id: number, method: string, params: readonly unknown[]): string | Promise<never> {
+  try {
+    return JSON.stringify({ jsonrpc: '2.0', id, method, params })
+  } catch (err) {
+    return Promise.reject(err)
+  }
+}
+
 /** One JSON-RPC call of a batch. */
 export interface UpstreamCall {
   method: string
@@ -50,7 +62,7 @@ const DEADLINE = new Error('upstream deadline')
  * `AbortSignal.timeout` plus undici's abort listener cost about 15 µs a call, which at gateway
  * rates was a visible share of a core.
  */
-class Exchange implements Dispatcher.DispatchHandler {
+class Exchange<T> implements Dispatcher.DispatchHandler {
   private controller: Dispatcher.DispatchController | undefined
   private status = 0
   private readonly chunks: Buffer[] = []
@@ -59,8 +71,10 @@ class Exchange implements Dispatcher.DispatchHandler {
 
   constructor(
     private readonly upstream: HttpUpstream,
-    private readonly resolve: (text: string) => void,
-    private readonly reject: (err: UpstreamError) => void,
+    /** What the call makes of the answer's text (it may throw: the call then rejects with that). */
+    private readonly read: (text: string) => T,
+    private readonly resolve: (value: T) => void,
+    private readonly reject: (err: unknown) => void,
     timeoutMs: number,
   ) {
     this.timer = setTimeout(() => this.expire(), timeoutMs)
@@ -99,7 +113,14 @@ class Exchange implements Dispatcher.DispatchHandler {
       this.reject(new UpstreamError('http', `upstream ${up.id} answered HTTP ${this.status}`, up.id))
     } else {
       const c = this.chunks
-      this.resolve(c.length === 1 ? c[0]!.toString('utf8') : Buffer.concat(c).toString('utf8'))
+      let value: T
+      try {
+        value = this.read(c.length === 1 ? c[0]!.toString('utf8') : Buffer.concat(c).toString('utf8'))
+      } catch (err) {
+        this.reject(err)
+        return
+      }
+      this.resolve(value)
     }
   }
 
@@ -137,21 +158,27 @@ export class HttpUpstream {
   }
 
   /** One call with a deadline. Resolves with the node's result or JSON-RPC error; rejects with UpstreamError. */
-  async call(method: string, params: readonly unknown[], timeoutMs: number): Promise<RpcOutcome> {
-    const body = JSON.stringify({ jsonrpc: '2.0', id: nextId++, method, params })
-    return this.outcome(this.parse(await this.post(body, timeoutMs)))
+  call(method: string, params: readonly unknown[], timeoutMs: number): Promise<RpcOutcome> {
+    const body = requestBody(nextId++, method, params)
+    return typeof body === 'string' ? this.post(body, timeoutMs, this.readOutcome) : body
   }
 
   /**
    * Like `call`, but a successful answer in the common frame comes back as its bytes (a
-   * RawResult, parsed only if someone reads `result`): the gateway forwards it unparsed.
+   * RawResult, parsed only if someone reads `result`): the gateway forwards it unparsed. The
+   * answer is read in the exchange's last callback: no promise step of its own.
    */
-  async callRaw(method: string, params: readonly unknown[], timeoutMs: number): Promise<RpcOutcome> {
+  callRaw(method: string, params: readonly unknown[], timeoutMs: number): Promise<RpcOutcome> {
     const id = nextId++
-    const text = await this.post(JSON.stringify({ jsonrpc: '2.0', id, method, params }), timeoutMs)
-    const json = rawResultText(text, id)
-    return json === undefined ? this.outcome(this.parse(text)) : new RawResult(json)
+    const body = requestBody(id, method, params)
+    if (typeof body !== 'string') return body
+    return this.post(body, timeoutMs, (text) => {
+      const json = rawResultText(text, id)
+      return json === undefined ? this.outcome(this.parse(text)) : new RawResult(json)
+    })
   }
+
+  private readonly readOutcome = (text: string): RpcOutcome => this.outcome(this.parse(text))
 
   /**
    * Several calls as one JSON-RPC batch (one request, one answer): each call's outcome, in
@@ -163,7 +190,7 @@ export class HttpUpstream {
     const body = JSON.stringify(
       calls.map((c, i) => ({ jsonrpc: '2.0', id: first + i, method: c.method, params: c.params })),
     )
-    const answers = this.parse(await this.post(body, timeoutMs))
+    const answers = await this.post(body, timeoutMs, this.readJson)
     if (!Array.isArray(answers) || answers.length !== calls.length)
       throw new UpstreamError('invalid', `upstream ${this.id} did not answer the batch call by call`, this.id)
     const byId = new Map<unknown, unknown>()
@@ -175,6 +202,8 @@ export class HttpUpstream {
       return this.outcome(a)
     })
   }
+
+  private readonly readJson = (text: string): unknown => this.parse(text)
 
   private parse(text: string): unknown {
     try {
@@ -205,11 +234,11 @@ export class HttpUpstream {
     return { result: value.result }
   }
 
-  private post(body: string, deadlineMs: number): Promise<string> {
+  private post<T>(body: string, deadlineMs: number, read: (text: string) => T): Promise<T> {
     // Budgets are computed from fractional latencies; timers want whole milliseconds.
     const timeoutMs = Math.max(1, Math.ceil(deadlineMs))
-    return new Promise((resolve, reject) => {
-      const exchange = new Exchange(this, resolve, reject, timeoutMs)
+    return new Promise<T>((resolve, reject) => {
+      const exchange = new Exchange(this, read, resolve, reject, timeoutMs)
       const opts = {
         path: this.path,
         method: 'POST' as const,

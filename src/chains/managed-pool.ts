@@ -80,7 +80,11 @@ export class ManagedPool implements UpstreamPool {
     return this.send(method, params, opts, true)
   }
 
-  private async send(
+  /**
+   * Once the first health round is over and a node is eligible (nearly every call), the call
+   * goes straight to `failover`: no async step of its own in the forwarded call's chain.
+   */
+  private send(
     method: string,
     params: readonly unknown[],
     opts: UpstreamCallOptions,
@@ -88,7 +92,25 @@ export class ManagedPool implements UpstreamPool {
   ): Promise<RpcOutcome> {
     const timeoutMs = opts.timeoutMs ?? this.cfg.requestTimeoutMs
     const deadline = Date.now() + timeoutMs
-    await this.health.firstChecked(timeoutMs)
+    try {
+      const first = this.health.firstChecked(timeoutMs)
+      if (first) return first.then(() => this.route(method, params, deadline, raw))
+      const policy = this.describe(method).upstream
+      const candidates = this.health.candidates(policy)
+      if (candidates.length === 0) return this.route(method, params, deadline, raw)
+      return this.dispatch(candidates, method, policy, params, deadline, raw)
+    } catch (err) {
+      // A rejection, as from the async function this was: callers `.catch` it.
+      return Promise.reject(err)
+    }
+  }
+
+  private async route(
+    method: string,
+    params: readonly unknown[],
+    deadline: number,
+    raw: boolean,
+  ): Promise<RpcOutcome> {
     const policy = this.describe(method).upstream
     let candidates = this.health.candidates(policy)
     if (candidates.length === 0) {
@@ -98,6 +120,17 @@ export class ManagedPool implements UpstreamPool {
       candidates = this.health.candidates(policy)
     }
     if (candidates.length === 0) throw this.health.noUpstream([])
+    return this.dispatch(candidates, method, policy, params, deadline, raw)
+  }
+
+  private dispatch(
+    candidates: State[],
+    method: string,
+    policy: UpstreamPolicy,
+    params: readonly unknown[],
+    deadline: number,
+    raw: boolean,
+  ): Promise<RpcOutcome> {
     if (policy.broadcast && this.settings.broadcastTransactions && candidates.length > 1) {
       return this.broadcast(candidates, method, params, deadline)
     }
@@ -187,7 +220,8 @@ export class ManagedPool implements UpstreamPool {
   async callBatch(calls: readonly UpstreamCall[], opts: UpstreamCallOptions = {}): Promise<RpcOutcome[]> {
     const timeoutMs = opts.timeoutMs ?? this.cfg.requestTimeoutMs
     const deadline = Date.now() + timeoutMs
-    await this.health.firstChecked(timeoutMs)
+    const first = this.health.firstChecked(timeoutMs)
+    if (first) await first
     const candidates = this.health.candidates({ sticky: false, write: false, broadcast: false })
     const failures: UpstreamError[] = []
     for (const s of candidates) {
@@ -226,7 +260,8 @@ export class ManagedPool implements UpstreamPool {
       ) as T
       const ms = performance.now() - started
       s.recordSuccess(ms)
-      this.methodWindow(method).add(ms)
+      // The method's p95 is read by hedging alone: with hedging off nothing keeps it.
+      if (this.settings.hedge) this.methodWindow(method).add(ms)
       series?.observe(ms / 1000)
       // Live head updates keep lag and finality current between probes.
       // (The method first: reading a forwarded result parses it; chains/raw-answer.ts.)

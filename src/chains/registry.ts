@@ -68,6 +68,11 @@ export class NetworkRegistry {
     return this.byPath.get(`${chain}/${network}`)
   }
 
+  /** `find` for a path already written `{chain}/{network}` (the fast lane's URL tail). */
+  findPath(path: string): Network | undefined {
+    return this.byPath.get(path)
+  }
+
   /** The network at /{chain}/{network}, or 404 naming it. */
   get(chain: string, network: string): Network {
     const net = this.find(chain, network)

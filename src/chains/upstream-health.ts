@@ -74,9 +74,13 @@ export class UpstreamHealth {
     })
   }
 
-  /** Until the first health round has ended (at most `timeoutMs`): calls wait for it. */
-  async firstChecked(timeoutMs: number): Promise<void> {
-    if (!this.checkedOnce) await Promise.race([this.firstRound, delay(timeoutMs)])
+  /**
+   * Until the first health round has ended (at most `timeoutMs`): calls wait for it. Undefined
+   * once it has, so a call made afterwards (nearly all) awaits nothing here.
+   */
+  firstChecked(timeoutMs: number): Promise<void> | undefined {
+    if (this.checkedOnce) return undefined
+    return Promise.race([this.firstRound, delay(timeoutMs)]).then(() => {})
   }
 
   /** A health round now (one at a time), waited for at most `ms`. */

@@ -21,12 +21,23 @@ const NOTHING_USED = { second: 0, cu: 0, day: 0 }
  */
 export const UNLIMITED_RPS = 2 ** 31 - 1
 
+const UNLIMITED_RPS_TEXT = String(UNLIMITED_RPS)
+
 export function rateLimitHeaders(d: LimitDecision): Record<string, string> {
-  return {
-    'x-ratelimit-limit': String(d.limit ?? UNLIMITED_RPS),
-    'x-ratelimit-remaining': String(d.remaining ?? UNLIMITED_RPS),
-    'x-ratelimit-reset': String(d.resetAt),
-  }
+  return setRateLimitHeaders({}, d)
+}
+
+/** The rate-limit headers set on `headers` itself (the fast lane's: no object to merge per call). */
+export function setRateLimitHeaders(
+  headers: Record<string, string>,
+  d: LimitDecision,
+): Record<string, string> {
+  const { limit, remaining } = d
+  headers['x-ratelimit-limit'] = limit === null || limit === undefined ? UNLIMITED_RPS_TEXT : String(limit)
+  headers['x-ratelimit-remaining'] =
+    remaining === null || remaining === undefined ? UNLIMITED_RPS_TEXT : String(remaining)
+  headers['x-ratelimit-reset'] = String(d.resetAt)
+  return headers
 }
 
 function refusal(d: LimitDecision, computeUnits: number, caller: Caller): HalyardError {

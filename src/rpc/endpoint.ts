@@ -113,6 +113,19 @@ async function runSlot(
   return serialize(call.id, r)
 }
 
+/**
+ * A single call's answer from its execution, as `answerAdmitted` makes it (without waiting for
+ * the end of the turn: the fast lane writes its answers there itself).
+ */
+export function singleAnswer(id: JsonRpcId, r: Execution): HttpAnswer {
+  const code = r.outcome?.error?.code
+  return {
+    text: serialize(id, r),
+    cache: r.cache === 'hit' ? 'HIT' : r.cache === 'miss' ? 'MISS' : undefined,
+    codes: code === undefined ? undefined : [code],
+  }
+}
+
 /** Notes an item's error code (the array is made at the first failure only). */
 function failedAt(seen: CacheTally, index: number, code: number): void {
   seen.codes ??= []

@@ -5,7 +5,7 @@ import { ADMIN_TOKEN_HEADER, type Caller } from '../auth/service.ts'
 import type { Network } from '../chains/registry.ts'
 import { headerKey } from '../http/access.ts'
 import { decideRequest } from '../http/access-decision.ts'
-import { rateLimitHeaders } from '../http/charge.ts'
+import { setRateLimitHeaders } from '../http/charge.ts'
 import { corsHeaders } from '../http/cors.ts'
 import { toHalyardError } from '../http/errors.ts'
 import {
@@ -18,6 +18,7 @@ import {
 } from '../http/fast-lane.ts'
 import { parseInput } from '../http/params.ts'
 import type { ChainKind, RouteScope } from '../http/route-meta.ts'
+import type { JsonRpcId } from '../jsonrpc.ts'
 import type { LimitDecision } from '../limits/limiter.ts'
 import type { GatewayExchange } from '../requests/recorder.ts'
 import {
@@ -27,8 +28,10 @@ import {
   type EndpointDeps,
   type HttpAdmission,
   JSON_CONTENT_TYPE,
+  singleAnswer,
 } from './endpoint.ts'
 import { hitFrame } from './envelope.ts'
+import type { Execution } from './service.ts'
 
 export interface JsonRpcLaneRoute {
   /** The route's pattern, `…/:chain/:network`: its metric label, and its prefix is what the lane takes. */
@@ -39,6 +42,11 @@ export interface JsonRpcLaneRoute {
   readonly kinds: readonly ChainKind[] | undefined
   /** The route's body schema, checked as the gate checks it. */
   readonly body: z.ZodType<object>
+  /**
+   * A body `body` accepts unchanged, told without zod; one it does not is parsed by `body`
+   * (whose refusal and message stand).
+   */
+  readonly accepts?: (body: unknown) => boolean
 }
 
 /** Bodies Fastify would parse as JSON without a second look at the media type. */
@@ -58,7 +66,7 @@ export function jsonRpcFastLane(host: FastLaneHost, route: JsonRpcLaneRoute, dep
     if (req.method !== 'POST' || url === undefined || !url.startsWith(prefix)) return false
     const slash = url.indexOf('/', prefix.length)
     if (slash < 0 || url.indexOf('/', slash + 1) >= 0 || /[?%#;]/.test(url)) return false
-    const network = host.networks.find(url.slice(prefix.length, slash), url.slice(slash + 1))
+    const network = host.networks.findPath(url.slice(prefix.length))
     if (!network || (route.kinds && !route.kinds.includes(network.kind))) return false
     const key = headerKey(req.headers)
     const cached = key === undefined ? undefined : host.auth.cachedCaller(key)
@@ -179,19 +187,21 @@ class Exchange implements GatewayExchange {
 }
 
 /**
- * The commonest answer with no promise at all: a single call whose result is in this process's
- * cache, charged synchronously (in-process limiter, an unlimited plan, or the Redis limiter's
- * lease). The steps and their order are `serve`'s: admit, charge, look up, count, write at the
- * end of the turn. Anything else goes on in `serve` from where this stopped: a refusal before
- * the charge (answered with the error found here), a batch or a cache miss (admitted once,
- * here), a charge that needs Redis (already begun).
+ * The commonest answers with the fewest promises: a single call whose result is in this
+ * process's cache (none at all), or one forwarded (no `serve`, `answerAdmitted` or `runSlot`
+ * step: the execution's promise, answered at the end of the turn), charged synchronously
+ * (in-process limiter, an unlimited plan, or the Redis limiter's lease). The steps and their
+ * order are `serve`'s: admit, charge, look up, count, write at the end of the turn. Anything
+ * else goes on in `serve` from where this stopped: a refusal before the charge (answered with
+ * the error found here), a batch (admitted once, here), a charge that needs Redis (already begun).
  */
 function answerAtOnce(x: Exchange, text: string): void {
   const { deps, route } = x
   let admission: HttpAdmission
   try {
     x.body = x.host.parseJson(text)
-    admission = admitHttp(deps, x.caller, x.network, parseInput(route.body, x.body, 'body'))
+    const input = route.accepts?.(x.body) ? x.body : parseInput(route.body, x.body, 'body')
+    admission = admitHttp(deps, x.caller, x.network, input)
   } catch (refused) {
     return void serve(x, { refused })
   }
@@ -200,7 +210,6 @@ function answerAtOnce(x: Exchange, text: string): void {
   if (admission.batch || !slot.call) return void serve(x, { admission })
   const { request, spec } = slot.call
   const json = deps.rpc.cachedLocally(x.network, request, spec)
-  if (json === undefined) return void serve(x, { admission })
   x.metricMethod = admission.metricMethod
   let charge: LimitDecision | Promise<LimitDecision>
   try {
@@ -213,12 +222,41 @@ function answerAtOnce(x: Exchange, text: string): void {
   }
   if (charge instanceof Promise) return void serve(x, { admission, charge })
   const h = x.headers
-  Object.assign(h, rateLimitHeaders(charge))
+  setRateLimitHeaders(h, charge)
+  if (json === undefined) {
+    // As `answerAdmitted` runs a single call: the answer is written at the end of the turn.
+    deps.rpc.run(x.network, request, spec, x.caller).then(
+      (r) => forwarded(x, request.id, r),
+      (err) => failed(x, err),
+    )
+    return
+  }
   deps.rpc.countHit(x.network, spec)
   h[CACHE_HEADER] = 'HIT'
   h['content-type'] = JSON_CONTENT_TYPE
   x.text = hitFrame(request.id, json)
   writeAtEndOfTurn(x)
+}
+
+/** A single call's execution, answered as `serve` answers it. */
+function forwarded(x: Exchange, id: JsonRpcId, r: Execution): void {
+  try {
+    const answer = singleAnswer(id, r)
+    if (answer.cache) x.headers[CACHE_HEADER] = answer.cache
+    x.headers['content-type'] = JSON_CONTENT_TYPE
+    x.text = answer.text
+    x.codes = answer.codes
+  } catch (err) {
+    failed(x, err)
+    return
+  }
+  writeAtEndOfTurn(x)
+}
+
+/** A charged request that failed after its charge: `serve`'s error answer. */
+function failed(x: Exchange, err: unknown): void {
+  x.failure = err
+  x.record(writeLaneError(x.host, x.res, err, x.headers, x.requestId))
 }
 
 /**
@@ -242,7 +280,7 @@ async function serve(x: Exchange, begun: Begun) {
       charged = true
       charge = deps.charger.chargeDirect(x.caller, admission.computeUnits, route.url, x.metricMethod)
     }
-    Object.assign(headers, rateLimitHeaders(charge instanceof Promise ? await charge : charge))
+    setRateLimitHeaders(headers, charge instanceof Promise ? await charge : charge)
     const answer = await answerAdmitted(deps, admission, x.network, x.caller)
     if (answer.cache) headers[CACHE_HEADER] = answer.cache
     headers['content-type'] = JSON_CONTENT_TYPE

@@ -14,8 +14,11 @@ import type { MethodRegistry } from './methods/spec.ts'
 import type { RpcService } from './service.ts'
 import { recordSurface } from './surfaces.ts'
 
+/** What jsonRpcBody accepts (as is): the fast lane checks it without zod. */
+const isJsonRpcBody = (v: unknown): v is object => typeof v === 'object' && v !== null
+
 /** A JSON-RPC request object or a batch array; the envelope of each call is checked per call. */
-export const jsonRpcBody = z.custom<object>((v) => typeof v === 'object' && v !== null, {
+export const jsonRpcBody = z.custom<object>(isJsonRpcBody, {
   message: 'body must be a JSON-RPC request object or a batch array',
 })
 
@@ -66,7 +69,14 @@ export function defineJsonRpcRoute(
     lanes.lanes.push(
       jsonRpcFastLane(
         lanes,
-        { url: route.url, scope: route.scope, what: route.what, kinds: route.kinds, body: jsonRpcBody },
+        {
+          url: route.url,
+          scope: route.scope,
+          what: route.what,
+          kinds: route.kinds,
+          body: jsonRpcBody,
+          accepts: isJsonRpcBody,
+        },
         endpoint,
       ),
     )

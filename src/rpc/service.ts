@@ -79,41 +79,77 @@ export class RpcService {
     this.count(network, spec, 'ok')
   }
 
-  /** Like `execute`, but says whether the cache answered and keeps a hit as JSON text. */
-  async run(
+  /**
+   * Like `execute`, but says whether the cache answered and keeps a hit as JSON text. Not an
+   * async function: a call the cache cannot answer goes to the upstream with no promise step of
+   * its own (the leader's promise is the caller's), which a forwarded call pays on every request.
+   */
+  run(network: Network, request: JsonRpcRequest, spec: MethodSpec, caller?: Caller): Promise<Execution> {
+    try {
+      const rt = this.runtime(network)
+      const { method, params } = request
+      const shared = spec.coalesce
+      const plan: CachePlan = shared ? cachePlan(network, rt, spec, params) : NO_PLAN
+      const key = shared ? cacheKey(network, method, params) : undefined
+      if (key !== undefined && plan.kind !== 'none') {
+        const hit = this.cache.getLocal(key)
+        if (hit === undefined) return this.lookRemote(network, rt, request, spec, plan, key)
+        this.metrics.recordCacheLookup(network.slug, 'hit')
+        this.count(network, spec, 'ok')
+        return Promise.resolve({ json: hit, cache: 'hit' })
+      }
+      return this.lead(network, rt, request, spec, plan, key, caller)
+    } catch (err) {
+      // A rejection, as from the async function this was.
+      return Promise.reject(err)
+    }
+  }
+
+  /** The second-level cache (Redis), then the upstream. */
+  private async lookRemote(
     network: Network,
+    rt: NetworkRuntime,
     request: JsonRpcRequest,
     spec: MethodSpec,
+    plan: CachePlan,
+    key: string,
+  ): Promise<Execution> {
+    const hit = await this.cache.getRemote(key)
+    this.metrics.recordCacheLookup(network.slug, hit === undefined ? 'miss' : 'hit')
+    if (hit !== undefined) {
+      this.count(network, spec, 'ok')
+      return { json: hit, cache: 'hit' }
+    }
+    return this.lead(network, rt, request, spec, plan, key)
+  }
+
+  /** The upstream call, joined by identical calls while it is in flight (keyed ones). */
+  private lead(
+    network: Network,
+    rt: NetworkRuntime,
+    request: JsonRpcRequest,
+    spec: MethodSpec,
+    plan: CachePlan,
+    key: string | undefined,
     caller?: Caller,
   ): Promise<Execution> {
-    const rt = this.runtime(network)
-    const { method, params } = request
-    const shared = spec.coalesce
-    const plan: CachePlan = shared ? cachePlan(network, rt, spec, params) : { kind: 'none' }
-    const key = shared ? cacheKey(network, method, params) : undefined
-    if (key !== undefined && plan.kind !== 'none') {
-      const hit = this.cache.getLocal(key) ?? (await this.cache.getRemote(key))
-      this.metrics.recordCacheLookup(network.slug, hit === undefined ? 'miss' : 'hit')
-      if (hit !== undefined) {
-        this.count(network, spec, 'ok')
-        return { json: hit, cache: 'hit' }
-      }
-    }
     if (key === undefined) return this.fetch(network, rt, request, spec, plan, undefined, caller)
     const joined = this.inflight.get(key)
     if (joined) {
       // Counted like any other call: the leader's `fetch` counts only its own.
-      const r = await joined
-      this.count(network, spec, r.outcome?.error ? 'error' : 'ok')
-      return r
+      return joined.then((r) => {
+        this.count(network, spec, r.outcome?.error ? 'error' : 'ok')
+        return r
+      })
     }
     const p = this.fetch(network, rt, request, spec, plan, key)
     this.inflight.set(key, p)
-    try {
-      return await p
-    } finally {
-      this.inflight.delete(key)
+    // Registered before the caller's own reaction, so the entry is gone when the caller resumes.
+    const forget = () => {
+      if (this.inflight.get(key) === p) this.inflight.delete(key)
     }
+    p.then(forget, forget)
+    return p
   }
 
   private async fetch(
@@ -175,6 +211,8 @@ export class RpcService {
     return rt
   }
 }
+
+const NO_PLAN: CachePlan = Object.freeze({ kind: 'none' })
 
 /** How a call's result may be cached here, `none` when the network's cache is off. */
 function cachePlan(
