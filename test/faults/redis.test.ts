@@ -87,6 +87,11 @@ describe.skipIf(skip !== undefined)(`Redis faults under keyed load${skip ? ` (${
     const admittedSinceFault = samples.filter((s) => s.status === 200 && s.sentAt >= faultAt).length
     // Unspent leases go back a second after their window; then Redis's count should be exact.
     const expected = fault === 'kill' ? admittedSinceFault : admitted
+    // Sent before the kill but decided after it (by the local fallback, whose counts go to the
+    // restarted Redis): counted there once, though not among those sent since the fault.
+    const straddling = samples.filter(
+      (s) => s.status === 200 && s.sentAt < faultAt && s.sentAt + s.ms >= faultAt,
+    )
     await until('the day counter to settle', async () => (await dayCount()) === expected, 5_000).catch(
       () => {},
     )
@@ -108,7 +113,18 @@ describe.skipIf(skip !== undefined)(`Redis faults under keyed load${skip ? ` (${
       recovery:
         recovered === undefined ? 'counter never moved in 15 s' : `${recovered} ms to count in Redis again`,
     })
-    return { samples, during, after, sideSamples, admitted, expected, counted, used, slowest }
+    return {
+      samples,
+      during,
+      after,
+      sideSamples,
+      admitted,
+      expected,
+      counted,
+      used,
+      slowest,
+      straddling: straddling.length,
+    }
   }
 
   const checkCommon = (r: Awaited<ReturnType<typeof scenario>>) => {
@@ -128,10 +144,12 @@ describe.skipIf(skip !== undefined)(`Redis faults under keyed load${skip ? ` (${
       // A frozen Redis kept its data: its day count is exact. A killed one lost what it held
       // before the kill (no persistence), including what it decided for requests sent just
       // before or spent from a lease it had granted: at most the 4 in flight and one lease (10)
-      // of those admitted since are missing; none is counted twice.
+      // of those admitted since are missing. None is counted twice: above the admitted since
+      // the kill only by the requests in flight at the kill that the fallback decided (it
+      // failed once by 2 when only the admitted since were allowed).
       if (fault === 'freeze') expect(r.counted).toBe(r.expected)
       else {
-        expect(r.counted).toBeLessThanOrEqual(r.expected)
+        expect(r.counted).toBeLessThanOrEqual(r.expected + r.straddling)
         expect(r.counted).toBeGreaterThanOrEqual(r.expected - 14)
       }
     }, 90_000)
