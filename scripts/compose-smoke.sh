@@ -63,6 +63,14 @@ step "up"
 pc up -d anvil postgres redis receiver halyard-1 halyard-2 lb prometheus
 for _ in $(seq 1 240); do curl -fs -o /dev/null $lb/health && break; sleep 1; done
 step "/health through the load balancer: $(curl -fsS --max-time 5 $lb/health)"
+# Both instances up before the calls (the balancer answers as soon as one is), then past nginx's
+# fail_timeout (5 s), so an instance it marked down while starting gets its share again.
+healthy() { podman exec "halyard-smoke_$1_1" node -e "fetch('http://127.0.0.1:8080/health').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))" >/dev/null 2>&1; }
+for inst in halyard-1 halyard-2; do
+  for _ in $(seq 1 240); do healthy $inst && break; sleep 1; done
+  healthy $inst || { echo "compose-smoke: FAIL: $inst never answered /health" >&2; exit 1; }
+done
+sleep 6
 # The admin commands open their own database connection: on a loaded machine the first one can
 # pass its connect timeout while PostgreSQL's container warms up, so a failed try is repeated.
 key=""
@@ -76,8 +84,11 @@ count() { podman exec "halyard-smoke_$1_1" node -e "fetch('http://127.0.0.1:8080
 rpc() { curl -s --max-time 10 -o /dev/null -w '%{http_code}' -H 'content-type: application/json' -H "authorization: Bearer $key" \
   -d '{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}' $lb/v1/rpc/ethereum/devnet; }
 ok=0; for _ in $(seq 1 40); do [ "$(rpc)" = 200 ] && ok=$((ok + 1)); done
-step "40 eth_chainId through the load balancer: $ok answered 200; instance 1 served $(count halyard-1), instance 2 served $(count halyard-2)"
+served1="$(count halyard-1)"; served2="$(count halyard-2)"
+step "40 eth_chainId through the load balancer: $ok answered 200; instance 1 served $served1, instance 2 served $served2"
 [ "$ok" = 40 ] || exit 1
+# Both instances behind the balancer answered, before one is killed.
+[ "$served1" -gt 0 ] && [ "$served2" -gt 0 ] || { echo "compose-smoke: FAIL: the balancer did not use both instances" >&2; exit 1; }
 # A webhook created through the load balancer, and a transaction to the address it watches
 # (sent to anvil from inside the stack: the chain is not published).
 watched=0x00000000000000000000000000000000000c0ffe
