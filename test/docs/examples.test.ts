@@ -47,7 +47,16 @@ describe('documentation examples', () => {
 
     beforeAll(async () => {
       dataDir = mkdtempSync(path.join(tmpdir(), 'halyard-doc-examples-'))
-      server = spawnHalyard(['dev', '--demo'], { HALYARD_DATA_DIR: dataDir, HALYARD_LOG_LEVEL: 'warn' })
+      // As a reader's `npm start` runs: embedded storage in a fresh data dir. With the machine's
+      // DATABASE_URL it would share the database's public schema with every earlier `halyard dev`
+      // (another devnet's blocks, webhooks and bundler state): the bundler example then waited
+      // for a receipt past its 120 s in CI.
+      server = spawnHalyard(['dev', '--demo'], {
+        HALYARD_DATA_DIR: dataDir,
+        HALYARD_LOG_LEVEL: 'warn',
+        DATABASE_URL: undefined,
+        REDIS_URL: undefined,
+      })
       const [, p] = await server.waitFor(/HTTP base URL:\s+http:\/\/127\.0\.0\.1:(\d+)\/v1/, 180_000)
       port = p ?? ''
       const [, key] = await server.waitFor(/API key:\s+(halyard_test_\w+)/)
