@@ -35,7 +35,8 @@
  * functions by self time and the totals per package (bench/lib/cpu-top.ts; BENCH_PROFILE_TOP
  * lines, default 25). The profiler costs some throughput: compare profiled runs with each other.
  *
- * Every server runs in its own child process, so the load generator and the server under test
+ * Every server runs in its own child process, bundled and on plain Node as `halyard serve` runs
+ * (bench/lib/built-child.ts; BENCH_TSX=1: the sources through tsx), so the load generator and the server under test
  * never share an event loop; only one server is loaded at a time, and all are stopped at the end.
  */
 import { mkdtempSync, rmSync } from 'node:fs'

@@ -55,6 +55,28 @@ const importMetaPlugin = {
 }
 
 /**
+ * Bundles `entry` (and the sources it imports; packages stay external) into `outdir` as the
+ * server's prebuilt copy is made. The benches build their server children the same way, so
+ * what they measure is what `halyard serve` runs, not the sources through a loader.
+ */
+export async function bundle(entry, outdir) {
+  const { build } = await import('esbuild')
+  await build({
+    entryPoints: [entry],
+    bundle: true,
+    // Lazily imported modules (the CLI's commands, Solana, tracers) stay lazy: their own chunks.
+    splitting: true,
+    format: 'esm',
+    platform: 'node',
+    target: 'node20',
+    packages: 'external',
+    outdir,
+    plugins: [importMetaPlugin],
+    logLevel: 'error',
+  })
+}
+
+/**
  * The entry module of the current build of `root`'s sources, built now if missing. Lives under
  * node_modules/.cache so the bundle's package imports resolve from the project's node_modules.
  * Concurrent starts (cluster workers, tests) each build into their own directory and rename it
@@ -69,23 +91,10 @@ export async function ensureBuild(root, entry = 'src/cli/main.ts') {
     statSync(main)
     return main
   } catch {}
-  const { build } = await import('esbuild')
   const tmp = path.join(builds, `.tmp-${name}-${process.pid}`)
   rmSync(tmp, { recursive: true, force: true })
   mkdirSync(builds, { recursive: true })
-  await build({
-    entryPoints: [path.join(root, entry)],
-    bundle: true,
-    // Lazily imported modules (the CLI's commands, Solana, tracers) stay lazy: their own chunks.
-    splitting: true,
-    format: 'esm',
-    platform: 'node',
-    target: 'node20',
-    packages: 'external',
-    outdir: tmp,
-    plugins: [importMetaPlugin],
-    logLevel: 'error',
-  })
+  await bundle(path.join(root, entry), tmp)
   try {
     renameSync(tmp, dir)
   } catch {

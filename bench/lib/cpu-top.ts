@@ -67,7 +67,8 @@ export function packageOf(frame: CallFrame): string {
     return '(native)'
   }
   if (url.startsWith('node:')) return 'node:internal'
-  const file = url.startsWith('file://') ? decodeURIComponent(new URL(url).pathname) : url
+  const file =
+    sourceOf(frame) ?? (url.startsWith('file://') ? decodeURIComponent(new URL(url).pathname) : url)
   const nm = file.lastIndexOf('/node_modules/')
   if (nm >= 0) {
     const parts = file.slice(nm + '/node_modules/'.length).split('/')
@@ -79,8 +80,41 @@ export function packageOf(frame: CallFrame): string {
   return parts.length > 2 ? `${parts[0]}/${parts[1]}` : parts[0]!
 }
 
+/**
+ * A frame in a bundle (the benches run their children bundled: bench/lib/built-child.ts) mapped
+ * back to its source file by the `// src/…ts` line esbuild writes above each module it inlines.
+ */
+function sourceOf(frame: CallFrame): string | undefined {
+  if (!frame.url.includes('/.cache/halyard/')) return undefined
+  const file = frame.url.startsWith('file://') ? decodeURIComponent(new URL(frame.url).pathname) : frame.url
+  let marks = bundleMarks.get(file)
+  if (!marks) {
+    marks = []
+    let text = ''
+    try {
+      text = readFileSync(file, 'utf8')
+    } catch {}
+    const lines = text.split('\n')
+    for (let i = 0; i < lines.length; i++) {
+      const m = /^\/\/ ((?:src|bench)\/\S+\.ts)$/.exec(lines[i]!)
+      if (m) marks.push({ line: i, source: path.join(ROOT, m[1]!) })
+    }
+    bundleMarks.set(file, marks)
+  }
+  let found: string | undefined
+  for (const mark of marks) {
+    if (mark.line > frame.lineNumber) break
+    found = mark.source
+  }
+  return found
+}
+
+const bundleMarks = new Map<string, { line: number; source: string }[]>()
+
 function whereOf(frame: CallFrame): string {
   if (frame.url === '') return ''
+  const source = sourceOf(frame)
+  if (source) return path.relative(ROOT, source)
   const file = frame.url.startsWith('file://') ? decodeURIComponent(new URL(frame.url).pathname) : frame.url
   const nm = file.lastIndexOf('/node_modules/')
   const short = nm >= 0 ? file.slice(nm + '/node_modules/'.length) : path.relative(ROOT, file)

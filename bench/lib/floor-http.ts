@@ -14,6 +14,7 @@ import { type ChildProcess, fork } from 'node:child_process'
 import cluster from 'node:cluster'
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import { type Dispatcher, Pool } from 'undici'
+import { childCommand } from './built-child.ts'
 
 const ANSWER = Buffer.from('{"jsonrpc":"2.0","id":1,"result":"0x7a69"}')
 const HEADERS = { 'content-type': 'application/json', 'content-length': String(ANSWER.length) }
@@ -117,8 +118,9 @@ export interface Floor {
 /** Forks the floor server with `workers` processes (a proxy to `proxyTo` if given) and waits until it listens. */
 export async function startFloor(workers: number, proxyTo?: string): Promise<Floor> {
   const args = ['--floor', String(workers), ...(proxyTo ? [proxyTo] : [])]
-  const child: ChildProcess = fork(import.meta.filename, args, {
-    execArgv: ['--import', 'tsx'],
+  const run = await childCommand(import.meta.filename)
+  const child: ChildProcess = fork(run.file, args, {
+    execArgv: run.execArgv,
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   })
   const { url } = await new Promise<{ url: string }>((resolve, reject) => {

@@ -17,6 +17,7 @@ import { networkSchema } from '../../src/server/config-schema.ts'
 import { startHalyard } from '../../src/server/runtime.ts'
 import { openStorage } from '../../src/storage/database.ts'
 import { createBenchKeys } from './bench-keys.ts'
+import { childCommand } from './built-child.ts'
 import { serveClusterPrimary, serveClusterWorker } from './halyard-cluster.ts'
 
 /** Set by `startHalyardChild` for a cluster child: how many workers. */
@@ -111,8 +112,9 @@ export async function startHalyardChild(
   opts: { workers?: number; profileDir?: string; env?: Record<string, string> } = {},
 ): Promise<HalyardChild> {
   const profile = opts.profileDir ? ['--cpu-prof', '--cpu-prof-dir', opts.profileDir] : []
-  const child = fork(script, ['--server', anvilUrl], {
-    execArgv: ['--import', 'tsx', ...profile],
+  const run = await childCommand(script)
+  const child = fork(run.file, ['--server', anvilUrl], {
+    execArgv: [...run.execArgv, ...profile],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     env: { ...process.env, ...opts.env, [WORKERS_ENV]: String(opts.workers ?? 0) },
   })
