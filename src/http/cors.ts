@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import type { IncomingMessage, ServerResponse } from 'node:http'
+import { INDEX_HEADERS } from './index-headers.ts'
 
 /**
  * CORS (the Fetch standard's CORS protocol) for the API surfaces under /v1: JSON-RPC, REST, the
@@ -14,9 +15,15 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 const ALLOW_METHODS = 'GET, POST, PUT, PATCH, DELETE, OPTIONS'
 const ALLOW_HEADERS = 'Content-Type, X-API-Key, Authorization, X-Request-Id'
 /** Response headers a page may read besides the CORS-safelisted ones. */
-const EXPOSE_HEADERS =
-  'X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, Retry-After, X-Request-Id, X-Cache, ' +
-  'Halyard-Index-Complete-From, Halyard-Index-Indexed-To, Halyard-Index-Partial, Halyard-History-Scan'
+const EXPOSE_HEADERS = [
+  'X-RateLimit-Limit',
+  'X-RateLimit-Remaining',
+  'X-RateLimit-Reset',
+  'Retry-After',
+  'X-Request-Id',
+  'X-Cache',
+  ...Object.values(INDEX_HEADERS),
+].join(', ')
 /** How long a browser may reuse a preflight's answer (seconds; Chromium caps it at 7200). */
 const MAX_AGE = '7200'
 

@@ -1,18 +1,8 @@
 import type { FastifyReply } from 'fastify'
 import { z } from 'zod'
+import { INDEX_HEADERS } from '../http/index-headers.ts'
 import type { ResponseHeader } from '../http/route-meta.ts'
 import type { Coverage } from './history.ts'
-
-/**
- * How an answer states the index behind it (docs/data-apis.md): a field `index` in the
- * JSON where the shape allows an addition, and these headers on every data answer.
- */
-export const INDEX_HEADERS = {
-  completeFrom: 'Halyard-Index-Complete-From',
-  indexedTo: 'Halyard-Index-Indexed-To',
-  partial: 'Halyard-Index-Partial',
-  scan: 'Halyard-History-Scan',
-} as const
 
 /** The headers, as the routes that set them declare them (OpenAPI). */
 export const INDEX_RESPONSE_HEADERS: Readonly<Record<string, ResponseHeader>> = {
