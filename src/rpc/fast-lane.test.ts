@@ -69,6 +69,16 @@ const CASES: { name: string; body: unknown; plan?: 'free'; scopes?: string[] }[]
     body: '{"jsonrpc":"2.0","id":1,"method":"eth_chainId","__proto__":{"a":1}}',
   },
   {
+    name: 'prototype poisoning spelt with escapes',
+    body: '{"jsonrpc":"2.0","id":1,"method":"eth_chainId","\\u005f_proto__":{"a":1}}',
+  },
+  {
+    name: 'constructor poisoning',
+    body: '{"jsonrpc":"2.0","id":1,"method":"eth_chainId","constructor":{"prototype":{"a":1}}}',
+  },
+  { name: 'a body of blanks', body: '   ' },
+  { name: 'a body after a byte-order mark', body: `\uFEFF${JSON.stringify(call('eth_chainId'))}` },
+  {
     name: 'a write the key may not make',
     body: call('eth_sendRawTransaction', ['0x00']),
     scopes: ['rpc:read'],
