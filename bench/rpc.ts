@@ -253,7 +253,10 @@ async function measure(
         config.limitedUncached,
         config.limitedCached,
       ]) {
-        config.profiles.push({ row, report: formatCpuTop(cpuTop(files, row.window), PROFILE_TOP) })
+        config.profiles.push({
+          row,
+          report: formatCpuTop(cpuTop(files, row.window), PROFILE_TOP, row.reqPerSec * DURATION_S),
+        })
       }
       rmSync(profileDir, { recursive: true, force: true })
     }

@@ -163,19 +163,27 @@ export function cpuTop(files: readonly string[], window?: Window): CpuTop {
   }
 }
 
-/** The report: top `n` functions by self time, then every package with ≥ 0.5 % of busy time. */
-export function formatCpuTop(top: CpuTop, n = 25): string {
+/**
+ * The report: top `n` functions by self time, then every package with ≥ 0.5 % of busy time.
+ * Given the number of requests the window served, each line also says µs per request, which
+ * compares across runs at different rates (a share of busy time does not).
+ */
+export function formatCpuTop(top: CpuTop, n = 25, requests?: number): string {
   const pct = (ms: number) => `${((100 * ms) / Math.max(top.busyMs, 1e-9)).toFixed(1).padStart(5)}%`
+  const per = (ms: number) =>
+    requests === undefined || requests <= 0
+      ? ''
+      : ` ${((ms * 1000) / requests).toFixed(2).padStart(6)} µs/req`
   const lines = [
-    `  busy ${top.busyMs.toFixed(0)} ms in ${top.wallMs.toFixed(0)} ms (${top.threads} profiled threads added up); % of busy:`,
+    `  busy ${top.busyMs.toFixed(0)} ms in ${top.wallMs.toFixed(0)} ms (${top.threads} profiled threads added up${requests ? `; ${Math.round(requests)} requests` : ''}); % of busy:`,
     '  self time, top functions:',
   ]
   for (const f of top.functions.slice(0, n))
-    lines.push(`    ${pct(f.ms)} ${f.ms.toFixed(0).padStart(6)} ms  ${f.name}  ${f.where}`)
+    lines.push(`    ${pct(f.ms)} ${f.ms.toFixed(0).padStart(6)} ms${per(f.ms)}  ${f.name}  ${f.where}`)
   lines.push('  self time per package:')
   for (const p of top.packages) {
     if (p.ms < top.busyMs * 0.005) break
-    lines.push(`    ${pct(p.ms)} ${p.ms.toFixed(0).padStart(6)} ms  ${p.pkg}`)
+    lines.push(`    ${pct(p.ms)} ${p.ms.toFixed(0).padStart(6)} ms${per(p.ms)}  ${p.pkg}`)
   }
   return lines.join('\n')
 }
