@@ -1,3 +1,4 @@
+import { setImmediate } from 'node:timers/promises'
 import type { Network } from '../../chains/registry.ts'
 import { HalyardError, invalidRequest } from '../../errors.ts'
 import type { Storage } from '../../storage/database.ts'
@@ -108,6 +109,10 @@ async function importLocked(db: Storage['db'], opts: ImportOptions): Promise<Imp
       prev = b.header.hash
       batch.push(b)
       if (batch.length >= batchSize) await flush()
+      // A source that converts blocks as they are taken (CryoParquetSource) never waits for
+      // I/O between them: without a turn of the event loop here the write's answers would not be
+      // read, nor its next statement sent, until the whole batch had been gathered.
+      else if (writing) await setImmediate()
     }
     await flush()
   } finally {
