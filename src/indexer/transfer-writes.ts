@@ -223,18 +223,28 @@ export async function saveNativeTransfers(
 
 /** The (holder, contract) pairs of ERC-20 transfers, each with the first block it is seen in. */
 function holderRows(transfers: StoredTransfer[], onlyHolder?: Address): TransferWrite['holders'] {
-  // Blocks arrive in ascending order, so the first sighting kept here is the earliest one.
-  const first = new Map<string, { holder: Address; contract: Address; block: bigint }>()
+  // Blocks arrive in ascending order, so the first sighting kept here is the earliest one. Seen
+  // pairs by contract, then holder: a key built of the two addresses was a new 80-character
+  // string for every side of every transfer.
+  const seen = new Map<Address, Set<Address>>()
+  const rows: { holder: Address; contract: Address; block: bigint }[] = []
+  const see = (holder: Address, t: StoredTransfer, holders: Set<Address>) => {
+    if (holder === ZERO_ADDRESS || (onlyHolder !== undefined && holder !== onlyHolder)) return
+    if (holders.has(holder)) return
+    holders.add(holder)
+    rows.push({ holder, contract: t.contract, block: t.blockNumber })
+  }
   for (const t of transfers) {
     if (t.standard !== 'ERC20') continue
-    for (const holder of [t.from, t.to]) {
-      if (holder === ZERO_ADDRESS || (onlyHolder !== undefined && holder !== onlyHolder)) continue
-      const key = `${holder}${t.contract}`
-      if (!first.has(key)) first.set(key, { holder, contract: t.contract, block: t.blockNumber })
+    let holders = seen.get(t.contract)
+    if (!holders) {
+      holders = new Set()
+      seen.set(t.contract, holders)
     }
+    see(t.from, t, holders)
+    see(t.to, t, holders)
   }
-  if (first.size === 0) return undefined
-  const rows = [...first.values()]
+  if (rows.length === 0) return undefined
   return {
     holder: packed(
       rows.map((r) => r.holder),
