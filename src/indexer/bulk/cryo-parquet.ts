@@ -3,10 +3,18 @@ import path from 'node:path'
 import { asyncBufferFromFile, parquetMetadataAsync, parquetReadObjects, parquetSchema } from 'hyparquet'
 import { invalidRequest } from '../../errors.ts'
 import type { Hash } from '../../types.ts'
-import type { ChainLog } from '../chain.ts'
 import type { InternalTransfer } from '../traces.ts'
 import type { IndexedTransaction } from '../types.ts'
-import { CRYO_COLUMNS, type CryoTrace, cryoBlock, cryoLog, cryoTrace, cryoTransaction } from './cryo-rows.ts'
+import {
+  CRYO_COLUMNS,
+  type CryoTrace,
+  cryoBlock,
+  cryoBlockNumber,
+  cryoLog,
+  cryoTrace,
+  cryoTransaction,
+  type RowAt,
+} from './cryo-rows.ts'
 import type { BulkBlock, BulkSource } from './source.ts'
 
 /**
@@ -84,24 +92,29 @@ export class CryoParquetSource implements BulkSource {
       if (chunk.to < from || chunk.from > to) continue
       const lo = chunk.from > from ? chunk.from : from
       const hi = chunk.to < to ? chunk.to : to
-      yield* await this.assemble(lo, hi, traced)
+      const part = await this.load(lo, hi, traced)
+      for (let k = 0; k < part.count; k++) yield part.block(k)
     }
   }
 
-  /** Blocks lo..hi with their transactions, logs and traces, in order. */
-  private async assemble(lo: bigint, hi: bigint, traced: boolean): Promise<BulkBlock[]> {
+  /**
+   * Blocks lo..hi: the files' rows are read and grouped by block at once, but a block's rows
+   * are checked and converted only when it is taken, so a caller writing blocks as they come
+   * (the import) has the database write one batch while this converts the next, rather than
+   * waiting for a whole file's conversion (docs/benchmarks.md).
+   */
+  private async load(lo: bigint, hi: bigint, traced: boolean): Promise<Part> {
     // Blocks by number as a plain number (a chunk is a few thousand blocks at most): bigint map
     // keys cost a hash of the bigint on every one of the chunk's rows.
-    const base = lo
     const count = Number(hi - lo) + 1
-    const out: (BulkBlock | undefined)[] = new Array(count)
-    const slot = (n: bigint) => (n >= lo && n <= hi ? Number(n - base) : -1)
+    const headers: (BulkBlock['header'] | undefined)[] = new Array(count)
     const blockRows = await this.rows('blocks', lo, hi)
+    const blockAt: RowAt = { dataset: 'blocks', row: 0 }
     for (let i = 0; i < blockRows.length; i++) {
-      const b = cryoBlock(blockRows[i] as Record<string, unknown>, { dataset: 'blocks', row: i })
-      const k = slot(b.number)
-      if (k < 0) continue
-      const header = {
+      blockAt.row = i
+      const b = cryoBlock(blockRows[i] as Row, blockAt)
+      if (b.number < lo || b.number > hi) continue
+      headers[Number(b.number - lo)] = {
         number: b.number,
         hash: b.hash,
         parentHash: b.parentHash,
@@ -110,63 +123,33 @@ export class CryoParquetSource implements BulkSource {
         transactionCount: 0,
         ...(b.gasUsed === undefined ? {} : { gasUsed: b.gasUsed }),
       }
-      out[k] = { header, logs: [], internal: traced ? [] : undefined }
     }
     for (let k = 0; k < count; k++)
-      if (out[k] === undefined)
-        throw invalidRequest(`block ${base + BigInt(k)} is missing from the blocks files`)
-    const at = (k: number, n: bigint, what: string) => {
-      const b = out[k]
-      if (!b) throw invalidRequest(`${what} of block ${n}, which the blocks files do not hold`)
-      return b
-    }
-    const txRows = await this.rows('transactions', lo, hi)
-    for (let i = 0; i < txRows.length; i++) {
-      const { block, tx } = cryoTransaction(txRows[i] as Record<string, unknown>, {
-        dataset: 'transactions',
-        row: i,
+      if (headers[k] === undefined)
+        throw invalidRequest(`block ${lo + BigInt(k)} is missing from the blocks files`)
+    const txs = byBlock(await this.rows('transactions', lo, hi), 'transactions', lo, count)
+    const logs = byBlock(await this.rows('logs', lo, hi), 'logs', lo, count)
+    const traces = traced ? byBlock(await this.rows('traces', lo, hi), 'traces', lo, count) : undefined
+    const block = (k: number): BulkBlock => {
+      const header = headers[k] as BulkBlock['header']
+      const list = header.transactions as IndexedTransaction[]
+      txs.each(k, (r, at) => list.push(cryoTransaction(r, at).tx))
+      list.sort((x, y) => x.index - y.index)
+      header.transactionCount = list.length
+      const out: BulkBlock = { header, logs: [], internal: undefined }
+      logs.each(k, (r, at) => {
+        const log = cryoLog(r, at, header)
+        if (log) out.logs.push(log)
       })
-      const k = slot(block)
-      if (k >= 0) at(k, block, 'a transaction').header.transactions?.push(tx)
-    }
-    const logRows = await this.rows('logs', lo, hi)
-    for (let i = 0; i < logRows.length; i++) {
-      const { block, log } = cryoLog(logRows[i] as Record<string, unknown>, { dataset: 'logs', row: i })
-      const k = slot(block)
-      if (k < 0) continue
-      const b = at(k, block, 'a log')
-      b.logs.push({
-        address: log.address,
-        topics: log.topics,
-        data: log.data,
-        txHash: log.txHash,
-        logIndex: log.logIndex,
-        blockNumber: log.blockNumber,
-        blockHash: b.header.hash,
-        blockTimestamp: b.header.timestamp,
-      } satisfies ChainLog)
-    }
-    if (traced) {
-      const byBlock = new Map<number, CryoTrace[]>()
-      const traceRows = await this.rows('traces', lo, hi)
-      for (let i = 0; i < traceRows.length; i++) {
-        const t = cryoTrace(traceRows[i] as Record<string, unknown>, { dataset: 'traces', row: i })
-        const k = slot(t.block)
-        if (k < 0) continue
-        at(k, t.block, 'a trace')
-        const list = byBlock.get(k)
-        if (list) list.push(t)
-        else byBlock.set(k, [t])
+      out.logs.sort((x, y) => x.logIndex - y.logIndex)
+      if (traces) {
+        const frames: CryoTrace[] = []
+        traces.each(k, (r, at) => frames.push(cryoTrace(r, at)))
+        out.internal = internalOf(frames)
       }
-      for (const [k, list] of byBlock) (out[k] as BulkBlock).internal = internalOf(list)
+      return out
     }
-    const blocks = out as BulkBlock[]
-    for (const b of blocks) {
-      b.header.transactions?.sort((x, y) => x.index - y.index)
-      b.header.transactionCount = b.header.transactions?.length ?? 0
-      b.logs.sort((x, y) => x.logIndex - y.logIndex)
-    }
-    return blocks
+    return { count, block }
   }
 
   /** Rows of every file of `dataset` overlapping lo..hi (the last file read is kept). */
@@ -199,6 +182,49 @@ export class CryoParquetSource implements BulkSource {
       for (const r of rows) out.push(r)
     }
     return out
+  }
+}
+
+type Row = Record<string, unknown>
+
+/** A chunk's blocks, each converted when taken (index 0 is the chunk's first block). */
+interface Part {
+  count: number
+  block(k: number): BulkBlock
+}
+
+/** A dataset's rows grouped by block, in file order within a block; rows outside the chunk dropped. */
+interface ByBlock {
+  /** Calls `f` on block k's rows; `at` names the row (one object, updated, not one per row). */
+  each(k: number, f: (r: Row, at: RowAt) => void): void
+}
+
+function byBlock(rows: Row[], dataset: Dataset, lo: bigint, count: number): ByBlock {
+  // A counting sort by block: cryo writes rows in block order, but nothing here relies on it.
+  const at: RowAt = { dataset, row: 0 }
+  const slots = new Int32Array(rows.length)
+  const start = new Int32Array(count + 1)
+  for (let i = 0; i < rows.length; i++) {
+    at.row = i
+    const n = cryoBlockNumber(rows[i] as Row, at)
+    const k = n >= lo && n - lo < BigInt(count) ? Number(n - lo) : -1
+    slots[i] = k
+    if (k >= 0) (start[k + 1] as number)++
+  }
+  for (let k = 0; k < count; k++) (start[k + 1] as number) += start[k] as number
+  const fill = start.slice(0, count)
+  const order = new Int32Array(start[count] as number)
+  for (let i = 0; i < rows.length; i++) {
+    const k = slots[i] as number
+    if (k >= 0) order[(fill[k] as number)++] = i
+  }
+  return {
+    each(k, f) {
+      for (let j = start[k] as number; j < (start[k + 1] as number); j++) {
+        at.row = order[j] as number
+        f(rows[at.row] as Row, at)
+      }
+    },
   }
 }
 

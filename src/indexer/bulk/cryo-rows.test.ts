@@ -1,4 +1,7 @@
 import { describe, expect, it } from 'vitest'
+import { hexToBytes } from '../../storage/bytea.ts'
+import type { Hash } from '../../types.ts'
+import { TRANSFER_TOPIC } from '../decode.ts'
 import { cryoLog, cryoTrace, cryoTransaction } from './cryo-rows.ts'
 
 /** cryo rows checked by hand: bad values are refused with the dataset, row and column named. */
@@ -50,8 +53,17 @@ describe('cryo rows', () => {
       topic1: bytes(31),
       data: new Uint8Array(),
     }
-    expect(() => cryoLog(log, { dataset: 'logs', row: 3 })).toThrow('logs row 3: topic1: expected 32 bytes')
-    expect(cryoLog({ ...log, topic1: null }, { dataset: 'logs', row: 3 }).log.topics).toHaveLength(1)
+    const of = { number: 1n, hash: `0x${'11'.repeat(32)}` as Hash, timestamp: 1 }
+    const logAt = { dataset: 'logs', row: 3 }
+    const transfer = { ...log, topic0: hexToBytes(TRANSFER_TOPIC) }
+    expect(() => cryoLog(transfer, logAt, of)).toThrow('logs row 3: topic1: expected 32 bytes')
+    expect(cryoLog({ ...transfer, topic1: null }, logAt, of)?.topics).toEqual([TRANSFER_TOPIC])
+    // A log no decoder reads is not converted, but its columns are still checked.
+    expect(cryoLog({ ...log, topic1: null }, logAt, of)).toBeUndefined()
+    expect(() => cryoLog(log, logAt, of)).toThrow('logs row 3: topic1: expected 32 bytes')
+    expect(() => cryoLog({ ...log, topic1: null, address: bytes(19) }, logAt, of)).toThrow(
+      'logs row 3: address: expected 20 bytes',
+    )
     expect(() =>
       cryoTrace(
         { block_number: 1, action_type: 'call', trace_address: '0-1' },

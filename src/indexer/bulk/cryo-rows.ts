@@ -2,6 +2,7 @@ import { getContractAddress } from 'viem'
 import { invalidRequest } from '../../errors.ts'
 import type { Address, Hash, Hex } from '../../types.ts'
 import type { ChainLog } from '../chain.ts'
+import { TRANSFER_BATCH_TOPIC, TRANSFER_SINGLE_TOPIC, TRANSFER_TOPIC } from '../decode.ts'
 import type { InternalTransfer } from '../traces.ts'
 import type { IndexedTransaction } from '../types.ts'
 
@@ -190,29 +191,75 @@ export function cryoTransaction(r: Row, at: RowAt): { block: bigint; tx: Indexed
 
 const TOPICS = ['topic0', 'topic1', 'topic2', 'topic3'] as const
 
-/** A log; its block hash and timestamp come from the block (cryo's logs may omit them). */
+/**
+ * The first topics decode.ts reads transfers from, as bytes and as text. A log under any other
+ * first topic yields no row and no skip (decodeLog returns nothing for it), so the import checks
+ * its columns but never hex-encodes them: at mainnet density two logs in five are not transfers,
+ * and their strings were a large part of the decode's garbage.
+ */
+const READ_TOPICS = [TRANSFER_TOPIC, TRANSFER_SINGLE_TOPIC, TRANSFER_BATCH_TOPIC]
+const READ_TOPIC_BYTES = READ_TOPICS.map((t) => Buffer.from(t.slice(2), 'hex'))
+
+function isReadTopic(v: unknown): boolean {
+  if (typeof v === 'string') return READ_TOPICS.includes(v.toLowerCase() as Hash)
+  if (!(v instanceof Uint8Array) || v.byteLength !== 32) return false
+  for (const t of READ_TOPIC_BYTES) {
+    let i = 0
+    while (i < 32 && t[i] === v[i]) i++
+    if (i === 32) return true
+  }
+  return false
+}
+
+/** The checks `sized` makes, without building the value. */
+function checkSized(v: unknown, n: number, at: RowAt, column: string): void {
+  const bytes = v instanceof Uint8Array ? v.byteLength : typeof v === 'string' ? (v.length - 2) / 2 : -1
+  if (bytes !== n) bad(at, column, `${n} bytes`)
+  if (typeof v === 'string' && !HEX.test(v)) bad(at, column, 'bytes or 0x-hex text')
+}
+
+/**
+ * A log of `block` (the caller has read the row's block_number), or undefined when the log is
+ * well-formed but its first topic is none decode.ts reads: no transfer can come of it.
+ */
 export function cryoLog(
   r: Row,
   at: RowAt,
-): { block: bigint; log: Omit<ChainLog, 'blockHash' | 'blockTimestamp'> } {
+  block: { number: bigint; hash: Hash; timestamp: number },
+): ChainLog | undefined {
+  const logIndex = small(r.log_index, at, 'log_index')
+  if (!isReadTopic(r.topic0)) {
+    for (const name of TOPICS) {
+      const t = r[name]
+      if (t === null || t === undefined) break
+      checkSized(t, 32, at, name)
+    }
+    checkSized(r.address, 20, at, 'address')
+    if (!(r.data instanceof Uint8Array)) hexOf(r.data, at, 'data')
+    checkSized(r.transaction_hash, 32, at, 'transaction_hash')
+    return undefined
+  }
   const topics: Hash[] = []
   for (const name of TOPICS) {
     const t = optSized<Hash>(r[name], 32, at, name)
     if (t === undefined) break
     topics.push(t)
   }
-  const block = int(r.block_number, at, 'block_number')
   return {
-    block,
-    log: {
-      address: sized(r.address, 20, at, 'address'),
-      topics,
-      data: hexOf(r.data, at, 'data'),
-      txHash: sized(r.transaction_hash, 32, at, 'transaction_hash'),
-      logIndex: small(r.log_index, at, 'log_index'),
-      blockNumber: block,
-    },
+    address: sized(r.address, 20, at, 'address'),
+    topics,
+    data: hexOf(r.data, at, 'data'),
+    txHash: sized(r.transaction_hash, 32, at, 'transaction_hash'),
+    logIndex,
+    blockNumber: block.number,
+    blockHash: block.hash,
+    blockTimestamp: block.timestamp,
   }
+}
+
+/** A row's block_number, checked (to group a file's rows by block before reading them). */
+export function cryoBlockNumber(r: Row, at: RowAt): bigint {
+  return int(r.block_number, at, 'block_number')
 }
 
 export interface CryoTrace {

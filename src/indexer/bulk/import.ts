@@ -1,3 +1,4 @@
+import { setImmediate } from 'node:timers/promises'
 import type { Network } from '../../chains/registry.ts'
 import { HalyardError, invalidRequest } from '../../errors.ts'
 import type { Storage } from '../../storage/database.ts'
@@ -73,21 +74,21 @@ async function importLocked(db: Storage['db'], opts: ImportOptions): Promise<Imp
   const net = { slug, chainId: opts.network.chainId }
   const batchSize = opts.batchBlocks ?? DEFAULT_BATCH
   let prev: Hash | null = cursor?.hash ?? null
-  let batch: BulkBlock[] = []
+  let batch = new Batch()
   // One batch is written while the next is read and decoded: the database's work and ours
   // overlap (docs/benchmarks.md). Batches commit in order, one at a time, each with its cursor.
   let writing: Promise<void> | undefined
   const flush = async () => {
-    if (batch.length === 0) return
-    const rows = prepare(net, batch)
-    batch = []
+    if (batch.blocks.length === 0) return
+    const rows = await batch.rows(writing !== undefined)
+    batch = new Batch()
     if (writing) await writing
     writing = write(db, slug, rows).then(() => {
       result.from ??= rows.from
       result.to = rows.last.number
       result.blocks += rows.blocks
-      result.transfers += rows.transfers.length
-      result.native += rows.native.length
+      result.transfers += rows.transfers
+      result.native += rows.native
       result.skippedLogs += rows.skipped
       opts.onBatch?.({
         to: rows.last.number,
@@ -106,8 +107,12 @@ async function importLocked(db: Storage['db'], opts: ImportOptions): Promise<Imp
           `block ${b.header.number} does not follow the ${b.header.number === start ? 'indexed cursor' : 'previous block'}: its parent is ${b.header.parentHash}, expected ${prev}`,
         )
       prev = b.header.hash
-      batch.push(b)
-      if (batch.length >= batchSize) await flush()
+      batch.add(net, b)
+      if (batch.blocks.length >= batchSize) await flush()
+      // A source that converts blocks as they are taken (CryoParquetSource) never waits for
+      // I/O between them: without a turn of the event loop here the write's answers would not be
+      // read, nor its next statement sent, until the whole batch had been gathered.
+      else if (writing) await setImmediate()
     }
     await flush()
   } finally {
@@ -120,47 +125,65 @@ async function importLocked(db: Storage['db'], opts: ImportOptions): Promise<Imp
 
 interface BatchRows {
   from: bigint
-  last: BulkBlock['header']
+  last: Block
   blocks: number
-  transfers: store.StoredTransfer[]
-  native: store.StoredNativeTransfer[]
-  kept: { number: bigint; hash: Hash; parentHash: Hash }[]
+  transfers: number
+  native: number
+  /** Made ready before the previous batch's write is awaited: its statements then follow each other. */
+  writes: { transfers: store.TransferWrite; native: ReturnType<typeof store.nativeWrite> }
+  kept: Block[]
   skipped: number
 }
 
-function prepare(net: Pick<Network, 'slug' | 'chainId'>, batch: BulkBlock[]): BatchRows {
-  const skipped: SkippedLog[] = []
-  const transfers: store.StoredTransfer[] = []
-  const native: store.StoredNativeTransfer[] = []
-  for (const b of batch) {
-    for (const t of blockTransfers(net, b.header, b.logs, skipped)) {
+type Block = { number: bigint; hash: Hash; parentHash: Hash }
+
+/**
+ * The rows of the blocks gathered so far, made as each block arrives: the work comes in
+ * block-sized pieces between which the event loop turns, rather than in one piece at the
+ * flush, during which the batch being written would wait for its next statement.
+ */
+class Batch {
+  readonly blocks: Block[] = []
+  private readonly transfers: store.StoredTransfer[] = []
+  private readonly native: store.StoredNativeTransfer[] = []
+  private readonly skipped: SkippedLog[] = []
+
+  add(net: Pick<Network, 'slug' | 'chainId'>, b: BulkBlock): void {
+    const { number, hash, parentHash, timestamp } = b.header
+    this.blocks.push({ number, hash, parentHash })
+    for (const t of blockTransfers(net, b.header, b.logs, this.skipped)) {
       const row = t as store.StoredTransfer
-      row.blockNumber = b.header.number
-      row.blockHash = b.header.hash
-      row.timestamp = b.header.timestamp
-      transfers.push(row)
+      row.blockNumber = number
+      row.blockHash = hash
+      row.timestamp = timestamp
+      this.transfers.push(row)
     }
-    for (const r of nativeTransfersOf(b.header, b.internal)) native.push(r)
+    for (const r of nativeTransfersOf(b.header, b.internal)) this.native.push(r)
   }
-  const last = (batch.at(-1) as BulkBlock).header
-  const kept = batch
-    .filter((b) => b.header.number + KEEP_BLOCKS > last.number)
-    .map((b) => ({ number: b.header.number, hash: b.header.hash, parentHash: b.header.parentHash }))
-  return {
-    from: (batch[0] as BulkBlock).header.number,
-    last,
-    blocks: batch.length,
-    transfers,
-    native,
-    kept,
-    skipped: skipped.length,
+
+  /** The batch's rows; `turn`: between the two packings too, the event loop turns. */
+  async rows(turn: boolean): Promise<BatchRows> {
+    const last = this.blocks.at(-1) as Block
+    const transfers = store.transferWrite(this.transfers)
+    if (turn) await setImmediate()
+    const native = store.nativeWrite(this.native)
+    return {
+      from: (this.blocks[0] as Block).number,
+      last,
+      blocks: this.blocks.length,
+      transfers: this.transfers.length,
+      native: this.native.length,
+      writes: { transfers, native },
+      kept: this.blocks.filter((b) => b.number + KEEP_BLOCKS > last.number),
+      skipped: this.skipped.length,
+    }
   }
 }
 
 async function write(db: Storage['db'], slug: string, rows: BatchRows): Promise<void> {
   await db.transaction().execute(async (trx) => {
-    await store.saveTransfers(trx, slug, rows.transfers)
-    await store.saveNativeTransfers(trx, slug, rows.native)
+    await store.writeTransfers(trx, slug, rows.writes.transfers)
+    await store.writeNativeTransfers(trx, slug, rows.writes.native)
     await store.saveBlocks(trx, slug, rows.kept)
     await store.writeCursor(trx, slug, { number: rows.last.number, hash: rows.last.hash })
     await store.pruneBlocks(trx, slug, rows.last.number - KEEP_BLOCKS)

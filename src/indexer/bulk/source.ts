@@ -9,7 +9,10 @@ import type { InternalTransfer } from '../traces.ts'
 export interface BulkBlock {
   /** With `transactions` (each with `created` for a creation when the source can tell). */
   header: ChainHeader
-  /** Every log of the block. */
+  /**
+   * The block's logs; a source may leave out those whose first topic none of decode.ts's events
+   * has, since the index stores nothing of them.
+   */
   logs: ChainLog[]
   /** Value-moving call frames; undefined when the source has no traces for the block. */
   internal: InternalTransfer[] | undefined
