@@ -1,7 +1,6 @@
 import { type Dispatcher, Pool } from 'undici'
 import { z } from 'zod'
 import type { RpcOutcome } from '../jsonrpc.ts'
-import { DeadlineSweep, type Expiring } from './deadline-sweep.ts'
 import { RawResult, rawResultText } from './raw-answer.ts'
 
 /** A transport-level failure: the upstream did not give a usable JSON-RPC answer. */
@@ -59,16 +58,16 @@ const DEADLINE = new Error('upstream deadline')
 
 /**
  * One POST through `Pool.dispatch`: the answer's chunks are collected as they come, with no
- * response stream, no AbortSignal and no promise per step. The deadline is watched by the
- * upstream's one DeadlineSweep, not a timer per call: `AbortSignal.timeout` plus undici's abort
- * listener cost about 15 µs a call, and a plain timer per call still ≈ 1 µs.
+ * response stream, no AbortSignal and no promise per step. The deadline is one plain timer:
+ * `AbortSignal.timeout` plus undici's abort listener cost about 15 µs a call, which at gateway
+ * rates was a visible share of a core.
  */
-class Exchange<T> implements Dispatcher.DispatchHandler, Expiring {
+class Exchange<T> implements Dispatcher.DispatchHandler {
   private controller: Dispatcher.DispatchController | undefined
   private status = 0
   private readonly chunks: Buffer[] = []
   private settled = false
-  readonly deadline: number
+  private readonly timer: NodeJS.Timeout
 
   constructor(
     private readonly upstream: HttpUpstream,
@@ -77,14 +76,13 @@ class Exchange<T> implements Dispatcher.DispatchHandler, Expiring {
     private readonly resolve: (value: T) => void,
     private readonly reject: (err: unknown) => void,
     timeoutMs: number,
-    private readonly sweep: DeadlineSweep,
   ) {
-    this.deadline = performance.now() + timeoutMs
-    sweep.add(this)
+    this.timer = setTimeout(() => this.expire(), timeoutMs)
+    this.timer.unref()
   }
 
   /** The deadline passed: the caller hears at once, even while the request still waits for a socket. */
-  expire() {
+  private expire() {
     if (this.settled) return
     this.settled = true
     this.reject(this.upstream.timeoutError())
@@ -105,7 +103,7 @@ class Exchange<T> implements Dispatcher.DispatchHandler, Expiring {
   }
 
   onResponseEnd(): void {
-    this.sweep.delete(this)
+    clearTimeout(this.timer)
     if (this.settled) return
     this.settled = true
     const up = this.upstream
@@ -127,7 +125,7 @@ class Exchange<T> implements Dispatcher.DispatchHandler, Expiring {
   }
 
   onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
-    this.sweep.delete(this)
+    clearTimeout(this.timer)
     if (this.settled) return
     this.settled = true
     this.reject(this.upstream.transportError(err))
@@ -140,7 +138,6 @@ export class HttpUpstream {
   private readonly pool: Pool
   private readonly path: string
   private readonly headers: Record<string, string>
-  private readonly deadlines = new DeadlineSweep()
 
   constructor(
     readonly url: string,
@@ -241,16 +238,14 @@ export class HttpUpstream {
     // Budgets are computed from fractional latencies; timers want whole milliseconds.
     const timeoutMs = Math.max(1, Math.ceil(deadlineMs))
     return new Promise<T>((resolve, reject) => {
-      const exchange = new Exchange(this, read, resolve, reject, timeoutMs, this.deadlines)
+      const exchange = new Exchange(this, read, resolve, reject, timeoutMs)
       const opts = {
         path: this.path,
         method: 'POST' as const,
         headers: this.headers,
         body,
-        // The exchange's deadline covers the whole call. undici's own per-request timers, given
-        // each call's (always different) remaining budget, were re-made on every request.
-        headersTimeout: 0,
-        bodyTimeout: 0,
+        headersTimeout: timeoutMs,
+        bodyTimeout: timeoutMs,
       }
       // Refusals (a closed pool) come back through the handler's onResponseError too.
       this.pool.dispatch(opts, exchange)
