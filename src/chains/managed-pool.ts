@@ -12,7 +12,7 @@ import type {
   UpstreamPolicy,
   UpstreamPool,
 } from './upstream-pool.ts'
-import { type Series, UpstreamSeries } from './upstream-series.ts'
+import { UpstreamSeries } from './upstream-series.ts'
 import { LatencyWindow, type UpstreamState as State, type UpstreamStatus } from './upstream-state.ts'
 
 /** The method label a batch's latency and series go under. */
@@ -237,11 +237,8 @@ export class ManagedPool implements UpstreamPool {
     throw this.health.noUpstream(failures)
   }
 
-  /**
-   * One call (or batch) to one upstream: latency, errors and breaker bookkeeping, as the
-   * reaction to the upstream's own promise (no async step of its own per forwarded call).
-   */
-  private attempt<T = RpcOutcome>(
+  /** One call (or batch) to one upstream: latency, errors and breaker bookkeeping. */
+  private async attempt<T = RpcOutcome>(
     s: State,
     method: string,
     send: readonly unknown[] | ((timeoutMs: number) => Promise<T>),
@@ -249,48 +246,37 @@ export class ManagedPool implements UpstreamPool {
     /** A successful answer kept as the node's bytes (`callRaw`). */
     raw = false,
   ): Promise<T> {
+    const m = this.deps.metrics
     const series = this.series?.of(s.id, method)
     series?.inc()
     const started = performance.now()
-    let sent: Promise<T>
     try {
-      sent = (
+      const out = (
         typeof send === 'function'
-          ? send(timeoutMs)
+          ? await send(timeoutMs)
           : raw
-            ? s.upstream.callRaw(method, send, timeoutMs)
-            : s.upstream.call(method, send, timeoutMs)
-      ) as Promise<T>
+            ? await s.upstream.callRaw(method, send, timeoutMs)
+            : await s.upstream.call(method, send, timeoutMs)
+      ) as T
+      const ms = performance.now() - started
+      s.recordSuccess(ms)
+      // The method's p95 is read by hedging alone: with hedging off nothing keeps it.
+      if (this.settings.hedge) this.methodWindow(method).add(ms)
+      series?.observe(ms / 1000)
+      // Live head updates keep lag and finality current between probes.
+      // (The method first: reading a forwarded result parses it; chains/raw-answer.ts.)
+      if (method === 'eth_blockNumber') {
+        const result = (out as RpcOutcome).result
+        if (typeof result === 'string') this.health.noteHead(s, Number(result))
+      }
+      return out
     } catch (err) {
-      sent = Promise.reject(err)
+      if (err instanceof UpstreamError) {
+        m?.upstreamErrors.inc({ network: this.networkLabel, upstream: s.id, kind: err.kind })
+        this.health.noteFailure(s, err)
+      }
+      throw err
     }
-    return sent.then(
-      (out) => this.answered(s, method, series, started, out),
-      (err) => this.failed(s, err),
-    )
-  }
-
-  private answered<T>(s: State, method: string, series: Series | undefined, started: number, out: T): T {
-    const ms = performance.now() - started
-    s.recordSuccess(ms)
-    // The method's p95 is read by hedging alone: with hedging off nothing keeps it.
-    if (this.settings.hedge) this.methodWindow(method).add(ms)
-    series?.observe(ms / 1000)
-    // Live head updates keep lag and finality current between probes.
-    // (The method first: reading a forwarded result parses it; chains/raw-answer.ts.)
-    if (method === 'eth_blockNumber') {
-      const result = (out as RpcOutcome).result
-      if (typeof result === 'string') this.health.noteHead(s, Number(result))
-    }
-    return out
-  }
-
-  private failed(s: State, err: unknown): never {
-    if (err instanceof UpstreamError) {
-      this.deps.metrics?.upstreamErrors.inc({ network: this.networkLabel, upstream: s.id, kind: err.kind })
-      this.health.noteFailure(s, err)
-    }
-    throw err
   }
 
   private methodWindow(method: string): LatencyWindow {

@@ -144,16 +144,15 @@ export class RpcService {
     }
     const p = this.fetch(network, rt, request, spec, plan, key)
     this.inflight.set(key, p)
+    // Registered before the caller's own reaction, so the entry is gone when the caller resumes.
+    const forget = () => {
+      if (this.inflight.get(key) === p) this.inflight.delete(key)
+    }
+    p.then(forget, forget)
     return p
   }
 
-  /**
-   * Runs the call and settles it. Its entry in `inflight` (under `key`) is removed in the same
-   * step that makes the execution, before anyone awaiting the promise resumes: no reaction of
-   * its own per call. The entry is always this call's: `lead` sets it once `fetch` has
-   * returned, and nothing replaces it while the call is in flight.
-   */
-  private fetch(
+  private async fetch(
     network: Network,
     rt: NetworkRuntime,
     request: JsonRpcRequest,
@@ -162,39 +161,23 @@ export class RpcService {
     key: string | undefined,
     caller?: Caller,
   ): Promise<Execution> {
-    let running: Promise<RpcOutcome>
+    let outcome: RpcOutcome
     try {
-      running = spec.run
-        ? spec.run({ network, logs: rt.logs, ...(caller ? { caller } : {}) }, request.params)
+      outcome = spec.run
+        ? await spec.run({ network, logs: rt.logs, ...(caller ? { caller } : {}) }, request.params)
         : // The gateway forwarding the client's call: the node's answer goes back unchanged,
           // whatever its shape, so a raw pool call and not a typed read (chains/reads.ts), its
           // result kept as the node's bytes where the pool can (chains/raw-answer.ts).
-          forward(network, request)
+          await forward(network, request)
     } catch (err) {
-      running = Promise.reject(err)
-    }
-    return running.then(
-      (outcome) => this.settle(network, spec, plan, key, outcome),
-      (err) =>
-        this.settle(network, spec, plan, key, {
-          error: toJsonRpcError(err, {
-            logger: this.logger,
-            what: 'JSON-RPC call',
-            fields: { network: network.slug, method: request.method },
-          }),
+      outcome = {
+        error: toJsonRpcError(err, {
+          logger: this.logger,
+          what: 'JSON-RPC call',
+          fields: { network: network.slug, method: request.method },
         }),
-    )
-  }
-
-  /** Counts the call, stores its result where the plan allows, and lets later calls lead again. */
-  private settle(
-    network: Network,
-    spec: MethodSpec,
-    plan: CachePlan,
-    key: string | undefined,
-    outcome: RpcOutcome,
-  ): Execution {
-    if (key !== undefined) this.inflight.delete(key)
+      }
+    }
     this.count(network, spec, outcome.error ? 'error' : 'ok')
     if (plan.kind === 'none' || key === undefined) return { outcome, cache: 'none' }
     if (outcome.error === undefined) {
