@@ -1,0 +1,142 @@
+/**
+ * npm run bench:rpc-ab — bench:rpc's distinct row alone (a new eth_getBalance on every request:
+ * neither the cache nor coalescing answers it), for the bare Node proxy and for Halyard from this
+ * checkout and from others, alternated BENCH_REPS times (default 3) in one run, so that before and
+ * after share the machine's state: the way to tell a change of a few µs per call from the noise.
+ *
+ * BENCH_AB=DIR[,DIR…]: other checkouts of Halyard to run beside this one, each serving its own
+ * sources through its own copy of this file (for an older commit: `git worktree add DIR REV`,
+ * `ln -s "$PWD/node_modules" DIR/`, and copy this commit's bench/ and bin/ into DIR).
+ *
+ * Per row: req/s, p50, the server's CPU µs per request and its main thread's part (the rest is
+ * V8's helper threads: garbage collection, compilers). BENCH_PROFILE=1 runs each Halyard under
+ * `--cpu-prof` and prints its top functions in µs per request. BENCH_SECONDS per row (default 5)
+ * after a 2 s warm-up; one process on PGlite, with the Redis limiter when REDIS_URL is set.
+ */
+import { mkdtempSync, rmSync } from 'node:fs'
+import { loadavg, tmpdir } from 'node:os'
+import path from 'node:path'
+import { startAnvil } from '../src/devnet/anvil.ts'
+import { cpuTop, formatCpuTop, profileFiles } from './lib/cpu-top.ts'
+import { startFloor } from './lib/floor-http.ts'
+import { serveHalyardChild, startHalyardChild, stopHalyardChild } from './lib/halyard-child.ts'
+import { mainThreadCpuUs, treeCpuUs } from './lib/proc-cpu.ts'
+import { findWrk, runWrk } from './lib/wrk.ts'
+
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 5)
+const REPS = Number(process.env.BENCH_REPS ?? 3)
+const PROFILE = process.env.BENCH_PROFILE === '1'
+const OTHERS = (process.env.BENCH_AB ?? '').split(',').filter((d) => d !== '')
+
+const monotonicUs = () => Number(process.hrtime.bigint() / 1000n)
+
+interface Measured {
+  reqPerSec: number
+  p50: number
+  cpuUs: number
+  mainUs: number
+  window: { from: number; to: number }
+}
+
+async function distinctRow(
+  wrk: string,
+  url: string,
+  pid: number | undefined,
+  headers: Record<string, string>,
+): Promise<Measured> {
+  const opts = {
+    url,
+    // wrk's Lua script replaces the body with a new eth_getBalance on every request.
+    body: '{}',
+    headers: { 'content-type': 'application/json', ...headers },
+    connections: 50,
+    distinct: true,
+  }
+  await runWrk(wrk, { ...opts, seconds: 2 })
+  const from = monotonicUs()
+  const cpu0 = treeCpuUs(pid) ?? 0
+  const main0 = mainThreadCpuUs(pid) ?? 0
+  const r = await runWrk(wrk, { ...opts, seconds: SECONDS })
+  const calls = r.reqPerSec * SECONDS
+  return {
+    reqPerSec: r.reqPerSec,
+    p50: r.p50,
+    cpuUs: ((treeCpuUs(pid) ?? 0) - cpu0) / calls,
+    mainUs: ((mainThreadCpuUs(pid) ?? 0) - main0) / calls,
+    window: { from, to: monotonicUs() },
+  }
+}
+
+const line = (name: string, m: Measured) =>
+  `  ${name.padEnd(44)} ${Math.round(m.reqPerSec).toLocaleString('en-US').padStart(7)} req/s  p50 ${m.p50.toFixed(2)} ms  ${m.cpuUs.toFixed(1)} µs CPU/req (main thread ${m.mainUs.toFixed(1)})`
+
+async function main() {
+  const wrk = findWrk()
+  if (!wrk) {
+    console.error('bench:rpc-ab needs wrk (apt-get install wrk)')
+    process.exit(2)
+  }
+  const scripts = [
+    { name: 'Halyard (this checkout)', script: import.meta.filename },
+    ...OTHERS.map((dir) => ({ name: `Halyard (${dir})`, script: path.join(dir, 'bench', 'rpc-ab.ts') })),
+  ]
+  const anvil = await startAnvil()
+  const load0 = loadavg()[0] ?? 0
+  const all = new Map<string, Measured[]>()
+  const keep = (name: string, m: Measured) => {
+    all.set(name, [...(all.get(name) ?? []), m])
+    console.log(line(name, m))
+  }
+  try {
+    for (let rep = 1; rep <= REPS; rep++) {
+      console.log(`round ${rep} of ${REPS}`)
+      const floor = await startFloor(1, anvil.url)
+      try {
+        keep('bare Node proxy', await distinctRow(wrk, floor.url, floor.pid, {}))
+      } finally {
+        await floor.stop()
+      }
+      for (const s of scripts) {
+        const dir = PROFILE ? mkdtempSync(path.join(tmpdir(), 'halyard-rpc-ab-')) : undefined
+        const h = await startHalyardChild(s.script, anvil.url, dir ? { profileDir: dir } : {})
+        let m: Measured
+        try {
+          m = await distinctRow(wrk, h.url, h.child.pid, { 'x-api-key': h.key })
+        } finally {
+          await stopHalyardChild(h, PROFILE ? 30_000 : 5_000)
+        }
+        keep(s.name, m)
+        if (dir) {
+          console.log(formatCpuTop(cpuTop(profileFiles(dir), m.window), 30, m.reqPerSec * SECONDS))
+          rmSync(dir, { recursive: true, force: true })
+        }
+      }
+    }
+  } finally {
+    await anvil.stop()
+  }
+  console.log(
+    `\nmedians over ${REPS} rounds (load average ${load0.toFixed(2)} before, ${(loadavg()[0] ?? 0).toFixed(2)} after):`,
+  )
+  for (const [name, rows] of all) {
+    const med = (f: (m: Measured) => number) => {
+      const v = rows.map(f).sort((a, b) => a - b)
+      return v[Math.floor(v.length / 2)] ?? 0
+    }
+    console.log(
+      line(name, {
+        reqPerSec: med((m) => m.reqPerSec),
+        p50: med((m) => m.p50),
+        cpuUs: med((m) => m.cpuUs),
+        mainUs: med((m) => m.mainUs),
+        window: { from: 0, to: 0 },
+      }),
+    )
+  }
+}
+
+if (process.argv[2] === '--server') {
+  await serveHalyardChild(process.argv[3] ?? '', '/rpc/ethereum/devnet', { finalityDepth: 2 })
+} else {
+  await main()
+}
