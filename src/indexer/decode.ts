@@ -47,6 +47,12 @@ export function decodeLog(log: IndexedLog): DecodedLog {
   return NONE
 }
 
+/**
+ * The first topics decodeLog reads: a log under any other yields no transfer and no skip, so a
+ * reader that must convert every log (the Parquet import) may leave the others unconverted.
+ */
+export const DECODED_TOPICS: readonly string[] = [TRANSFER_TOPIC, TRANSFER_SINGLE_TOPIC, TRANSFER_BATCH_TOPIC]
+
 function transfer(log: IndexedLog): DecodedLog {
   const n = log.topics.length
   if (n !== 3 && n !== 4) return skip('Transfer', `${n} topics (ERC-20 has 3, ERC-721 has 4)`)

@@ -2,7 +2,7 @@ import { getContractAddress } from 'viem'
 import { invalidRequest } from '../../errors.ts'
 import type { Address, Hash, Hex } from '../../types.ts'
 import type { ChainLog } from '../chain.ts'
-import { TRANSFER_BATCH_TOPIC, TRANSFER_SINGLE_TOPIC, TRANSFER_TOPIC } from '../decode.ts'
+import { DECODED_TOPICS } from '../decode.ts'
 import type { InternalTransfer } from '../traces.ts'
 import type { IndexedTransaction } from '../types.ts'
 
@@ -192,16 +192,14 @@ export function cryoTransaction(r: Row, at: RowAt): { block: bigint; tx: Indexed
 const TOPICS = ['topic0', 'topic1', 'topic2', 'topic3'] as const
 
 /**
- * The first topics decode.ts reads transfers from, as bytes and as text. A log under any other
- * first topic yields no row and no skip (decodeLog returns nothing for it), so the import checks
- * its columns but never hex-encodes them: at mainnet density two logs in five are not transfers,
- * and their strings were a large part of the decode's garbage.
+ * decode.ts's first topics as bytes. A log under any other first topic yields no row and no
+ * skip, so the import checks its columns but never hex-encodes them: at mainnet density two logs
+ * in five are not transfers, and their strings were a large part of the decode's garbage.
  */
-const READ_TOPICS = [TRANSFER_TOPIC, TRANSFER_SINGLE_TOPIC, TRANSFER_BATCH_TOPIC]
-const READ_TOPIC_BYTES = READ_TOPICS.map((t) => Buffer.from(t.slice(2), 'hex'))
+const READ_TOPIC_BYTES = DECODED_TOPICS.map((t) => Buffer.from(t.slice(2), 'hex'))
 
 function isReadTopic(v: unknown): boolean {
-  if (typeof v === 'string') return READ_TOPICS.includes(v.toLowerCase() as Hash)
+  if (typeof v === 'string') return DECODED_TOPICS.includes(v.toLowerCase())
   if (!(v instanceof Uint8Array) || v.byteLength !== 32) return false
   for (const t of READ_TOPIC_BYTES) {
     let i = 0
