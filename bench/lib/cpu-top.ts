@@ -131,21 +131,26 @@ export function cpuTop(files: readonly string[], window?: Window): CpuTop {
   for (const file of files) {
     const prof = JSON.parse(readFileSync(file, 'utf8')) as CpuProfile
     longest = Math.max(longest, prof.endTime - prof.startTime)
-    const nodes = new Map(prof.nodes.map((n) => [n.id, n.callFrame]))
+    // What a sample's frame names, worked out once per node rather than once per sample (a
+    // bundled frame's source is looked up in the bundle's module markers).
+    const nodes = new Map(
+      prof.nodes.map((n) => {
+        const f = n.callFrame
+        return [n.id, { pkg: packageOf(f), where: whereOf(f), name: f.functionName || '(anonymous)' }]
+      }),
+    )
     let t = prof.startTime
     for (let i = 0; i < prof.samples.length; i++) {
       t += prof.timeDeltas[i] ?? 0
       // A sample stands for the time until the next one.
       const us = Math.max(0, prof.timeDeltas[i + 1] ?? 0)
       if (window && (t < window.from || t > window.to)) continue
-      const frame = nodes.get(prof.samples[i]!)
-      if (!frame) continue
-      const pkg = packageOf(frame)
+      const node = nodes.get(prof.samples[i]!)
+      if (!node) continue
+      const { pkg, where, name } = node
       if (pkg === '(idle)') continue
       busy += us
       byPkg.set(pkg, (byPkg.get(pkg) ?? 0) + us)
-      const where = whereOf(frame)
-      const name = frame.functionName || '(anonymous)'
       const key = `${name}\n${where}`
       const e = byFn.get(key)
       if (e) e.us += us

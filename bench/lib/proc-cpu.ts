@@ -52,11 +52,7 @@ export function treeCpuUs(root: number | undefined): number | undefined {
 /** CPU microseconds used so far by `pid`'s main thread alone (its other threads: V8's helpers). */
 export function mainThreadCpuUs(pid: number | undefined): number | undefined {
   if (pid === undefined) return undefined
-  try {
-    const s = readFileSync(`/proc/${pid}/task/${pid}/stat`, 'utf8')
-    const f = s.slice(s.lastIndexOf(')') + 2).split(' ')
-    return (Number(f[11]) + Number(f[12])) * TICK_US
-  } catch {
-    return undefined
-  }
+  // The main thread's task has the process's id.
+  const st = stat(`${pid}/task/${pid}`)
+  return st === undefined ? undefined : st.ticks * TICK_US
 }
