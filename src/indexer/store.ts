@@ -7,7 +7,7 @@ import { STANDARD_CODE } from './tables.ts'
 import { applyNftDeltas, nftDeltas } from './transfer-writes.ts'
 
 export * from './tables.ts'
-export type { StoredNativeTransfer, StoredTransfer, TransferWrite } from './transfer-writes.ts'
+export type { NativeWrite, StoredNativeTransfer, StoredTransfer, TransferWrite } from './transfer-writes.ts'
 export {
   nativeWrite,
   saveNativeTransfers,

@@ -163,8 +163,11 @@ interface NativePart {
   paths: (string | null)[]
 }
 
+/** Native transfers ready to write: see nativeWrite. */
+export type NativeWrite = NativePart[]
+
 /** Native transfers ready to write, as parallel arrays like transferWrite's. */
-export function nativeWrite(rows: StoredNativeTransfer[]): NativePart[] {
+export function nativeWrite(rows: StoredNativeTransfer[]): NativeWrite {
   const parts: NativePart[] = []
   for (let i = 0; i < rows.length; i += CHUNK) {
     const part = rows.slice(i, i + CHUNK)
@@ -196,7 +199,7 @@ export function nativeWrite(rows: StoredNativeTransfer[]): NativePart[] {
 }
 
 /** Writes native transfers made ready by nativeWrite. */
-export async function writeNativeTransfers(db: Db, network: string, parts: NativePart[]): Promise<void> {
+export async function writeNativeTransfers(db: Db, network: string, parts: NativeWrite): Promise<void> {
   if (parts.length === 0) return
   const net = await ensureNetworkId(db, network)
   for (const p of parts) {

@@ -130,7 +130,7 @@ interface BatchRows {
   transfers: number
   native: number
   /** Made ready before the previous batch's write is awaited: its statements then follow each other. */
-  writes: { transfers: store.TransferWrite; native: ReturnType<typeof store.nativeWrite> }
+  writes: { transfers: store.TransferWrite; native: store.NativeWrite }
   kept: Block[]
   skipped: number
 }
