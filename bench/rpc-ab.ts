@@ -9,7 +9,7 @@
  * `ln -s "$PWD/node_modules" DIR/`, and copy this commit's bench/ and bin/ into DIR).
  *
  * Per row: req/s, p50, the server's CPU µs per request and its main thread's part (the rest is
- * V8's helper threads: garbage collection, compilers). BENCH_PROFILE=1 runs each Halyard under
+ * V8's helper threads: garbage collection, compilers). BENCH_PROFILE=1 runs each server (the proxy too) under
  * `--cpu-prof` and prints its top functions in µs per request. BENCH_SECONDS per row (default 5)
  * after a 2 s warm-up; one process on PGlite, with the Redis limiter when REDIS_URL is set.
  */
@@ -20,12 +20,14 @@ import { startAnvil } from '../src/devnet/anvil.ts'
 import { cpuTop, formatCpuTop, profileFiles } from './lib/cpu-top.ts'
 import { startFloor } from './lib/floor-http.ts'
 import { serveHalyardChild, startHalyardChild, stopHalyardChild } from './lib/halyard-child.ts'
-import { mainThreadCpuUs, treeCpuUs } from './lib/proc-cpu.ts'
+import { mainThreadCpuUs, mainThreadKernelUs, treeCpuUs } from './lib/proc-cpu.ts'
 import { findWrk, runWrk } from './lib/wrk.ts'
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5)
 const REPS = Number(process.env.BENCH_REPS ?? 3)
 const PROFILE = process.env.BENCH_PROFILE === '1'
+/** BENCH_PROFILE_TOP: how many functions a profile lists (default 30). */
+const PROFILE_TOP = Number(process.env.BENCH_PROFILE_TOP ?? 30)
 const OTHERS = (process.env.BENCH_AB ?? '').split(',').filter((d) => d !== '')
 
 const monotonicUs = () => Number(process.hrtime.bigint() / 1000n)
@@ -35,6 +37,8 @@ interface Measured {
   p50: number
   cpuUs: number
   mainUs: number
+  /** The main thread's time in the kernel. */
+  kernelUs: number
   window: { from: number; to: number }
 }
 
@@ -56,6 +60,7 @@ async function distinctRow(
   const from = monotonicUs()
   const cpu0 = treeCpuUs(pid) ?? 0
   const main0 = mainThreadCpuUs(pid) ?? 0
+  const kernel0 = mainThreadKernelUs(pid) ?? 0
   const r = await runWrk(wrk, { ...opts, seconds: SECONDS })
   const calls = r.reqPerSec * SECONDS
   return {
@@ -63,12 +68,19 @@ async function distinctRow(
     p50: r.p50,
     cpuUs: ((treeCpuUs(pid) ?? 0) - cpu0) / calls,
     mainUs: ((mainThreadCpuUs(pid) ?? 0) - main0) / calls,
+    kernelUs: ((mainThreadKernelUs(pid) ?? 0) - kernel0) / calls,
     window: { from, to: monotonicUs() },
   }
 }
 
+/** A profiled server's top functions in µs per request; the profile's folder is removed. */
+function printProfile(dir: string, m: Measured): void {
+  console.log(formatCpuTop(cpuTop(profileFiles(dir), m.window), PROFILE_TOP, m.reqPerSec * SECONDS))
+  rmSync(dir, { recursive: true, force: true })
+}
+
 const line = (name: string, m: Measured) =>
-  `  ${name.padEnd(44)} ${Math.round(m.reqPerSec).toLocaleString('en-US').padStart(7)} req/s  p50 ${m.p50.toFixed(2)} ms  ${m.cpuUs.toFixed(1)} µs CPU/req (main thread ${m.mainUs.toFixed(1)})`
+  `  ${name.padEnd(44)} ${Math.round(m.reqPerSec).toLocaleString('en-US').padStart(7)} req/s  p50 ${m.p50.toFixed(2)} ms  ${m.cpuUs.toFixed(1)} µs CPU/req (main thread ${m.mainUs.toFixed(1)}, kernel ${m.kernelUs.toFixed(1)})`
 
 async function main() {
   const wrk = findWrk()
@@ -90,12 +102,16 @@ async function main() {
   try {
     for (let rep = 1; rep <= REPS; rep++) {
       console.log(`round ${rep} of ${REPS}`)
-      const floor = await startFloor(1, anvil.url)
+      const floorDir = PROFILE ? mkdtempSync(path.join(tmpdir(), 'halyard-rpc-ab-')) : undefined
+      const floor = await startFloor(1, anvil.url, floorDir)
+      let proxied: Measured
       try {
-        keep('bare Node proxy', await distinctRow(wrk, floor.url, floor.pid, {}))
+        proxied = await distinctRow(wrk, floor.url, floor.pid, {})
       } finally {
         await floor.stop()
       }
+      keep('bare Node proxy', proxied)
+      if (floorDir) printProfile(floorDir, proxied)
       for (const s of scripts) {
         const dir = PROFILE ? mkdtempSync(path.join(tmpdir(), 'halyard-rpc-ab-')) : undefined
         const h = await startHalyardChild(s.script, anvil.url, dir ? { profileDir: dir } : {})
@@ -106,10 +122,7 @@ async function main() {
           await stopHalyardChild(h, PROFILE ? 30_000 : 5_000)
         }
         keep(s.name, m)
-        if (dir) {
-          console.log(formatCpuTop(cpuTop(profileFiles(dir), m.window), 30, m.reqPerSec * SECONDS))
-          rmSync(dir, { recursive: true, force: true })
-        }
+        if (dir) printProfile(dir, m)
       }
     }
   } finally {
@@ -129,6 +142,7 @@ async function main() {
         p50: med((m) => m.p50),
         cpuUs: med((m) => m.cpuUs),
         mainUs: med((m) => m.mainUs),
+        kernelUs: med((m) => m.kernelUs),
         window: { from: 0, to: 0 },
       }),
     )

@@ -35,3 +35,11 @@ async function build(script: string): Promise<string> {
   await bundle(script, dir)
   return path.join(dir, `${path.basename(script, path.extname(script))}.js`)
 }
+
+/**
+ * BENCH_NODE_ARGS: Node flags for every server child, Halyard and the floors alike (a GC setting
+ * to try, `--trace-gc`), so that a comparison stays like for like.
+ */
+export function benchNodeArgs(): string[] {
+  return (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter((a) => a !== '')
+}

@@ -14,7 +14,7 @@ import { type ChildProcess, fork } from 'node:child_process'
 import cluster from 'node:cluster'
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import { type Dispatcher, Pool } from 'undici'
-import { childCommand } from './built-child.ts'
+import { benchNodeArgs, childCommand } from './built-child.ts'
 
 const ANSWER = Buffer.from('{"jsonrpc":"2.0","id":1,"result":"0x7a69"}')
 const HEADERS = { 'content-type': 'application/json', 'content-length': String(ANSWER.length) }
@@ -115,12 +115,16 @@ export interface Floor {
   stop(): Promise<void>
 }
 
-/** Forks the floor server with `workers` processes (a proxy to `proxyTo` if given) and waits until it listens. */
-export async function startFloor(workers: number, proxyTo?: string): Promise<Floor> {
+/**
+ * Forks the floor server with `workers` processes (a proxy to `proxyTo` if given) and waits until
+ * it listens. With `profileDir`, it runs under `--cpu-prof` and writes its profile there on `stop`.
+ */
+export async function startFloor(workers: number, proxyTo?: string, profileDir?: string): Promise<Floor> {
   const args = ['--floor', String(workers), ...(proxyTo ? [proxyTo] : [])]
   const run = await childCommand(import.meta.filename)
+  const profile = profileDir ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : []
   const child: ChildProcess = fork(run.file, args, {
-    execArgv: run.execArgv,
+    execArgv: [...run.execArgv, ...profile, ...benchNodeArgs()],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   })
   const { url } = await new Promise<{ url: string }>((resolve, reject) => {

@@ -17,7 +17,7 @@ import { networkSchema } from '../../src/server/config-schema.ts'
 import { startHalyard } from '../../src/server/runtime.ts'
 import { openStorage } from '../../src/storage/database.ts'
 import { createBenchKeys } from './bench-keys.ts'
-import { childCommand } from './built-child.ts'
+import { benchNodeArgs, childCommand } from './built-child.ts'
 import { serveClusterPrimary, serveClusterWorker } from './halyard-cluster.ts'
 
 /** Set by `startHalyardChild` for a cluster child: how many workers. */
@@ -114,7 +114,7 @@ export async function startHalyardChild(
   const profile = opts.profileDir ? ['--cpu-prof', '--cpu-prof-dir', opts.profileDir] : []
   const run = await childCommand(script)
   const child = fork(run.file, ['--server', anvilUrl], {
-    execArgv: [...run.execArgv, ...profile],
+    execArgv: [...run.execArgv, ...profile, ...benchNodeArgs()],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     env: { ...process.env, ...opts.env, [WORKERS_ENV]: String(opts.workers ?? 0) },
   })

@@ -8,12 +8,12 @@ import { readdirSync, readFileSync } from 'node:fs'
 /** /proc's utime and stime are in USER_HZ ticks, 100 a second on every Linux ABI. */
 const TICK_US = 10_000
 
-function stat(pid: string): { ppid: number; ticks: number } | undefined {
+function stat(pid: string): { ppid: number; ticks: number; kernelTicks: number } | undefined {
   try {
     const s = readFileSync(`/proc/${pid}/stat`, 'utf8')
     // Fields after "pid (comm) ": state ppid … utime is field 14, stime 15 (1-based).
     const f = s.slice(s.lastIndexOf(')') + 2).split(' ')
-    return { ppid: Number(f[1]), ticks: Number(f[11]) + Number(f[12]) }
+    return { ppid: Number(f[1]), ticks: Number(f[11]) + Number(f[12]), kernelTicks: Number(f[12]) }
   } catch {
     return undefined // exited meanwhile
   }
@@ -51,8 +51,17 @@ export function treeCpuUs(root: number | undefined): number | undefined {
 
 /** CPU microseconds used so far by `pid`'s main thread alone (its other threads: V8's helpers). */
 export function mainThreadCpuUs(pid: number | undefined): number | undefined {
+  return mainThread(pid)?.ticks
+}
+
+/** The part of `mainThreadCpuUs` spent in the kernel (system calls: socket reads and writes, epoll). */
+export function mainThreadKernelUs(pid: number | undefined): number | undefined {
+  return mainThread(pid)?.kernelTicks
+}
+
+function mainThread(pid: number | undefined): { ticks: number; kernelTicks: number } | undefined {
   if (pid === undefined) return undefined
   // The main thread's task has the process's id.
   const st = stat(`${pid}/task/${pid}`)
-  return st === undefined ? undefined : st.ticks * TICK_US
+  return st === undefined ? undefined : { ticks: st.ticks * TICK_US, kernelTicks: st.kernelTicks * TICK_US }
 }
