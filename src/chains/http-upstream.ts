@@ -33,12 +33,23 @@ const RATE_LIMIT_MESSAGE =
 let nextId = 1
 
 /**
+ * A call's params as the JSON text of their array, when the caller has written it already (the
+ * gateway writes it for its coalescing key): sent as it is, not written a second time.
+ */
+export type ParamsText = string & { readonly __paramsText: true }
+
+/** A call's params: the values, or their JSON text. */
+export type CallParams = readonly unknown[] | ParamsText
+
+/**
  * A call's request text, or the rejection `JSON.stringify` would have made of an async call
  * (params it cannot write: a bigint, a cycle), so callers see a rejected promise as before.
+ * Params given as their JSON text (ParamsText) are spliced in as they are.
  */
-function requestBody(id: number, method: string, params: readonly unknown[]): string | Promise<never> {
+function requestBody(id: number, method: string, params: CallParams): string | Promise<never> {
   try {
-    return JSON.stringify({ jsonrpc: '2.0', id, method, params })
+    const text = typeof params === 'string' ? params : (JSON.stringify(params) ?? '[]')
+    return `{"jsonrpc":"2.0","id":${id},"method":${JSON.stringify(method)},"params":${text}}`
   } catch (err) {
     return Promise.reject(err)
   }
@@ -158,7 +169,7 @@ export class HttpUpstream {
   }
 
   /** One call with a deadline. Resolves with the node's result or JSON-RPC error; rejects with UpstreamError. */
-  call(method: string, params: readonly unknown[], timeoutMs: number): Promise<RpcOutcome> {
+  call(method: string, params: CallParams, timeoutMs: number): Promise<RpcOutcome> {
     const body = requestBody(nextId++, method, params)
     return typeof body === 'string' ? this.post(body, timeoutMs, this.readOutcome) : body
   }
@@ -168,7 +179,7 @@ export class HttpUpstream {
    * RawResult, parsed only if someone reads `result`): the gateway forwards it unparsed. The
    * answer is read in the exchange's last callback: no promise step of its own.
    */
-  callRaw(method: string, params: readonly unknown[], timeoutMs: number): Promise<RpcOutcome> {
+  callRaw(method: string, params: CallParams, timeoutMs: number): Promise<RpcOutcome> {
     const id = nextId++
     const body = requestBody(id, method, params)
     if (typeof body !== 'string') return body

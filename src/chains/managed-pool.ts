@@ -2,7 +2,7 @@ import type { NetworkConfig } from '../config/file.ts'
 import type { RpcOutcome } from '../jsonrpc.ts'
 import { broadcast, FanOutFailure, hedge } from './fan-out.ts'
 import { type GatewaySettings, gatewaySettings } from './gateway.ts'
-import { type UpstreamCall, UpstreamError } from './http-upstream.ts'
+import { type CallParams, type UpstreamCall, UpstreamError } from './http-upstream.ts'
 import { networkSlug } from './slug.ts'
 import { type HealthDeps, UpstreamHealth } from './upstream-health.ts'
 import type {
@@ -76,7 +76,7 @@ export class ManagedPool implements UpstreamPool {
   }
 
   /** `call`, with a successful answer kept as the node's bytes (chains/raw-answer.ts). */
-  callRaw(method: string, params: readonly unknown[], opts: UpstreamCallOptions = {}): Promise<RpcOutcome> {
+  callRaw(method: string, params: CallParams, opts: UpstreamCallOptions = {}): Promise<RpcOutcome> {
     return this.send(method, params, opts, true)
   }
 
@@ -86,7 +86,7 @@ export class ManagedPool implements UpstreamPool {
    */
   private send(
     method: string,
-    params: readonly unknown[],
+    params: CallParams,
     opts: UpstreamCallOptions,
     raw: boolean,
   ): Promise<RpcOutcome> {
@@ -107,7 +107,7 @@ export class ManagedPool implements UpstreamPool {
 
   private async route(
     method: string,
-    params: readonly unknown[],
+    params: CallParams,
     deadline: number,
     raw: boolean,
   ): Promise<RpcOutcome> {
@@ -127,7 +127,7 @@ export class ManagedPool implements UpstreamPool {
     candidates: State[],
     method: string,
     policy: UpstreamPolicy,
-    params: readonly unknown[],
+    params: CallParams,
     deadline: number,
     raw: boolean,
   ): Promise<RpcOutcome> {
@@ -141,7 +141,7 @@ export class ManagedPool implements UpstreamPool {
     candidates: State[],
     method: string,
     policy: UpstreamPolicy,
-    params: readonly unknown[],
+    params: CallParams,
     deadline: number,
     raw: boolean,
   ): Promise<RpcOutcome> {
@@ -179,14 +179,7 @@ export class ManagedPool implements UpstreamPool {
   }
 
   /** Sends to `a`; if it has not answered after the method's recent p95, to `b` as well. */
-  private hedged(
-    a: State,
-    b: State,
-    method: string,
-    params: readonly unknown[],
-    budget: number,
-    raw: boolean,
-  ) {
+  private hedged(a: State, b: State, method: string, params: CallParams, budget: number, raw: boolean) {
     const p95 = this.latencyByMethod.get(method)?.p95()
     const hedgeAfter = Math.max(this.settings.hedgeMinDelayMs, p95 ?? Number.POSITIVE_INFINITY)
     return hedge(
@@ -203,7 +196,7 @@ export class ManagedPool implements UpstreamPool {
   private async broadcast(
     candidates: State[],
     method: string,
-    params: readonly unknown[],
+    params: CallParams,
     deadline: number,
   ): Promise<RpcOutcome> {
     try {
@@ -241,7 +234,7 @@ export class ManagedPool implements UpstreamPool {
   private async attempt<T = RpcOutcome>(
     s: State,
     method: string,
-    send: readonly unknown[] | ((timeoutMs: number) => Promise<T>),
+    send: CallParams | ((timeoutMs: number) => Promise<T>),
     timeoutMs: number,
     /** A successful answer kept as the node's bytes (`callRaw`). */
     raw = false,

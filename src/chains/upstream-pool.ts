@@ -1,6 +1,6 @@
 import type { RpcOutcome } from '../jsonrpc.ts'
 import { RPC_INTERNAL_ERROR, RpcError } from '../jsonrpc.ts'
-import { HttpUpstream, type UpstreamCall, UpstreamError } from './http-upstream.ts'
+import { type CallParams, HttpUpstream, type UpstreamCall, UpstreamError } from './http-upstream.ts'
 import type { UpstreamStatus } from './upstream-state.ts'
 
 /**
@@ -41,7 +41,7 @@ export interface UpstreamPool {
    * `call` for the gateway's forwarding: a successful answer may come back as a RawResult
    * (chains/raw-answer.ts), the node's bytes, parsed only if `result` is read.
    */
-  callRaw?(method: string, params: readonly unknown[], opts?: UpstreamCallOptions): Promise<RpcOutcome>
+  callRaw?(method: string, params: CallParams, opts?: UpstreamCallOptions): Promise<RpcOutcome>
   /**
    * Read-only calls as one JSON-RPC batch to one upstream (failing over as a whole): each
    * call's outcome, in order. For callers that queue many calls for a node anyway (the bundler's

@@ -71,8 +71,9 @@ export function onBody(req: IncomingMessage, length: number, done: (text: string
   const body = new Body(length, done)
   req.on('data', (chunk: Buffer) => body.add(chunk))
   req.on('end', () => body.end())
-  req.on('error', () => body.finish(undefined))
-  req.on('aborted', () => body.finish(undefined))
+  // After 'end' a no-op; before it, the client went away. (An aborted request emits 'error' only
+  // to a listener of its own, so none is added: one listener per request fewer.)
+  req.on('close', () => body.finish(undefined))
 }
 
 // A class, not closures over locals: the loader (tsx) names each named closure with a

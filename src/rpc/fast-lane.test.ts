@@ -1,3 +1,5 @@
+import { once } from 'node:events'
+import { connect } from 'node:net'
 import { isDeepStrictEqual } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
@@ -77,6 +79,8 @@ const CASES: { name: string; body: unknown; plan?: 'free'; scopes?: string[] }[]
     body: '{"jsonrpc":"2.0","id":1,"method":"eth_chainId","constructor":{"prototype":{"a":1}}}',
   },
   { name: 'a body of blanks', body: '   ' },
+  { name: 'an id with an escaped quote', body: '{"jsonrpc":"2.0","id":"a\\"b","method":"eth_chainId"}' },
+  { name: 'a value that names constructor', body: call('eth_getCode', ['constructor'], 'c') },
   { name: 'a body after a byte-order mark', body: `\uFEFF${JSON.stringify(call('eth_chainId'))}` },
   {
     name: 'a write the key may not make',
@@ -138,6 +142,28 @@ describe('JSON-RPC fast lane', () => {
       expect(a.status).toBeLessThan(500)
     })
   }
+
+  it('neither answers nor counts a request whose client left before its body arrived', async () => {
+    const key = await on.createKey()
+    await observe(on, key, call('eth_chainId'))
+    const served = async () =>
+      (await on.halyard.ctx.metrics.httpRequests.get()).values.reduce((sum, v) => sum + v.value, 0)
+    const before = { lanes: await lanes(on), served: await served() }
+    const { port, pathname } = new URL(on.baseUrl)
+    const socket = connect(Number(port), '127.0.0.1')
+    await once(socket, 'connect')
+    socket.write(
+      `POST ${pathname.replace(/\/$/, '')}/rpc/ethereum/devnet HTTP/1.1\r\nHost: 127.0.0.1\r\nx-api-key: ${key}\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{"jsonrpc":`,
+    )
+    // The lane took it (its count rises as it takes a request, before the body is read).
+    while ((await lanes(on)) === before.lanes) await new Promise((r) => setTimeout(r, 10))
+    socket.destroy()
+    await once(socket, 'close')
+    const after = await observe(on, key, call('eth_chainId'))
+    expect(after.status).toBe(200)
+    // The one call after it is the only request served since.
+    expect(await served()).toBe(before.served + 1)
+  })
 
   it('leaves to Fastify what it cannot prove from the headers, with the same answers', async () => {
     const key = await on.createKey()

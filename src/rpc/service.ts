@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis'
 import type { Caller } from '../auth/service.ts'
 import { type GatewaySettings, gatewaySettings } from '../chains/gateway.ts'
+import type { ParamsText } from '../chains/http-upstream.ts'
 import { RawResult } from '../chains/raw-answer.ts'
 import type { Network } from '../chains/registry.ts'
 import { toJsonRpcError } from '../http/jsonrpc-errors.ts'
@@ -70,7 +71,7 @@ export class RpcService {
   cachedLocally(network: Network, request: JsonRpcRequest, spec: MethodSpec): string | undefined {
     if (!spec.coalesce || cachePlan(network, this.runtime(network), spec, request.params).kind === 'none')
       return undefined
-    return this.cache.getLocal(cacheKey(network, request.method, request.params))
+    return this.cache.getLocal(cacheKey(network, request.method, paramsText(request.params)))
   }
 
   /** Counts a hit `cachedLocally` found, as `run` counts one. */
@@ -88,17 +89,19 @@ export class RpcService {
     try {
       const rt = this.runtime(network)
       const { method, params } = request
-      const shared = spec.coalesce
-      const plan: CachePlan = shared ? cachePlan(network, rt, spec, params) : NO_PLAN
-      const key = shared ? cacheKey(network, method, params) : undefined
-      if (key !== undefined && plan.kind !== 'none') {
+      if (!spec.coalesce) return this.fetch(network, rt, request, spec, NO_PLAN, undefined, undefined, caller)
+      const plan = cachePlan(network, rt, spec, params)
+      // Written once: the key's part, and the params the upstream is sent.
+      const text = paramsText(params)
+      const key = cacheKey(network, method, text)
+      if (plan.kind !== 'none') {
         const hit = this.cache.getLocal(key)
-        if (hit === undefined) return this.lookRemote(network, rt, request, spec, plan, key)
+        if (hit === undefined) return this.lookRemote(network, rt, request, spec, plan, key, text)
         this.metrics.recordCacheLookup(network.slug, 'hit')
         this.count(network, spec, 'ok')
         return Promise.resolve({ json: hit, cache: 'hit' })
       }
-      return this.lead(network, rt, request, spec, plan, key, caller)
+      return this.lead(network, rt, request, spec, plan, key, text)
     } catch (err) {
       // A rejection, as from the async function this was.
       return Promise.reject(err)
@@ -113,6 +116,7 @@ export class RpcService {
     spec: MethodSpec,
     plan: CachePlan,
     key: string,
+    text: ParamsText,
   ): Promise<Execution> {
     const hit = await this.cache.getRemote(key)
     this.metrics.recordCacheLookup(network.slug, hit === undefined ? 'miss' : 'hit')
@@ -120,20 +124,19 @@ export class RpcService {
       this.count(network, spec, 'ok')
       return { json: hit, cache: 'hit' }
     }
-    return this.lead(network, rt, request, spec, plan, key)
+    return this.lead(network, rt, request, spec, plan, key, text)
   }
 
-  /** The upstream call, joined by identical calls while it is in flight (keyed ones). */
+  /** The upstream call, joined by identical calls while it is in flight. */
   private lead(
     network: Network,
     rt: NetworkRuntime,
     request: JsonRpcRequest,
     spec: MethodSpec,
     plan: CachePlan,
-    key: string | undefined,
-    caller?: Caller,
+    key: string,
+    text: ParamsText,
   ): Promise<Execution> {
-    if (key === undefined) return this.fetch(network, rt, request, spec, plan, undefined, caller)
     const joined = this.inflight.get(key)
     if (joined) {
       // Counted like any other call: the leader's `fetch` counts only its own.
@@ -142,7 +145,7 @@ export class RpcService {
         return r
       })
     }
-    const p = this.fetch(network, rt, request, spec, plan, key)
+    const p = this.fetch(network, rt, request, spec, plan, key, text)
     this.inflight.set(key, p)
     // Registered before the caller's own reaction, so the entry is gone when the caller resumes.
     const forget = () => {
@@ -159,6 +162,8 @@ export class RpcService {
     spec: MethodSpec,
     plan: CachePlan,
     key: string | undefined,
+    /** The params' JSON text, written for the key (a call with no key: undefined). */
+    text: ParamsText | undefined,
     caller?: Caller,
   ): Promise<Execution> {
     let outcome: RpcOutcome
@@ -168,7 +173,7 @@ export class RpcService {
         : // The gateway forwarding the client's call: the node's answer goes back unchanged,
           // whatever its shape, so a raw pool call and not a typed read (chains/reads.ts), its
           // result kept as the node's bytes where the pool can (chains/raw-answer.ts).
-          await forward(network, request)
+          await forward(network, request, text)
     } catch (err) {
       outcome = {
         error: toJsonRpcError(err, {
@@ -230,14 +235,22 @@ function cachePlan(
 }
 
 /** Where a call's result is cached and in-flight calls meet: the same call on the same network. */
-function cacheKey(network: Network, method: string, params: unknown): string {
-  return `${network.slug}\n${method}\n${JSON.stringify(params)}`
+function cacheKey(network: Network, method: string, params: ParamsText): string {
+  return `${network.slug}\n${method}\n${params}`
+}
+
+function paramsText(params: readonly unknown[]): ParamsText {
+  return JSON.stringify(params) as ParamsText
 }
 
 /** The client's call sent to the network's nodes, its result kept as bytes where the pool can. */
-function forward(network: Network, request: JsonRpcRequest): Promise<RpcOutcome> {
+function forward(
+  network: Network,
+  request: JsonRpcRequest,
+  text: ParamsText | undefined,
+): Promise<RpcOutcome> {
   const pool = network.pool
   return pool.callRaw
-    ? pool.callRaw(request.method, request.params)
+    ? pool.callRaw(request.method, text ?? request.params)
     : pool.call(request.method, request.params)
 }
