@@ -18,7 +18,7 @@ import { loadavg, tmpdir } from 'node:os'
 import path from 'node:path'
 import { startAnvil } from '../src/devnet/anvil.ts'
 import { cpuTop, formatCpuTop, profileFiles } from './lib/cpu-top.ts'
-import { startFloor } from './lib/floor-http.ts'
+import { READING_PROXY_KEY, startFloor } from './lib/floor-http.ts'
 import { serveHalyardChild, startHalyardChild, stopHalyardChild } from './lib/halyard-child.ts'
 import { mainThreadCpuUs, mainThreadKernelUs, treeCpuUs } from './lib/proc-cpu.ts'
 import { findWrk, runWrk } from './lib/wrk.ts'
@@ -112,6 +112,16 @@ async function main() {
       }
       keep('bare Node proxy', proxied)
       if (floorDir) printProfile(floorDir, proxied)
+      const readingDir = PROFILE ? mkdtempSync(path.join(tmpdir(), 'halyard-rpc-ab-')) : undefined
+      const reading = await startFloor(1, anvil.url, readingDir, 'reading')
+      let read: Measured
+      try {
+        read = await distinctRow(wrk, reading.url, reading.pid, { 'x-api-key': READING_PROXY_KEY })
+      } finally {
+        await reading.stop()
+      }
+      keep('reading Node proxy', read)
+      if (readingDir) printProfile(readingDir, read)
       for (const s of scripts) {
         const dir = PROFILE ? mkdtempSync(path.join(tmpdir(), 'halyard-rpc-ab-')) : undefined
         const h = await startHalyardChild(s.script, anvil.url, dir ? { profileDir: dir } : {})

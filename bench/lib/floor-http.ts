@@ -6,6 +6,8 @@
  *   keep-alive pool, then writes the upstream's bytes back: no parsing, no auth, no limits.
  *   The least any Node gateway pays per uncached call; Halyard's uncached rows are read
  *   against it beside nginx.
+ * - reading (`readingProxy`): the proxy, plus parsing the call and putting the client's id back:
+ *   what reading a call costs in Node before any of a gateway's features.
  * With N > 1 it runs N processes behind node:cluster on one port, like `HALYARD_WORKERS`.
  *
  * Started by `startFloor` (a forked child, so it never shares the load generator's loop).
@@ -68,6 +70,66 @@ function proxy(upstream: string): Handler {
   }
 }
 
+/** The key the reading proxy knows (its callers send it as X-API-Key). */
+export const READING_PROXY_KEY = 'floor-key'
+
+/**
+ * The reading proxy: the proxy, plus the least any gateway that reads the call must do. The key
+ * is looked up (one Map) and counted, the body parsed (JSON.parse) and its envelope checked, the
+ * upstream body written with the gateway's own id, and the client's id put back around the node's
+ * result bytes. No limits, plans, cache, coalescing, metrics, failover or request log: what
+ * Halyard spends beyond this floor is its features' cost, and what it spends beyond the bare proxy
+ * but within this floor is what reading a call costs in Node at all.
+ */
+function readingProxy(upstream: string): Handler {
+  const pool = new Pool(upstream, { connections: 128, keepAliveTimeout: 30_000 })
+  const headers = { 'content-type': 'application/json' }
+  const accounts = new Map([[READING_PROXY_KEY, { calls: 0 }]])
+  let nextId = 1
+  const refuse = (res: ServerResponse, status: number, message: string) => {
+    const body = JSON.stringify({ error: { message } })
+    res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) })
+    res.end(body)
+  }
+  return (req, res) => {
+    const account = accounts.get(String(req.headers['x-api-key']))
+    const chunks: Buffer[] = []
+    req.on('data', (c: Buffer) => chunks.push(c))
+    req.on('end', () => {
+      if (!account) return refuse(res, 401, 'unknown key')
+      let call: { jsonrpc?: unknown; id?: unknown; method?: unknown; params?: unknown }
+      try {
+        call = JSON.parse((chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)).toString('utf8'))
+      } catch {
+        return refuse(res, 400, 'invalid JSON')
+      }
+      if (call.jsonrpc !== '2.0' || typeof call.method !== 'string' || !Array.isArray(call.params))
+        return refuse(res, 400, 'invalid request')
+      account.calls++
+      const head = `{"jsonrpc":"2.0","id":${JSON.stringify(call.id ?? null)},"result":`
+      const body = JSON.stringify({ jsonrpc: '2.0', id: nextId++, method: call.method, params: call.params })
+      const answer: Buffer[] = []
+      const handler: Dispatcher.DispatchHandler = {
+        onRequestStart: () => {},
+        onResponseStart: () => {},
+        onResponseData: (_c, chunk: Buffer) => {
+          answer.push(chunk)
+        },
+        onResponseEnd: () => {
+          const text = (answer.length === 1 ? answer[0]! : Buffer.concat(answer)).toString('utf8')
+          const at = text.indexOf(',"result":')
+          if (at < 0) return refuse(res, 502, 'no result')
+          const out = `${head}${text.slice(at + 10, text.lastIndexOf('}'))}}`
+          res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(out) })
+          res.end(out)
+        },
+        onResponseError: () => refuse(res, 502, 'upstream failed'),
+      }
+      pool.dispatch({ path: '/', method: 'POST', headers, body }, handler)
+    })
+  }
+}
+
 function listen(handler: Handler): Promise<number> {
   const server = createServer(handler)
   server.keepAliveTimeout = 30_000
@@ -77,8 +139,16 @@ function listen(handler: Handler): Promise<number> {
   })
 }
 
-async function serve(workers: number, upstream: string | undefined): Promise<void> {
-  const handler = upstream ? proxy(upstream) : constant
+/** What a floor server does: answer a constant, forward bytes, or read the call and forward it. */
+export type FloorKind = 'constant' | 'proxy' | 'reading'
+
+async function serve(workers: number, kind: FloorKind, upstream: string | undefined): Promise<void> {
+  const handler =
+    upstream === undefined || kind === 'constant'
+      ? constant
+      : kind === 'reading'
+        ? readingProxy(upstream)
+        : proxy(upstream)
   if (cluster.isWorker) {
     const port = await listen(handler)
     process.send?.({ port })
@@ -100,7 +170,7 @@ async function serve(workers: number, upstream: string | undefined): Promise<voi
     for (const w of Object.values(cluster.workers ?? {})) w?.kill()
     process.exit(0)
   }
-  // Run by hand (profiling: node --cpu-prof --import tsx bench/lib/floor-http.ts --floor 1 URL):
+  // Run by hand (profiling: node --cpu-prof --import tsx bench/lib/floor-http.ts --floor 1 proxy URL):
   // print the URL, stop on SIGINT.
   if (process.send) process.send({ url: `http://127.0.0.1:${port}` })
   else console.log(JSON.stringify({ url: `http://127.0.0.1:${port}` }))
@@ -119,8 +189,13 @@ export interface Floor {
  * Forks the floor server with `workers` processes (a proxy to `proxyTo` if given) and waits until
  * it listens. With `profileDir`, it runs under `--cpu-prof` and writes its profile there on `stop`.
  */
-export async function startFloor(workers: number, proxyTo?: string, profileDir?: string): Promise<Floor> {
-  const args = ['--floor', String(workers), ...(proxyTo ? [proxyTo] : [])]
+export async function startFloor(
+  workers: number,
+  proxyTo?: string,
+  profileDir?: string,
+  kind: FloorKind = proxyTo === undefined ? 'constant' : 'proxy',
+): Promise<Floor> {
+  const args = ['--floor', String(workers), kind, ...(proxyTo ? [proxyTo] : [])]
   const run = await childCommand(import.meta.filename)
   const profile = profileDir ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : []
   const child: ChildProcess = fork(run.file, args, {
@@ -144,4 +219,5 @@ export async function startFloor(workers: number, proxyTo?: string, profileDir?:
   }
 }
 
-if (process.argv[2] === '--floor') await serve(Number(process.argv[3] ?? 1), process.argv[4])
+if (process.argv[2] === '--floor')
+  await serve(Number(process.argv[3] ?? 1), (process.argv[4] ?? 'proxy') as FloorKind, process.argv[5])
