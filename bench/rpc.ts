@@ -17,7 +17,9 @@
  *                        generic pipeline), for the lane's effect in the same run (BENCH_LANE_AB=0 skips)
  *   distinct rows        nginx, the bare Node proxy and Halyard with a new eth_getBalance (a new
  *                        address, at latest) on every request: no cache and no coalescing of
- *                        identical in-flight calls can answer it — the way a busy dApp calls
+ *                        identical in-flight calls can answer it — the way a busy dApp calls;
+ *                        beside them the reading Node proxy, which also parses the call and puts
+ *                        the client's id back: what reading a call costs before any feature
  *   request log on / off  uncached and cached, recording requests (the default) and with
  *                        HALYARD_REQUEST_LOG=off, loaded in turn (bench/lib/recording-ab.ts;
  *                        BENCH_RECORDING_AB=0 skips)
@@ -45,7 +47,7 @@ import path from 'node:path'
 import autocannon from 'autocannon'
 import { startAnvil } from '../src/devnet/anvil.ts'
 import { cpuTop, formatCpuTop, profileFiles } from './lib/cpu-top.ts'
-import { startFloor } from './lib/floor-http.ts'
+import { READING_PROXY_KEY, startFloor } from './lib/floor-http.ts'
 import {
   type HalyardChild,
   serveHalyardChild,
@@ -193,6 +195,18 @@ async function measure(
   } finally {
     await proxyFloor.stop()
   }
+  const readingFloor = await startFloor(workers, anvil.url, undefined, 'reading')
+  let readingDistinct: Row
+  try {
+    readingDistinct = await run(
+      `reading node:http ${tag} → anvil · distinct eth_getBalance`,
+      readingFloor,
+      DISTINCT,
+      { 'x-api-key': READING_PROXY_KEY },
+    )
+  } finally {
+    await readingFloor.stop()
+  }
   let laneOff: Config['laneOff']
   if (!cluster && LANE_AB) {
     const off = await startHalyardChild(import.meta.filename, anvil.url, { env: { HALYARD_FAST_LANE: '0' } })
@@ -232,6 +246,7 @@ async function measure(
       floor: floorRow,
       proxyFloor: proxyRow,
       proxyDistinct,
+      readingDistinct,
       laneOff,
       distinct: await run(`${h} · distinct eth_getBalance (no cache, no coalescing)`, target, DISTINCT, hk),
       uncached: await run(`${h} · eth_blockNumber (uncached)`, target, call('eth_blockNumber'), hk),

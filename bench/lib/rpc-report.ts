@@ -31,6 +31,8 @@ export interface Config {
   proxyFloor: Row
   /** The bare Node proxy with a new eth_getBalance per request: the floor of the distinct row. */
   proxyDistinct: Row
+  /** The reading Node proxy (it parses the call, puts the client's id back) with a new eth_getBalance per request. */
+  readingDistinct: Row
   /** Halyard with a new eth_getBalance per request: neither cache nor coalescing answers it. */
   distinct: Row
   /** Halyard with HALYARD_FAST_LANE=0 (one process only). */
@@ -49,6 +51,9 @@ export function printRatios(c: Config, direct: Direct) {
   const target = (r: number, floor: number) => `${fmt(r, 2)}×  [≥ ${floor}] ${r >= floor ? 'met' : 'NOT MET'}`
   console.log(`\nratios, ${c.title}:`)
   console.log(`  distinct Halyard / bare node proxy:     ${target(ratio(c.distinct, c.proxyDistinct), 0.9)}`)
+  console.log(
+    `  distinct Halyard / reading node proxy:  ${fmt(ratio(c.distinct, c.readingDistinct), 2)}×  (reading / bare node proxy: ${fmt(ratio(c.readingDistinct, c.proxyDistinct), 2)}×)`,
+  )
   if (c.nginxDistinct)
     console.log(
       `  distinct Halyard / nginx:               ${fmt(ratio(c.distinct, c.nginxDistinct), 2)}×  (bare node proxy / nginx: ${fmt(ratio(c.proxyDistinct, c.nginxDistinct), 2)}×)`,
@@ -83,6 +88,7 @@ export function printRatios(c: Config, direct: Direct) {
     )
   }
   cpuRatio('distinct Halyard vs bare proxy:', c.distinct, c.proxyDistinct)
+  cpuRatio('distinct Halyard vs reading proxy:', c.distinct, c.readingDistinct)
   cpuRatio('distinct Halyard vs nginx:', c.distinct, c.nginxDistinct)
   cpuRatio('uncached Halyard vs nginx:', c.uncached, c.nginx)
   cpuRatio('uncached Halyard vs bare proxy:', c.uncached, c.proxyFloor)
