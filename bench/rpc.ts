@@ -20,6 +20,8 @@
  *                        identical in-flight calls can answer it — the way a busy dApp calls;
  *                        beside them the reading Node proxy, which also parses the call and puts
  *                        the client's id back: what reading a call costs before any feature
+ *   reading node:http    the same reading, then a constant answer under the client's id: the
+ *                        cached rows' floor for a gateway that reads the call
  *   request log on / off  uncached and cached, recording requests (the default) and with
  *                        HALYARD_REQUEST_LOG=off, loaded in turn (bench/lib/recording-ab.ts;
  *                        BENCH_RECORDING_AB=0 skips)
@@ -47,7 +49,7 @@ import path from 'node:path'
 import autocannon from 'autocannon'
 import { startAnvil } from '../src/devnet/anvil.ts'
 import { cpuTop, formatCpuTop, profileFiles } from './lib/cpu-top.ts'
-import { READING_PROXY_KEY, startFloor } from './lib/floor-http.ts'
+import { type Floor, type FloorKind, READING_PROXY_KEY, startFloor } from './lib/floor-http.ts'
 import {
   type HalyardChild,
   serveHalyardChild,
@@ -175,38 +177,29 @@ async function measure(
       await nginx.stop()
     }
   }
-  const floor = await startFloor(workers)
-  let floorRow: Row
-  try {
-    floorRow = await run(`bare node:http ${tag} · constant answer`, floor, call('eth_chainId'))
-  } finally {
-    await floor.stop()
+  // Each floor's rows, the floor started for them and stopped after.
+  const onFloor = async <T>(kind: FloorKind, rows: (floor: Floor) => Promise<T>): Promise<T> => {
+    const floor = await startFloor(workers, kind === 'constant' ? undefined : anvil.url, undefined, kind)
+    try {
+      return await rows(floor)
+    } finally {
+      await floor.stop()
+    }
   }
-  const proxyFloor = await startFloor(workers, anvil.url)
-  let proxyRow: Row
-  let proxyDistinct: Row
-  try {
-    proxyRow = await run(
-      `bare node:http ${tag} → anvil · eth_blockNumber`,
-      proxyFloor,
-      call('eth_blockNumber'),
-    )
-    proxyDistinct = await run(`bare node:http ${tag} → anvil · distinct eth_getBalance`, proxyFloor, DISTINCT)
-  } finally {
-    await proxyFloor.stop()
-  }
-  const readingFloor = await startFloor(workers, anvil.url, undefined, 'reading')
-  let readingDistinct: Row
-  try {
-    readingDistinct = await run(
-      `reading node:http ${tag} → anvil · distinct eth_getBalance`,
-      readingFloor,
-      DISTINCT,
-      { 'x-api-key': READING_PROXY_KEY },
-    )
-  } finally {
-    await readingFloor.stop()
-  }
+  const rk = { 'x-api-key': READING_PROXY_KEY }
+  const floorRow = await onFloor('constant', (f) =>
+    run(`bare node:http ${tag} · constant answer`, f, call('eth_chainId')),
+  )
+  const readingConstant = await onFloor('reading-constant', (f) =>
+    run(`reading node:http ${tag} · eth_chainId, constant answer`, f, call('eth_chainId'), rk),
+  )
+  const [proxyRow, proxyDistinct] = await onFloor('proxy', async (f) => [
+    await run(`bare node:http ${tag} → anvil · eth_blockNumber`, f, call('eth_blockNumber')),
+    await run(`bare node:http ${tag} → anvil · distinct eth_getBalance`, f, DISTINCT),
+  ])
+  const readingDistinct = await onFloor('reading', (f) =>
+    run(`reading node:http ${tag} → anvil · distinct eth_getBalance`, f, DISTINCT, rk),
+  )
   let laneOff: Config['laneOff']
   if (!cluster && LANE_AB) {
     const off = await startHalyardChild(import.meta.filename, anvil.url, { env: { HALYARD_FAST_LANE: '0' } })
@@ -244,6 +237,7 @@ async function measure(
       nginx: nginxRow,
       nginxDistinct,
       floor: floorRow,
+      readingConstant,
       proxyFloor: proxyRow,
       proxyDistinct,
       readingDistinct,

@@ -7,7 +7,8 @@
  *   The least any Node gateway pays per uncached call; Halyard's uncached rows are read
  *   against it beside nginx.
  * - reading (`readingProxy`): the proxy, plus parsing the call and putting the client's id back:
- *   what reading a call costs in Node before any of a gateway's features.
+ *   what reading a call costs in Node before any of a gateway's features; reading-constant
+ *   (`readingConstant`) reads the call the same way and answers a constant under its id.
  * With N > 1 it runs N processes behind node:cluster on one port, like `HALYARD_WORKERS`.
  *
  * Started by `startFloor` (a forked child, so it never shares the load generator's loop).
@@ -70,27 +71,33 @@ function proxy(upstream: string): Handler {
   }
 }
 
-/** The key the reading proxy knows (its callers send it as X-API-Key). */
+/** The key the reading floors know (their callers send it as X-API-Key). */
 export const READING_PROXY_KEY = 'floor-key'
 
+interface ReadCall {
+  id: unknown
+  method: string
+  params: unknown[]
+}
+
+const refuse = (res: ServerResponse, status: number, message: string) => {
+  const body = JSON.stringify({ error: { message } })
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) })
+  res.end(body)
+}
+
+const answer = (res: ServerResponse, text: string) => {
+  res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) })
+  res.end(text)
+}
+
 /**
- * The reading proxy: the proxy, plus the least any gateway that reads the call must do. The key
- * is looked up (one Map) and counted, the body parsed (JSON.parse) and its envelope checked, the
- * upstream body written with the gateway's own id, and the client's id put back around the node's
- * result bytes. No limits, plans, cache, coalescing, metrics, failover or request log: what
- * Halyard spends beyond this floor is its features' cost, and what it spends beyond the bare proxy
- * but within this floor is what reading a call costs in Node at all.
+ * The least any gateway that reads the call must do before its features: the key looked up (one
+ * Map) and counted, the body parsed (JSON.parse) and its envelope checked. No limits, plans,
+ * cache, coalescing, metrics, failover or request log.
  */
-function readingProxy(upstream: string): Handler {
-  const pool = new Pool(upstream, { connections: 128, keepAliveTimeout: 30_000 })
-  const headers = { 'content-type': 'application/json' }
+function readCalls(onCall: (res: ServerResponse, call: ReadCall) => void): Handler {
   const accounts = new Map([[READING_PROXY_KEY, { calls: 0 }]])
-  let nextId = 1
-  const refuse = (res: ServerResponse, status: number, message: string) => {
-    const body = JSON.stringify({ error: { message } })
-    res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) })
-    res.end(body)
-  }
   return (req, res) => {
     const account = accounts.get(String(req.headers['x-api-key']))
     const chunks: Buffer[] = []
@@ -106,29 +113,50 @@ function readingProxy(upstream: string): Handler {
       if (call.jsonrpc !== '2.0' || typeof call.method !== 'string' || !Array.isArray(call.params))
         return refuse(res, 400, 'invalid request')
       account.calls++
-      const head = `{"jsonrpc":"2.0","id":${JSON.stringify(call.id ?? null)},"result":`
-      const body = JSON.stringify({ jsonrpc: '2.0', id: nextId++, method: call.method, params: call.params })
-      const answer: Buffer[] = []
-      const handler: Dispatcher.DispatchHandler = {
-        onRequestStart: () => {},
-        onResponseStart: () => {},
-        onResponseData: (_c, chunk: Buffer) => {
-          answer.push(chunk)
-        },
-        onResponseEnd: () => {
-          const text = (answer.length === 1 ? answer[0]! : Buffer.concat(answer)).toString('utf8')
-          const at = text.indexOf(',"result":')
-          if (at < 0) return refuse(res, 502, 'no result')
-          const out = `${head}${text.slice(at + 10, text.lastIndexOf('}'))}}`
-          res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(out) })
-          res.end(out)
-        },
-        onResponseError: () => refuse(res, 502, 'upstream failed'),
-      }
-      pool.dispatch({ path: '/', method: 'POST', headers, body }, handler)
+      onCall(res, { id: call.id ?? null, method: call.method, params: call.params })
     })
   }
 }
+
+/**
+ * The reading proxy: `readCalls`, then the upstream body written with the floor's own id, and the
+ * client's id put back around the node's result bytes. What Halyard spends beyond this floor on a
+ * forwarded call is its features' cost; what this floor spends beyond the bare proxy is what
+ * reading a call costs in Node at all.
+ */
+function readingProxy(upstream: string): Handler {
+  const pool = new Pool(upstream, { connections: 128, keepAliveTimeout: 30_000 })
+  const headers = { 'content-type': 'application/json' }
+  let nextId = 1
+  return readCalls((res, call) => {
+    const head = `{"jsonrpc":"2.0","id":${JSON.stringify(call.id)},"result":`
+    const body = JSON.stringify({ jsonrpc: '2.0', id: nextId++, method: call.method, params: call.params })
+    const chunks: Buffer[] = []
+    const handler: Dispatcher.DispatchHandler = {
+      onRequestStart: () => {},
+      onResponseStart: () => {},
+      onResponseData: (_c, chunk: Buffer) => {
+        chunks.push(chunk)
+      },
+      onResponseEnd: () => {
+        const text = (chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)).toString('utf8')
+        const at = text.indexOf(',"result":')
+        if (at < 0) return refuse(res, 502, 'no result')
+        answer(res, `${head}${text.slice(at + 10, text.lastIndexOf('}'))}}`)
+      },
+      onResponseError: () => refuse(res, 502, 'upstream failed'),
+    }
+    pool.dispatch({ path: '/', method: 'POST', headers, body }, handler)
+  })
+}
+
+/**
+ * The reading constant server: `readCalls`, then one result under the client's id. The floor of
+ * a cached call for a gateway that reads it (Halyard's cached rows beside the bare constant).
+ */
+const readingConstant: Handler = readCalls((res, call) =>
+  answer(res, `{"jsonrpc":"2.0","id":${JSON.stringify(call.id)},"result":"0x7a69"}`),
+)
 
 function listen(handler: Handler): Promise<number> {
   const server = createServer(handler)
@@ -139,16 +167,20 @@ function listen(handler: Handler): Promise<number> {
   })
 }
 
-/** What a floor server does: answer a constant, forward bytes, or read the call and forward it. */
-export type FloorKind = 'constant' | 'proxy' | 'reading'
+/**
+ * What a floor server does: answer a constant, forward bytes, or read the call and then answer a
+ * constant (`reading-constant`) or forward it (`reading`).
+ */
+export type FloorKind = 'constant' | 'proxy' | 'reading' | 'reading-constant'
+
+function handlerOf(kind: FloorKind, upstream: string | undefined): Handler {
+  if (kind === 'reading-constant') return readingConstant
+  if (upstream === undefined || kind === 'constant') return constant
+  return kind === 'reading' ? readingProxy(upstream) : proxy(upstream)
+}
 
 async function serve(workers: number, kind: FloorKind, upstream: string | undefined): Promise<void> {
-  const handler =
-    upstream === undefined || kind === 'constant'
-      ? constant
-      : kind === 'reading'
-        ? readingProxy(upstream)
-        : proxy(upstream)
+  const handler = handlerOf(kind, upstream)
   if (cluster.isWorker) {
     const port = await listen(handler)
     process.send?.({ port })

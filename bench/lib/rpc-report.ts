@@ -28,6 +28,8 @@ export interface Config {
   /** nginx → anvil with a new eth_getBalance per request. */
   nginxDistinct: Row | undefined
   floor: Row
+  /** The reading constant server (it parses the call, answers under its id): the cached rows' floor for a gateway that reads. */
+  readingConstant: Row
   proxyFloor: Row
   /** The bare Node proxy with a new eth_getBalance per request: the floor of the distinct row. */
   proxyDistinct: Row
@@ -67,6 +69,9 @@ export function printRatios(c: Config, direct: Direct) {
     `  uncached Halyard / bare node proxy:     ${fmt(ratio(c.uncached, c.proxyFloor), 2)}×  (bare node proxy / nginx: ${c.nginx ? fmt(ratio(c.proxyFloor, c.nginx), 2) : 'n/a'}×)`,
   )
   console.log(`  cached eth_chainId / bare node:http:    ${target(ratio(c.cached, c.floor), 0.7)}`)
+  console.log(
+    `  cached Halyard / reading constant:      ${fmt(ratio(c.cached, c.readingConstant), 2)}×  (reading constant / bare node:http: ${fmt(ratio(c.readingConstant, c.floor), 2)}×)`,
+  )
   if (c.laneOff) {
     console.log(`  fast lane on / off, uncached:           ${fmt(ratio(c.uncached, c.laneOff.uncached), 2)}×`)
     console.log(`  fast lane on / off, cached:             ${fmt(ratio(c.cached, c.laneOff.cached), 2)}×`)
@@ -93,6 +98,7 @@ export function printRatios(c: Config, direct: Direct) {
   cpuRatio('uncached Halyard vs nginx:', c.uncached, c.nginx)
   cpuRatio('uncached Halyard vs bare proxy:', c.uncached, c.proxyFloor)
   cpuRatio('cached Halyard vs bare node:', c.cached, c.floor)
+  cpuRatio('cached Halyard vs reading constant:', c.cached, c.readingConstant)
   cpuRatio('limited vs unlimited, uncached:', c.limitedUncached, c.uncached)
   cpuRatio('limited vs unlimited, cached:', c.limitedCached, c.cached)
 }
