@@ -1,24 +1,27 @@
 /**
  * npm run bench:rpc-ab — bench:rpc's distinct row alone (a new eth_getBalance on every request:
- * neither the cache nor coalescing answers it), for the bare Node proxy and for Halyard from this
- * checkout and from others, alternated BENCH_REPS times (default 3) in one run, so that before and
- * after share the machine's state: the way to tell a change of a few µs per call from the noise.
+ * neither the cache nor coalescing answers it), for the bare Node proxy, the reading Node proxy
+ * (it also parses the call: bench/lib/floor-http.ts) and Halyard from this checkout and from
+ * others, alternated BENCH_REPS times (default 3) in one run, so that before and after share the
+ * machine's state: the way to tell a change of a few µs per call from the noise. BENCH_ROW=cached
+ * measures the cached row (eth_chainId) against the bare and the reading constant servers instead.
  *
  * BENCH_AB=DIR[,DIR…]: other checkouts of Halyard to run beside this one, each serving its own
  * sources through its own copy of this file (for an older commit: `git worktree add DIR REV`,
  * `ln -s "$PWD/node_modules" DIR/`, and copy this commit's bench/ and bin/ into DIR).
  *
- * Per row: req/s, p50, the server's CPU µs per request and its main thread's part (the rest is
- * V8's helper threads: garbage collection, compilers). BENCH_PROFILE=1 runs each server (the proxy too) under
- * `--cpu-prof` and prints its top functions in µs per request. BENCH_SECONDS per row (default 5)
+ * Per row: req/s, p50, the server's CPU µs per request, its main thread's part (the rest is V8's
+ * helper threads: garbage collection, compilers) and the main thread's time in the kernel.
+ * BENCH_PROFILE=1 runs each server (the floors too) under `--cpu-prof` and prints its top
+ * functions in µs per request (BENCH_PROFILE_TOP of them). BENCH_SECONDS per row (default 5)
  * after a 2 s warm-up; one process on PGlite, with the Redis limiter when REDIS_URL is set.
- */
+ * BENCH_NODE_ARGS: Node flags for every server child alike. */
 import { mkdtempSync, rmSync } from 'node:fs'
 import { loadavg, tmpdir } from 'node:os'
 import path from 'node:path'
 import { startAnvil } from '../src/devnet/anvil.ts'
 import { cpuTop, formatCpuTop, profileFiles } from './lib/cpu-top.ts'
-import { READING_PROXY_KEY, startFloor } from './lib/floor-http.ts'
+import { type FloorKind, READING_PROXY_KEY, startFloor } from './lib/floor-http.ts'
 import { serveHalyardChild, startHalyardChild, stopHalyardChild } from './lib/halyard-child.ts'
 import { mainThreadCpuUs, mainThreadKernelUs, treeCpuUs } from './lib/proc-cpu.ts'
 import { findWrk, runWrk } from './lib/wrk.ts'
@@ -42,7 +45,13 @@ interface Measured {
   window: { from: number; to: number }
 }
 
-async function distinctRow(
+/**
+ * BENCH_ROW=cached: the cached row instead (eth_chainId, answered from Halyard's cache), against
+ * the bare constant server and the reading constant server instead of the two proxies.
+ */
+const CACHED = process.env.BENCH_ROW === 'cached'
+
+async function measureRow(
   wrk: string,
   url: string,
   pid: number | undefined,
@@ -50,11 +59,11 @@ async function distinctRow(
 ): Promise<Measured> {
   const opts = {
     url,
-    // wrk's Lua script replaces the body with a new eth_getBalance on every request.
-    body: '{}',
+    // For the distinct row wrk's Lua script replaces the body with a new eth_getBalance on every request.
+    body: CACHED ? '{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}' : '{}',
     headers: { 'content-type': 'application/json', ...headers },
     connections: 50,
-    distinct: true,
+    distinct: !CACHED,
   }
   await runWrk(wrk, { ...opts, seconds: 2 })
   const from = monotonicUs()
@@ -79,6 +88,16 @@ function printProfile(dir: string, m: Measured): void {
   rmSync(dir, { recursive: true, force: true })
 }
 
+const READING = { 'x-api-key': READING_PROXY_KEY }
+const DISTINCT_FLOORS: { name: string; kind: FloorKind; headers: Record<string, string> }[] = [
+  { name: 'bare Node proxy', kind: 'proxy', headers: {} },
+  { name: 'reading Node proxy', kind: 'reading', headers: READING },
+]
+const CACHED_FLOORS: typeof DISTINCT_FLOORS = [
+  { name: 'bare constant server', kind: 'constant', headers: {} },
+  { name: 'reading constant server', kind: 'reading-constant', headers: READING },
+]
+
 const line = (name: string, m: Measured) =>
   `  ${name.padEnd(44)} ${Math.round(m.reqPerSec).toLocaleString('en-US').padStart(7)} req/s  p50 ${m.p50.toFixed(2)} ms  ${m.cpuUs.toFixed(1)} µs CPU/req (main thread ${m.mainUs.toFixed(1)}, kernel ${m.kernelUs.toFixed(1)})`
 
@@ -102,32 +121,24 @@ async function main() {
   try {
     for (let rep = 1; rep <= REPS; rep++) {
       console.log(`round ${rep} of ${REPS}`)
-      const floorDir = PROFILE ? mkdtempSync(path.join(tmpdir(), 'halyard-rpc-ab-')) : undefined
-      const floor = await startFloor(1, anvil.url, floorDir)
-      let proxied: Measured
-      try {
-        proxied = await distinctRow(wrk, floor.url, floor.pid, {})
-      } finally {
-        await floor.stop()
+      for (const floor of CACHED ? CACHED_FLOORS : DISTINCT_FLOORS) {
+        const dir = PROFILE ? mkdtempSync(path.join(tmpdir(), 'halyard-rpc-ab-')) : undefined
+        const f = await startFloor(1, anvil.url, dir, floor.kind)
+        let m: Measured
+        try {
+          m = await measureRow(wrk, f.url, f.pid, floor.headers)
+        } finally {
+          await f.stop()
+        }
+        keep(floor.name, m)
+        if (dir) printProfile(dir, m)
       }
-      keep('bare Node proxy', proxied)
-      if (floorDir) printProfile(floorDir, proxied)
-      const readingDir = PROFILE ? mkdtempSync(path.join(tmpdir(), 'halyard-rpc-ab-')) : undefined
-      const reading = await startFloor(1, anvil.url, readingDir, 'reading')
-      let read: Measured
-      try {
-        read = await distinctRow(wrk, reading.url, reading.pid, { 'x-api-key': READING_PROXY_KEY })
-      } finally {
-        await reading.stop()
-      }
-      keep('reading Node proxy', read)
-      if (readingDir) printProfile(readingDir, read)
       for (const s of scripts) {
         const dir = PROFILE ? mkdtempSync(path.join(tmpdir(), 'halyard-rpc-ab-')) : undefined
         const h = await startHalyardChild(s.script, anvil.url, dir ? { profileDir: dir } : {})
         let m: Measured
         try {
-          m = await distinctRow(wrk, h.url, h.child.pid, { 'x-api-key': h.key })
+          m = await measureRow(wrk, h.url, h.child.pid, { 'x-api-key': h.key })
         } finally {
           await stopHalyardChild(h, PROFILE ? 30_000 : 5_000)
         }
