@@ -32,8 +32,8 @@
  * One process runs on PGlite, with the Redis limiter when REDIS_URL is set (else in-process);
  * the workers run `HALYARD_WORKERS`-style (src/server/cluster.ts) on PostgreSQL and Redis and
  * need DATABASE_URL and REDIS_URL. Prints req/s, p50, p99 and the target ratios:
- * distinct ≥ 0.9 × the bare Node proxy, uncached ≥ 0.8 × nginx, cached ≥ 0.7 × bare node:http,
- * limited ≥ 0.8 × unlimited.
+ * distinct ≥ 0.9 × the bare Node proxy, uncached (coalescing) ≥ 1.0 × nginx, cached ≥ 0.9 × bare
+ * node:http (the gateway's per-core goals, docs/benchmarks.md), limited ≥ 0.8 × unlimited.
  *
  * BENCH_PROFILE=1 runs Halyard under `--cpu-prof` and prints, per Halyard row, the top
  * functions by self time and the totals per package (bench/lib/cpu-top.ts; BENCH_PROFILE_TOP

@@ -62,13 +62,13 @@ export function printRatios(c: Config, direct: Direct) {
     )
   console.log(
     c.nginx
-      ? `  uncached Halyard / nginx:               ${target(ratio(c.uncached, c.nginx), 0.8)}`
+      ? `  uncached Halyard / nginx:               ${target(ratio(c.uncached, c.nginx), 1)}`
       : '  uncached Halyard / nginx:               n/a (nginx not installed)',
   )
   console.log(
     `  uncached Halyard / bare node proxy:     ${fmt(ratio(c.uncached, c.proxyFloor), 2)}×  (bare node proxy / nginx: ${c.nginx ? fmt(ratio(c.proxyFloor, c.nginx), 2) : 'n/a'}×)`,
   )
-  console.log(`  cached eth_chainId / bare node:http:    ${target(ratio(c.cached, c.floor), 0.7)}`)
+  console.log(`  cached eth_chainId / bare node:http:    ${target(ratio(c.cached, c.floor), 0.9)}`)
   console.log(
     `  cached Halyard / reading constant:      ${fmt(ratio(c.cached, c.readingConstant), 2)}×  (reading constant / bare node:http: ${fmt(ratio(c.readingConstant, c.floor), 2)}×)`,
   )
