@@ -32,9 +32,12 @@ describe('RequestBudget', () => {
       ),
     )
     expect(starts).toHaveLength(12)
-    // Every sixth start is at least a second after the first of the five before it.
+    // Every sixth start is a second after the first of the five before it. A task reads the clock
+    // a few promise reactions after its grant, and the first burst's later tasks wait behind the
+    // others' reactions (a CI run measured 999.996 ms): a millisecond of slack for that, far below
+    // what a budget that let the sixth through early would show (the whole second).
     for (let i = 5; i < starts.length; i++)
-      expect((starts[i] as number) - (starts[i - 5] as number)).toBeGreaterThanOrEqual(1000)
+      expect((starts[i] as number) - (starts[i - 5] as number)).toBeGreaterThanOrEqual(999)
   })
 
   it('keeps going after a task fails', async () => {
