@@ -122,20 +122,23 @@ describeEachStorage('JSON-RPC proxy on $name', (backend) => {
     const key = await h.createKey()
     const [from] = (await postRpc(anvil.url, undefined, call('eth_accounts'))).json.result as string[]
     // A block with transactions and logs-free receipts: a large, nested result with strings.
+    let hash = ''
     for (let i = 0; i < 3; i++)
-      await postRpc(
-        anvil.url,
-        undefined,
-        call('eth_sendTransaction', [
-          { from, to: '0x00000000000000000000000000000000000000aa', value: '0x1' },
-        ]),
-      )
+      hash = (
+        await postRpc(
+          anvil.url,
+          undefined,
+          call('eth_sendTransaction', [
+            { from, to: '0x00000000000000000000000000000000000000aa', value: '0x1' },
+          ]),
+        )
+      ).json.result as string
     await postRpc(anvil.url, undefined, call('anvil_mine', ['0x1']))
-    const head = (await postRpc(anvil.url, undefined, call('eth_blockNumber'))).json.result as string
-    // The block the transactions went into (by number: `latest` would move if anything mines).
-    const body = JSON.stringify(
-      call('eth_getBlockByNumber', [`0x${(Number(head) - 1).toString(16)}`, true], 'raw'),
-    )
+    // The block the last transaction went into, from its receipt: with interval mining a block
+    // may be mined between the calls above, so "the block before the head" may hold none.
+    const receipt = (await postRpc(anvil.url, undefined, call('eth_getTransactionReceipt', [hash]))).json
+      .result as { blockNumber: string }
+    const body = JSON.stringify(call('eth_getBlockByNumber', [receipt.blockNumber, true], 'raw'))
     const post = async (target: string, headers: Record<string, string>) => {
       const res = await fetch(target, {
         method: 'POST',
