@@ -147,19 +147,6 @@ export function buildApp(deps: AppDeps): FastifyInstance {
       bodyLimit,
       workerIndex: deps.workerIndex === undefined ? undefined : String(deps.workerIndex),
       parseJson: (text) => {
-        // A body that cannot spell a prototype key (the parser's patterns need the name, or a
-        // backslash to escape it) and has no byte-order mark parses as JSON.parse parses it;
-        // anything else, or any JSON.parse refusal, takes the parser's own way and its error.
-        const plain =
-          text.charCodeAt(0) !== 0xfeff &&
-          !text.includes('\\') &&
-          !text.includes('__proto__') &&
-          !text.includes('constructor')
-        if (plain) {
-          try {
-            return JSON.parse(text)
-          } catch {}
-        }
         let outcome: { err: Error | null; value?: unknown } = { err: null }
         // Fastify's parser answers synchronously and reads nothing from the request.
         parseJson(undefined as unknown as FastifyRequest, text, (err, value) => {
