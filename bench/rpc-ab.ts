@@ -21,7 +21,7 @@ import { loadavg, tmpdir } from 'node:os'
 import path from 'node:path'
 import { startAnvil } from '../src/devnet/anvil.ts'
 import { cpuTop, formatCpuTop, profileFiles } from './lib/cpu-top.ts'
-import { type FloorKind, READING_PROXY_KEY, startFloor } from './lib/floor-http.ts'
+import { type FloorKind, READING_FLOOR_KEY, startFloor } from './lib/floor-http.ts'
 import { serveHalyardChild, startHalyardChild, stopHalyardChild } from './lib/halyard-child.ts'
 import { mainThreadCpuUs, mainThreadKernelUs, treeCpuUs } from './lib/proc-cpu.ts'
 import { findWrk, runWrk } from './lib/wrk.ts'
@@ -88,7 +88,7 @@ function printProfile(dir: string, m: Measured): void {
   rmSync(dir, { recursive: true, force: true })
 }
 
-const READING = { 'x-api-key': READING_PROXY_KEY }
+const READING = { 'x-api-key': READING_FLOOR_KEY }
 const DISTINCT_FLOORS: { name: string; kind: FloorKind; headers: Record<string, string> }[] = [
   { name: 'bare Node proxy', kind: 'proxy', headers: {} },
   { name: 'reading Node proxy', kind: 'reading', headers: READING },

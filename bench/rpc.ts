@@ -49,7 +49,7 @@ import path from 'node:path'
 import autocannon from 'autocannon'
 import { startAnvil } from '../src/devnet/anvil.ts'
 import { cpuTop, formatCpuTop, profileFiles } from './lib/cpu-top.ts'
-import { type Floor, type FloorKind, READING_PROXY_KEY, startFloor } from './lib/floor-http.ts'
+import { type Floor, type FloorKind, READING_FLOOR_KEY, startFloor } from './lib/floor-http.ts'
 import {
   type HalyardChild,
   serveHalyardChild,
@@ -186,7 +186,7 @@ async function measure(
       await floor.stop()
     }
   }
-  const rk = { 'x-api-key': READING_PROXY_KEY }
+  const rk = { 'x-api-key': READING_FLOOR_KEY }
   const floorRow = await onFloor('constant', (f) =>
     run(`bare node:http ${tag} · constant answer`, f, call('eth_chainId')),
   )

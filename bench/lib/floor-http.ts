@@ -72,7 +72,7 @@ function proxy(upstream: string): Handler {
 }
 
 /** The key the reading floors know (their callers send it as X-API-Key). */
-export const READING_PROXY_KEY = 'floor-key'
+export const READING_FLOOR_KEY = 'floor-key'
 
 interface ReadCall {
   id: unknown
@@ -97,7 +97,7 @@ const answer = (res: ServerResponse, text: string) => {
  * cache, coalescing, metrics, failover or request log.
  */
 function readCalls(onCall: (res: ServerResponse, call: ReadCall) => void): Handler {
-  const accounts = new Map([[READING_PROXY_KEY, { calls: 0 }]])
+  const accounts = new Map([[READING_FLOOR_KEY, { calls: 0 }]])
   return (req, res) => {
     const account = accounts.get(String(req.headers['x-api-key']))
     const chunks: Buffer[] = []
@@ -154,9 +154,11 @@ function readingProxy(upstream: string): Handler {
  * The reading constant server: `readCalls`, then one result under the client's id. The floor of
  * a cached call for a gateway that reads it (Halyard's cached rows beside the bare constant).
  */
-const readingConstant: Handler = readCalls((res, call) =>
-  answer(res, `{"jsonrpc":"2.0","id":${JSON.stringify(call.id)},"result":"0x7a69"}`),
-)
+function readingConstant(): Handler {
+  return readCalls((res, call) =>
+    answer(res, `{"jsonrpc":"2.0","id":${JSON.stringify(call.id)},"result":"0x7a69"}`),
+  )
+}
 
 function listen(handler: Handler): Promise<number> {
   const server = createServer(handler)
@@ -174,7 +176,7 @@ function listen(handler: Handler): Promise<number> {
 export type FloorKind = 'constant' | 'proxy' | 'reading' | 'reading-constant'
 
 function handlerOf(kind: FloorKind, upstream: string | undefined): Handler {
-  if (kind === 'reading-constant') return readingConstant
+  if (kind === 'reading-constant') return readingConstant()
   if (upstream === undefined || kind === 'constant') return constant
   return kind === 'reading' ? readingProxy(upstream) : proxy(upstream)
 }
