@@ -20,6 +20,7 @@ interface CallFrame {
 interface ProfileNode {
   id: number
   callFrame: CallFrame
+  children?: number[]
 }
 
 interface CpuProfile {
@@ -45,6 +46,11 @@ export interface CpuTop {
   busyMs: number
   functions: { name: string; where: string; pkg: string; ms: number }[]
   packages: { pkg: string; ms: number }[]
+  /**
+   * Total time per function of the project's own code (src/, bench/): its samples and its
+   * callees' alike, each sample counted once per function however deep the recursion.
+   */
+  totals: { name: string; where: string; pkg: string; ms: number }[]
 }
 
 /** The .cpuprofile files under `target` (a file or a directory). */
@@ -126,6 +132,7 @@ function whereOf(frame: CallFrame): string {
 export function cpuTop(files: readonly string[], window?: Window): CpuTop {
   const byFn = new Map<string, { name: string; where: string; pkg: string; us: number }>()
   const byPkg = new Map<string, number>()
+  const byTotal = new Map<string, { name: string; where: string; pkg: string; us: number }>()
   let busy = 0
   let longest = 0
   for (const file of files) {
@@ -139,6 +146,26 @@ export function cpuTop(files: readonly string[], window?: Window): CpuTop {
         return [n.id, { pkg: packageOf(f), where: whereOf(f), name: f.functionName || '(anonymous)' }]
       }),
     )
+    const parents = new Map<number, number>()
+    for (const n of prof.nodes) for (const c of n.children ?? []) parents.set(c, n.id)
+    // Each node's own-code functions on its stack (node and callers), worked out once per node.
+    const stacks = new Map<number, string[]>()
+    const ownStack = (id: number): string[] => {
+      let keys = stacks.get(id)
+      if (keys) return keys
+      const parent = parents.get(id)
+      keys = parent === undefined ? [] : ownStack(parent)
+      const node = nodes.get(id)
+      if (node && (node.pkg.startsWith('src') || node.pkg.startsWith('bench'))) {
+        const key = `${node.name}\n${node.where}`
+        if (!keys.includes(key)) {
+          keys = [...keys, key]
+          if (!byTotal.has(key)) byTotal.set(key, { ...node, us: 0 })
+        }
+      }
+      stacks.set(id, keys)
+      return keys
+    }
     let t = prof.startTime
     for (let i = 0; i < prof.samples.length; i++) {
       t += prof.timeDeltas[i] ?? 0
@@ -155,6 +182,7 @@ export function cpuTop(files: readonly string[], window?: Window): CpuTop {
       const e = byFn.get(key)
       if (e) e.us += us
       else byFn.set(key, { name, where, pkg, us })
+      for (const k of ownStack(prof.samples[i]!)) byTotal.get(k)!.us += us
     }
   }
   return {
@@ -165,6 +193,9 @@ export function cpuTop(files: readonly string[], window?: Window): CpuTop {
       .sort((a, b) => b.us - a.us)
       .map(({ us, ...f }) => ({ ...f, ms: us / 1000 })),
     packages: [...byPkg.entries()].sort((a, b) => b[1] - a[1]).map(([pkg, us]) => ({ pkg, ms: us / 1000 })),
+    totals: [...byTotal.values()]
+      .sort((a, b) => b.us - a.us)
+      .map(({ us, ...f }) => ({ ...f, ms: us / 1000 })),
   }
 }
 
@@ -189,6 +220,11 @@ export function formatCpuTop(top: CpuTop, n = 25, requests?: number): string {
   for (const p of top.packages) {
     if (p.ms < top.busyMs * 0.005) break
     lines.push(`    ${pct(p.ms)} ${p.ms.toFixed(0).padStart(6)} ms${per(p.ms)}  ${p.pkg}`)
+  }
+  if (top.totals.length > 0) {
+    lines.push("  total time (own and callees'), the project's own functions:")
+    for (const f of top.totals.slice(0, n))
+      lines.push(`    ${pct(f.ms)} ${f.ms.toFixed(0).padStart(6)} ms${per(f.ms)}  ${f.name}  ${f.where}`)
   }
   return lines.join('\n')
 }

@@ -9,6 +9,8 @@
  * - reading (`readingProxy`): the proxy, plus parsing the call and putting the client's id back:
  *   what reading a call costs in Node before any of a gateway's features; reading-constant
  *   (`readingConstant`) reads the call the same way and answers a constant under its id.
+ * - socket-proxy (`socketProxy`): the bare proxy with a hand-written HTTP/1.1 client on plain
+ *   sockets instead of undici: how much of the bare proxy's cost is its HTTP client.
  * With N > 1 it runs N processes behind node:cluster on one port, like `HALYARD_WORKERS`.
  *
  * Started by `startFloor` (a forked child, so it never shares the load generator's loop).
@@ -16,6 +18,7 @@
 import { type ChildProcess, fork } from 'node:child_process'
 import cluster from 'node:cluster'
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
+import { connect, type Socket } from 'node:net'
 import { type Dispatcher, Pool } from 'undici'
 import { benchNodeArgs, childCommand } from './built-child.ts'
 
@@ -68,6 +71,98 @@ function proxy(upstream: string): Handler {
       const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)
       pool.dispatch({ path: '/', method: 'POST', headers, body }, handler)
     })
+  }
+}
+
+/**
+ * The socket proxy: the bare proxy's work, with undici replaced by the least HTTP/1.1 client that
+ * can talk to a JSON-RPC node over keep-alive: plain sockets, one call per socket at a time, the
+ * request written in one piece, the answer framed by its Content-Length alone. Not a client to
+ * ship (no chunked answers, no TLS, no deadlines, no retries): it tells what the bare proxy's own
+ * HTTP client costs, and so how far below the bare proxy a leaner client could take a gateway.
+ */
+function socketProxy(upstream: string): Handler {
+  const u = new URL(upstream)
+  const idle: UpstreamSocket[] = []
+  const open = () => new UpstreamSocket(Number(u.port || 80), u.hostname, idle)
+  const head = `POST ${u.pathname} HTTP/1.1\r\nHost: ${u.host}\r\nContent-Type: application/json\r\nContent-Length: `
+  return (req, res) => {
+    const chunks: Buffer[] = []
+    req.on('data', (c: Buffer) => chunks.push(c))
+    req.on('end', () => {
+      const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)
+      ;(idle.pop() ?? open()).send(`${head}${body.length}\r\n\r\n`, body, res)
+    })
+  }
+}
+
+const HEAD_END = Buffer.from('\r\n\r\n')
+
+class UpstreamSocket {
+  private readonly socket: Socket
+  private res: ServerResponse | undefined
+  private buf: Buffer | undefined
+
+  constructor(
+    port: number,
+    host: string,
+    private readonly idle: UpstreamSocket[],
+  ) {
+    this.socket = connect(port, host)
+    this.socket.setNoDelay(true)
+    this.socket.on('data', (c: Buffer) => this.onData(c))
+    this.socket.on('error', () => this.fail())
+    this.socket.on('close', () => this.fail())
+  }
+
+  send(head: string, body: Buffer, res: ServerResponse): void {
+    this.res = res
+    this.socket.cork()
+    this.socket.write(head)
+    this.socket.write(body)
+    this.socket.uncork()
+  }
+
+  private onData(chunk: Buffer): void {
+    const buf = this.buf ? Buffer.concat([this.buf, chunk]) : chunk
+    const end = buf.indexOf(HEAD_END)
+    if (end < 0) {
+      this.buf = buf
+      return
+    }
+    const headText = buf.toString('latin1', 0, end).toLowerCase()
+    const at = headText.indexOf('content-length:')
+    const length = at < 0 ? Number.NaN : Number.parseInt(headText.slice(at + 15), 10)
+    if (!(length >= 0)) {
+      this.socket.destroy()
+      return
+    }
+    if (buf.length < end + 4 + length) {
+      this.buf = buf
+      return
+    }
+    this.buf = undefined
+    const res = this.res
+    this.res = undefined
+    this.idle.push(this)
+    if (!res) return
+    const body = buf.subarray(end + 4, end + 4 + length)
+    res.writeHead(Number(headText.slice(9, 12)), {
+      'content-type': 'application/json',
+      'content-length': body.length,
+    })
+    res.end(body)
+  }
+
+  private fail(): void {
+    const i = this.idle.indexOf(this)
+    if (i >= 0) this.idle.splice(i, 1)
+    const res = this.res
+    this.res = undefined
+    if (res && !res.headersSent) {
+      res.writeHead(502)
+      res.end()
+    }
   }
 }
 
@@ -173,11 +268,12 @@ function listen(handler: Handler): Promise<number> {
  * What a floor server does: answer a constant, forward bytes, or read the call and then answer a
  * constant (`reading-constant`) or forward it (`reading`).
  */
-export type FloorKind = 'constant' | 'proxy' | 'reading' | 'reading-constant'
+export type FloorKind = 'constant' | 'proxy' | 'reading' | 'reading-constant' | 'socket-proxy'
 
 function handlerOf(kind: FloorKind, upstream: string | undefined): Handler {
   if (kind === 'reading-constant') return readingConstant()
   if (upstream === undefined || kind === 'constant') return constant
+  if (kind === 'socket-proxy') return socketProxy(upstream)
   return kind === 'reading' ? readingProxy(upstream) : proxy(upstream)
 }
 
