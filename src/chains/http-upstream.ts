@@ -1,6 +1,7 @@
-import { type Dispatcher, Pool } from 'undici'
+import type { ConnectionOptions } from 'node:tls'
 import { z } from 'zod'
 import type { RpcOutcome } from '../jsonrpc.ts'
+import { type Http1Handler, Http1Pool } from '../net/http1-pool.ts'
 import { RawResult, rawResultText } from './raw-answer.ts'
 
 /** A transport-level failure: the upstream did not give a usable JSON-RPC answer. */
@@ -61,22 +62,15 @@ export interface UpstreamCall {
   params: readonly unknown[]
 }
 
-/** undici's own deadlines (headersTimeout, bodyTimeout): the same thing as ours running out. */
-const UNDICI_TIMEOUTS = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT'])
-
-/** Why an exchange was aborted when its deadline passed (never seen outside this file). */
+/** Why an exchange was given up when its deadline passed (never seen outside this file). */
 const DEADLINE = new Error('upstream deadline')
 
 /**
- * One POST through `Pool.dispatch`: the answer's chunks are collected as they come, with no
- * response stream, no AbortSignal and no promise per step. The deadline is one plain timer:
- * `AbortSignal.timeout` plus undici's abort listener cost about 15 µs a call, which at gateway
- * rates was a visible share of a core.
+ * One POST through the pool (net/http1-pool.ts): the answer arrives whole, with no stream and no
+ * promise per step. The deadline is one plain timer per call, covering the wait for a socket too.
  */
-class Exchange<T> implements Dispatcher.DispatchHandler {
-  private controller: Dispatcher.DispatchController | undefined
-  private status = 0
-  private readonly chunks: Buffer[] = []
+class Exchange<T> implements Http1Handler {
+  private abort: ((reason: Error) => void) | undefined
   private settled = false
   private readonly timer: NodeJS.Timeout
 
@@ -97,36 +91,26 @@ class Exchange<T> implements Dispatcher.DispatchHandler {
     if (this.settled) return
     this.settled = true
     this.reject(this.upstream.timeoutError())
-    this.controller?.abort(DEADLINE)
+    this.abort?.(DEADLINE)
   }
 
-  onRequestStart(controller: Dispatcher.DispatchController): void {
-    this.controller = controller
-    if (this.settled) controller.abort(DEADLINE)
+  onStart(abort: (reason: Error) => void): void {
+    this.abort = abort
   }
 
-  onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number): void {
-    this.status = statusCode
-  }
-
-  onResponseData(_controller: Dispatcher.DispatchController, chunk: Buffer): void {
-    this.chunks.push(chunk)
-  }
-
-  onResponseEnd(): void {
+  onAnswer(status: number, body: Buffer): void {
     clearTimeout(this.timer)
     if (this.settled) return
     this.settled = true
     const up = this.upstream
-    if (this.status === 429) {
+    if (status === 429) {
       this.reject(new UpstreamError('rate_limited', `upstream ${up.id} answered HTTP 429`, up.id))
-    } else if (this.status >= 500) {
-      this.reject(new UpstreamError('http', `upstream ${up.id} answered HTTP ${this.status}`, up.id))
+    } else if (status >= 500) {
+      this.reject(new UpstreamError('http', `upstream ${up.id} answered HTTP ${status}`, up.id))
     } else {
-      const c = this.chunks
       let value: T
       try {
-        value = this.read(c.length === 1 ? c[0]!.toString('utf8') : Buffer.concat(c).toString('utf8'))
+        value = this.read(body.toString('utf8'))
       } catch (err) {
         this.reject(err)
         return
@@ -135,7 +119,7 @@ class Exchange<T> implements Dispatcher.DispatchHandler {
     }
   }
 
-  onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
+  onError(err: Error): void {
     clearTimeout(this.timer)
     if (this.settled) return
     this.settled = true
@@ -146,26 +130,28 @@ class Exchange<T> implements Dispatcher.DispatchHandler {
 /** One upstream node over HTTP, through a keep-alive connection pool. */
 export class HttpUpstream {
   readonly id: string
-  private readonly pool: Pool
-  private readonly path: string
-  private readonly headers: Record<string, string>
+  private readonly pool: Http1Pool
+  /** Every request's text up to its Content-Length value: request line and fixed headers. */
+  private readonly head: string
 
   constructor(
     readonly url: string,
-    opts: { connections?: number; label?: string } = {},
+    opts: { connections?: number; label?: string; tls?: ConnectionOptions } = {},
   ) {
     const u = new URL(url)
+    if (u.protocol !== 'http:' && u.protocol !== 'https:')
+      throw new Error(`upstream ${url}: only http: and https: nodes are supported`)
     this.id = opts.label ?? `${u.host}${u.pathname === '/' ? '' : u.pathname}`
-    this.pool = new Pool(u.origin, {
+    this.pool = new Http1Pool(u, {
       connections: opts.connections ?? 128,
-      keepAliveTimeout: 30_000,
-      connect: { timeout: 5_000 },
+      keepAliveMs: 30_000,
+      connectTimeoutMs: 5_000,
+      ...(opts.tls ? { tls: opts.tls } : {}),
     })
-    this.path = `${u.pathname}${u.search}`
-    this.headers = { 'content-type': 'application/json' }
-    if (u.username) {
-      this.headers.authorization = `Basic ${Buffer.from(`${decodeURIComponent(u.username)}:${decodeURIComponent(u.password)}`).toString('base64')}`
-    }
+    const auth = u.username
+      ? `Authorization: Basic ${Buffer.from(`${decodeURIComponent(u.username)}:${decodeURIComponent(u.password)}`).toString('base64')}\r\n`
+      : ''
+    this.head = `POST ${u.pathname}${u.search} HTTP/1.1\r\nHost: ${u.host}\r\nContent-Type: application/json\r\n${auth}Content-Length: `
   }
 
   /** One call with a deadline. Resolves with the node's result or JSON-RPC error; rejects with UpstreamError. */
@@ -250,16 +236,8 @@ export class HttpUpstream {
     const timeoutMs = Math.max(1, Math.ceil(deadlineMs))
     return new Promise<T>((resolve, reject) => {
       const exchange = new Exchange(this, read, resolve, reject, timeoutMs)
-      const opts = {
-        path: this.path,
-        method: 'POST' as const,
-        headers: this.headers,
-        body,
-        headersTimeout: timeoutMs,
-        bodyTimeout: timeoutMs,
-      }
-      // Refusals (a closed pool) come back through the handler's onResponseError too.
-      this.pool.dispatch(opts, exchange)
+      // Refusals (a closed pool) come back through the handler's onError too.
+      this.pool.send(`${this.head}${Buffer.byteLength(body)}\r\n\r\n${body}`, exchange)
     })
   }
 
@@ -275,12 +253,11 @@ export class HttpUpstream {
 
   transportError(err: unknown): UpstreamError {
     const e = err as { code?: string; message?: string; cause?: { code?: string } }
-    if (e.code !== undefined && UNDICI_TIMEOUTS.has(e.code)) return this.timeoutError(err)
     const code = e.code ?? e.cause?.code ?? 'error'
     return new UpstreamError('connect', `upstream ${this.id} unreachable (${code})`, this.id, code, err)
   }
 
-  async close(): Promise<void> {
-    await this.pool.close().catch(() => {})
+  close(): Promise<void> {
+    return this.pool.close()
   }
 }
