@@ -251,9 +251,9 @@ export class HttpUpstream {
     )
   }
 
-  transportError(err: unknown): UpstreamError {
-    const e = err as { code?: string; message?: string; cause?: { code?: string } }
-    const code = e.code ?? e.cause?.code ?? 'error'
+  transportError(err: Error & { code?: string }): UpstreamError {
+    // Socket and TLS errors carry Node's code; the pool's own (a bad answer, a closed pool) theirs.
+    const code = err.code ?? 'error'
     return new UpstreamError('connect', `upstream ${this.id} unreachable (${code})`, this.id, code, err)
   }
 

@@ -12,7 +12,7 @@ export interface Http1Done {
 /** An answer's head past this is refused (Node's own server and client use 16 KiB). */
 const MAX_HEAD_BYTES = 64 * 1024
 /** An answer's body past this is refused: a node's answers are JSON, not unbounded streams. */
-export const MAX_BODY_BYTES = 512 * 1024 * 1024
+const MAX_BODY_BYTES = 512 * 1024 * 1024
 /** A node's Keep-Alive timeout is used less this, so Halyard closes the socket before it does. */
 const KEEP_ALIVE_MARGIN_MS = 1_000
 
