@@ -12,7 +12,8 @@
  * `ln -s "$PWD/node_modules" DIR/`, and copy this commit's bench/ and bin/ into DIR).
  *
  * Per row: req/s, p50, the server's CPU µs per request, its main thread's part (the rest is V8's
- * helper threads: garbage collection, compilers) and the main thread's time in the kernel.
+ * helper threads: garbage collection, compilers), the main thread's time in the kernel, and the
+ * CPU anvil spent per request in the same window (the node shares the machine's two cores).
  * BENCH_PROFILE=1 runs each server (the floors too) under `--cpu-prof` and prints its top
  * functions in µs per request (BENCH_PROFILE_TOP of them). BENCH_SECONDS per row (default 5)
  * after a 2 s warm-up; one process on PGlite, with the Redis limiter when REDIS_URL is set.
@@ -43,6 +44,8 @@ interface Measured {
   mainUs: number
   /** The main thread's time in the kernel. */
   kernelUs: number
+  /** anvil's CPU per request in the same window: the node's share of the machine. */
+  anvilUs: number
   window: { from: number; to: number }
 }
 
@@ -57,6 +60,7 @@ async function measureRow(
   url: string,
   pid: number | undefined,
   headers: Record<string, string>,
+  anvilPid: number | undefined,
 ): Promise<Measured> {
   const opts = {
     url,
@@ -71,6 +75,7 @@ async function measureRow(
   const cpu0 = treeCpuUs(pid) ?? 0
   const main0 = mainThreadCpuUs(pid) ?? 0
   const kernel0 = mainThreadKernelUs(pid) ?? 0
+  const anvil0 = treeCpuUs(anvilPid) ?? 0
   const r = await runWrk(wrk, { ...opts, seconds: SECONDS })
   const calls = r.reqPerSec * SECONDS
   return {
@@ -79,6 +84,7 @@ async function measureRow(
     cpuUs: ((treeCpuUs(pid) ?? 0) - cpu0) / calls,
     mainUs: ((mainThreadCpuUs(pid) ?? 0) - main0) / calls,
     kernelUs: ((mainThreadKernelUs(pid) ?? 0) - kernel0) / calls,
+    anvilUs: ((treeCpuUs(anvilPid) ?? 0) - anvil0) / calls,
     window: { from, to: monotonicUs() },
   }
 }
@@ -101,7 +107,7 @@ const CACHED_FLOORS: typeof DISTINCT_FLOORS = [
 ]
 
 const line = (name: string, m: Measured) =>
-  `  ${name.padEnd(44)} ${Math.round(m.reqPerSec).toLocaleString('en-US').padStart(7)} req/s  p50 ${m.p50.toFixed(2)} ms  ${m.cpuUs.toFixed(1)} µs CPU/req (main thread ${m.mainUs.toFixed(1)}, kernel ${m.kernelUs.toFixed(1)})`
+  `  ${name.padEnd(44)} ${Math.round(m.reqPerSec).toLocaleString('en-US').padStart(7)} req/s  p50 ${m.p50.toFixed(2)} ms  ${m.cpuUs.toFixed(1)} µs CPU/req (main thread ${m.mainUs.toFixed(1)}, kernel ${m.kernelUs.toFixed(1)}); anvil ${m.anvilUs.toFixed(1)}`
 
 async function main() {
   const wrk = findWrk()
@@ -128,7 +134,7 @@ async function main() {
         const f = await startFloor(1, anvil.url, dir, floor.kind)
         let m: Measured
         try {
-          m = await measureRow(wrk, f.url, f.pid, floor.headers)
+          m = await measureRow(wrk, f.url, f.pid, floor.headers, anvil.pid)
         } finally {
           await f.stop()
         }
@@ -140,7 +146,7 @@ async function main() {
         const h = await startHalyardChild(s.script, anvil.url, dir ? { profileDir: dir } : {})
         let m: Measured
         try {
-          m = await measureRow(wrk, h.url, h.child.pid, { 'x-api-key': h.key })
+          m = await measureRow(wrk, h.url, h.child.pid, { 'x-api-key': h.key }, anvil.pid)
         } finally {
           await stopHalyardChild(h, PROFILE ? 30_000 : 5_000)
         }
@@ -166,6 +172,7 @@ async function main() {
         cpuUs: med((m) => m.cpuUs),
         mainUs: med((m) => m.mainUs),
         kernelUs: med((m) => m.kernelUs),
+        anvilUs: med((m) => m.anvilUs),
         window: { from: 0, to: 0 },
       }),
     )

@@ -35,6 +35,8 @@ export interface AnvilProcess {
   readonly wsUrl: string
   readonly port: number
   readonly chainId: number
+  /** anvil's own process id (not its guard shell's), for CPU accounting in benches. */
+  readonly pid: number | undefined
   /** Resolves when the process has exited. */
   readonly exited: Promise<void>
   stop(): Promise<void>
@@ -105,6 +107,7 @@ export async function startAnvil(opts: AnvilOptions = {}): Promise<AnvilProcess>
     wsUrl: `ws://127.0.0.1:${port}`,
     port,
     chainId,
+    pid: anvilPid,
     exited,
     stop() {
       stopping ??= stopGuarded(child, exited, () => anvilPid)

@@ -1,8 +1,14 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import { createServer as createHttpsServer } from 'node:https'
-import { type AddressInfo, createServer as createTcpServer, type Socket } from 'node:net'
+import {
+  type AddressInfo,
+  connect as connectTcp,
+  createServer as createTcpServer,
+  type Socket,
+} from 'node:net'
 import { afterEach, describe, expect, it } from 'vitest'
 import { selfSignedCert } from '../../test/fixtures/net/test-cert.ts'
+import { until } from '../../test/helpers/until.ts'
 import { Http1Error, Http1Pool, type Http1Pool as Pool } from './http1-pool.ts'
 
 interface Answer {
@@ -112,6 +118,43 @@ describe('Http1Pool', () => {
     expect((await post(p, url, '{"n":1}')).body).toBe('{"n":1}')
     await new Promise((r) => setTimeout(r, 300))
     expect((await post(p, url, '{"n":2}')).body).toBe('{"n":2}')
+  })
+
+  it('sends a call to a new socket when the node closed the idle one just as the call took it', async () => {
+    // The race a keep-alive client must survive: in one turn of the event loop, a call takes the
+    // idle socket and then the node's FIN on it is read. Both reach the kernel here before the
+    // loop polls again, the trigger (a byte on another connection, whose callback sends the
+    // call) first; epoll reports them in that order. The request was not yet written (that
+    // waits for the check phase), so it goes to a new socket instead of failing.
+    const accepted: Socket[] = []
+    const raw = createTcpServer((s) => {
+      accepted.push(s)
+      s.on('data', () => s.write('HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok'))
+    })
+    await new Promise<void>((r) => raw.listen(0, '127.0.0.1', r))
+    cleanups.push(() => new Promise((r) => raw.close(r)))
+    const url = new URL(`http://127.0.0.1:${(raw.address() as AddressInfo).port}/`)
+    const p = pool(url)
+    expect(await post(p, url, '{}')).toEqual({ status: 200, body: 'ok' })
+    expect(accepted).toHaveLength(1)
+
+    let triggerSide: Socket | undefined
+    const trigger = createTcpServer((s) => {
+      triggerSide = s
+    })
+    await new Promise<void>((r) => trigger.listen(0, '127.0.0.1', r))
+    cleanups.push(() => new Promise((r) => trigger.close(r)))
+    const client = connectTcp((trigger.address() as AddressInfo).port, '127.0.0.1')
+    cleanups.push(() => client.destroy())
+    await new Promise<void>((r) => client.once('connect', r))
+    await until('the trigger connection accepted', () => triggerSide !== undefined)
+    const second = new Promise<Answer>((resolve, reject) =>
+      client.once('data', () => post(p, url, '{}').then(resolve, reject)),
+    )
+    triggerSide?.write('go')
+    accepted[0]?.destroy()
+    expect(await second).toEqual({ status: 200, body: 'ok' })
+    expect(accepted).toHaveLength(2)
   })
 
   it("does not reuse a socket past the node's own Keep-Alive timeout", async () => {
