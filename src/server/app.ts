@@ -22,6 +22,7 @@ import {
 } from '../http/errors.ts'
 import { type FastLane, setFastLaneHost } from '../http/fast-lane.ts'
 import { installPipeline, needsBody } from '../http/pipeline.ts'
+import { NOT_PLAIN, plainJson } from '../http/plain-json.ts'
 import type { Logger } from '../logger.ts'
 import type { Metrics } from '../metrics.ts'
 import { type Forwarded, forwarded } from '../net/forwarded.ts'
@@ -124,7 +125,12 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   // JSON-RPC clients often omit or mislabel Content-Type; every body is parsed as JSON. Many
   // clients and generated SDKs send `Content-Type: application/json` on every request: an empty
   // body on a DELETE (or OPTIONS) is no body, while a POST/PUT/PATCH still needs one.
-  const parseJson = app.getDefaultJsonParser('error', 'error')
+  const secureJson = app.getDefaultJsonParser('error', 'error')
+  const parseJson: FastifyBodyParser<string> = (request, body, done) => {
+    const value = plainJson(body)
+    if (value === NOT_PLAIN) secureJson(request, body, done)
+    else done(null, value)
+  }
   const parseBody: FastifyBodyParser<string> = (request, body, done) => {
     if (body === '' && !needsBody(request)) return done(null, undefined)
     parseJson(request, body, done)
@@ -147,9 +153,11 @@ export function buildApp(deps: AppDeps): FastifyInstance {
       bodyLimit,
       workerIndex: deps.workerIndex === undefined ? undefined : String(deps.workerIndex),
       parseJson: (text) => {
+        const value = plainJson(text)
+        if (value !== NOT_PLAIN) return value
         let outcome: { err: Error | null; value?: unknown } = { err: null }
         // Fastify's parser answers synchronously and reads nothing from the request.
-        parseJson(undefined as unknown as FastifyRequest, text, (err, value) => {
+        secureJson(undefined as unknown as FastifyRequest, text, (err, value) => {
           outcome = { err, value }
         })
         if (outcome.err) throw outcome.err
