@@ -101,6 +101,12 @@ describe('Http1Answer', () => {
     ['a bad status line', 'HTTP/2 200 OK\r\n\r\n', 'bad status line'],
     ['garbage', 'nonsense\r\n\r\n', 'bad status line'],
     ['a header line with no colon', 'HTTP/1.1 200 OK\r\nbroken\r\n\r\n', 'bad header line'],
+    [
+      'a colonless line before a good one',
+      'HTTP/1.1 200 OK\r\nbroken\r\nContent-Length: 0\r\n\r\n',
+      'bad header line',
+    ],
+    ['a header line with no name', 'HTTP/1.1 200 OK\r\n: 0\r\n\r\n', 'bad header line'],
     ['a non-numeric length', 'HTTP/1.1 200 OK\r\nContent-Length: 1e3\r\n\r\n', 'bad content-length'],
     ['two lengths', 'HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n', 'conflicting'],
     [

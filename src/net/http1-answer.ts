@@ -147,13 +147,14 @@ export class Http1Answer {
     while (at >= 0) {
       const from = at + 2
       at = text.indexOf('\r\n', from)
-      const line = at < 0 ? text.slice(from) : text.slice(from, at)
-      const colon = line.indexOf(':')
-      if (colon <= 0) throw invalid('bad header line')
-      // Only four headers frame the answer or its socket; the rest are not even lower-cased.
-      if (colon !== 14 && colon !== 17 && colon !== 10) continue
-      const name = line.slice(0, colon).toLowerCase()
-      const value = line.slice(colon + 1).trim()
+      const end = at < 0 ? text.length : at
+      const colon = text.indexOf(':', from)
+      if (colon <= from || colon >= end) throw invalid('bad header line')
+      // Only four headers frame the answer or its socket; the rest are not even sliced out.
+      const nameLength = colon - from
+      if (nameLength !== 14 && nameLength !== 17 && nameLength !== 10) continue
+      const name = text.slice(from, colon).toLowerCase()
+      const value = text.slice(colon + 1, end).trim()
       if (name === 'content-length') {
         if (!/^\d{1,15}$/.test(value)) throw invalid('bad content-length')
         const n = Number(value)
