@@ -44,10 +44,17 @@ const share = (limit: number | null, processes: number) =>
  * client library's connection state: its command timeout is armed per command, so a script that
  * is answered NOSCRIPT and sent again, or a command held while the connection is set up, could
  * otherwise wait longer than the limiter's timeout.
+ *
+ * The timeout is judged after one poll phase of the event loop: when the process was stalled
+ * (a long GC, a loaded machine) past the deadline, its timers run before the poll phase that
+ * reads what arrived meanwhile, and an answer already in the socket would be called late. A
+ * script Redis ran, taken for one it did not, has its outcome applied twice — the calls it
+ * decided are decided again locally and its lease give-back is subtracted again.
  */
 export function withinDeadline<T>(p: Promise<T>, ms: number): Promise<T> {
   return new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`redis did not answer within ${ms} ms`)), Math.max(0, ms))
+    const late = () => reject(new Error(`redis did not answer within ${ms} ms`))
+    const timer = setTimeout(() => setImmediate(late), Math.max(0, ms))
     p.then(
       (v) => {
         clearTimeout(timer)
