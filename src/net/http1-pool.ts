@@ -54,7 +54,6 @@ export class Http1Pool {
   private readonly secure: boolean
   /** Sockets with a request to write in this turn's check phase (see `schedule`). */
   private unsent: Connection[] = []
-  private spare: Connection[] = []
   private flushing = false
 
   constructor(
@@ -110,10 +109,8 @@ export class Http1Pool {
   private readonly flush = (): void => {
     this.flushing = false
     const list = this.unsent
-    this.unsent = this.spare
-    this.spare = list
-    for (let i = 0; i < list.length; i++) list[i]?.write()
-    list.length = 0
+    this.unsent = []
+    for (const conn of list) conn.write()
   }
 
   /** The most recently used idle socket the node has not been about to close (the sweep runs once a second). */

@@ -153,11 +153,9 @@ export function buildApp(deps: AppDeps): FastifyInstance {
       bodyLimit,
       workerIndex: deps.workerIndex === undefined ? undefined : String(deps.workerIndex),
       parseJson: (text) => {
-        const value = plainJson(text)
-        if (value !== NOT_PLAIN) return value
         let outcome: { err: Error | null; value?: unknown } = { err: null }
-        // Fastify's parser answers synchronously and reads nothing from the request.
-        secureJson(undefined as unknown as FastifyRequest, text, (err, value) => {
+        // Both parsers answer synchronously and read nothing from the request.
+        parseJson(undefined as unknown as FastifyRequest, text, (err, value) => {
           outcome = { err, value }
         })
         if (outcome.err) throw outcome.err
