@@ -5,7 +5,13 @@
  * hand-written HTTP/1.1 client instead of undici) and Halyard from this checkout and from
  * others, alternated BENCH_REPS times (default 3) in one run, so that before and after share the
  * machine's state: the way to tell a change of a few µs per call from the noise. BENCH_ROW=cached
- * measures the cached row (eth_chainId) against the bare and the reading constant servers instead.
+ * measures the cached row (eth_chainId) against the bare and the reading constant servers instead;
+ * BENCH_ROW=identical the coalescing row (one eth_blockNumber body on every connection) against
+ * nginx (when installed) and the bare Node proxy. BENCH_WORKERS=N (default 1) runs every server
+ * with N processes (nginx workers, node:cluster for the floors, Halyard's cluster, which needs
+ * DATABASE_URL and REDIS_URL). Each round prints every Halyard's req/s over each baseline's in
+ * that round, and the end their medians: a ratio taken within a round cancels most of the
+ * machine's drift, which moves the servers' own medians by more than the changes being judged.
  *
  * BENCH_AB=DIR[,DIR…]: other checkouts of Halyard to run beside this one, each serving its own
  * sources through its own copy of this file (for an older commit: `git worktree add DIR REV`,
@@ -25,6 +31,7 @@ import { startAnvil } from '../src/devnet/anvil.ts'
 import { cpuTop, formatCpuTop, profileFiles } from './lib/cpu-top.ts'
 import { type FloorKind, READING_FLOOR_KEY, startFloor } from './lib/floor-http.ts'
 import { serveHalyardChild, startHalyardChild, stopHalyardChild } from './lib/halyard-child.ts'
+import { findNginx, startNginx } from './lib/nginx.ts'
 import { mainThreadCpuUs, mainThreadKernelUs, treeCpuUs } from './lib/proc-cpu.ts'
 import { findWrk, runWrk } from './lib/wrk.ts'
 
@@ -34,6 +41,7 @@ const PROFILE = process.env.BENCH_PROFILE === '1'
 /** BENCH_PROFILE_TOP: how many functions a profile lists (default 30). */
 const PROFILE_TOP = Number(process.env.BENCH_PROFILE_TOP ?? 30)
 const OTHERS = (process.env.BENCH_AB ?? '').split(',').filter((d) => d !== '')
+const WORKERS = Number(process.env.BENCH_WORKERS ?? 1)
 
 const monotonicUs = () => Number(process.hrtime.bigint() / 1000n)
 
@@ -49,11 +57,19 @@ interface Measured {
   window: { from: number; to: number }
 }
 
-/**
- * BENCH_ROW=cached: the cached row instead (eth_chainId, answered from Halyard's cache), against
- * the bare constant server and the reading constant server instead of the two proxies.
- */
-const CACHED = process.env.BENCH_ROW === 'cached'
+type RowKind = 'distinct' | 'cached' | 'identical'
+const ROW: RowKind =
+  process.env.BENCH_ROW === 'cached'
+    ? 'cached'
+    : process.env.BENCH_ROW === 'identical'
+      ? 'identical'
+      : 'distinct'
+/** The body wrk sends; for the distinct row its Lua script replaces it with a new eth_getBalance per request. */
+const BODIES: Record<RowKind, string> = {
+  distinct: '{}',
+  cached: '{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}',
+  identical: '{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[]}',
+}
 
 async function measureRow(
   wrk: string,
@@ -65,10 +81,10 @@ async function measureRow(
   const opts = {
     url,
     // For the distinct row wrk's Lua script replaces the body with a new eth_getBalance on every request.
-    body: CACHED ? '{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}' : '{}',
+    body: BODIES[ROW],
     headers: { 'content-type': 'application/json', ...headers },
     connections: 50,
-    distinct: !CACHED,
+    distinct: ROW === 'distinct',
   }
   await runWrk(wrk, { ...opts, seconds: 2 })
   const from = monotonicUs()
@@ -82,8 +98,8 @@ async function measureRow(
     reqPerSec: r.reqPerSec,
     p50: r.p50,
     cpuUs: ((treeCpuUs(pid) ?? 0) - cpu0) / calls,
-    mainUs: ((mainThreadCpuUs(pid) ?? 0) - main0) / calls,
-    kernelUs: ((mainThreadKernelUs(pid) ?? 0) - kernel0) / calls,
+    mainUs: WORKERS > 1 ? Number.NaN : ((mainThreadCpuUs(pid) ?? 0) - main0) / calls,
+    kernelUs: WORKERS > 1 ? Number.NaN : ((mainThreadKernelUs(pid) ?? 0) - kernel0) / calls,
     anvilUs: ((treeCpuUs(anvilPid) ?? 0) - anvil0) / calls,
     window: { from, to: monotonicUs() },
   }
@@ -96,18 +112,47 @@ function printProfile(dir: string, m: Measured): void {
 }
 
 const READING = { 'x-api-key': READING_FLOOR_KEY }
-const DISTINCT_FLOORS: { name: string; kind: FloorKind; headers: Record<string, string> }[] = [
-  { name: 'bare Node proxy', kind: 'proxy', headers: {} },
-  { name: 'reading Node proxy', kind: 'reading', headers: READING },
-  { name: 'socket Node proxy', kind: 'socket-proxy', headers: {} },
-]
-const CACHED_FLOORS: typeof DISTINCT_FLOORS = [
-  { name: 'bare constant server', kind: 'constant', headers: {} },
-  { name: 'reading constant server', kind: 'reading-constant', headers: READING },
-]
+/** A baseline server: one of the Node floors (bench/lib/floor-http.ts), or nginx. */
+type Baseline = { name: string; kind: FloorKind | 'nginx'; headers: Record<string, string> }
+const BASELINES: Record<RowKind, Baseline[]> = {
+  distinct: [
+    { name: 'bare Node proxy', kind: 'proxy', headers: {} },
+    { name: 'reading Node proxy', kind: 'reading', headers: READING },
+    { name: 'socket Node proxy', kind: 'socket-proxy', headers: {} },
+  ],
+  cached: [
+    { name: 'bare constant server', kind: 'constant', headers: {} },
+    { name: 'reading constant server', kind: 'reading-constant', headers: READING },
+  ],
+  identical: [
+    { name: 'nginx', kind: 'nginx', headers: {} },
+    { name: 'bare Node proxy', kind: 'proxy', headers: {} },
+  ],
+}
 
+/** Starts a baseline with WORKERS processes in front of `anvil`. */
+async function startBaseline(
+  b: Baseline,
+  anvil: { url: string; port: number },
+  profileDir: string | undefined,
+) {
+  if (b.kind !== 'nginx') return startFloor(WORKERS, anvil.url, profileDir, b.kind)
+  const bin = findNginx()
+  if (!bin) return undefined
+  return startNginx(bin, anvil.port, WORKERS)
+}
+
+const median = (values: number[]) => {
+  const v = [...values].sort((a, b) => a - b)
+  return v[Math.floor(v.length / 2)] ?? 0
+}
+
+// With several processes the main thread read is the primary's, which serves nothing, and
+// nginx's is its master's: left out (NaN).
+const threads = (m: Measured) =>
+  Number.isNaN(m.mainUs) ? '' : ` (main thread ${m.mainUs.toFixed(1)}, kernel ${m.kernelUs.toFixed(1)})`
 const line = (name: string, m: Measured) =>
-  `  ${name.padEnd(44)} ${Math.round(m.reqPerSec).toLocaleString('en-US').padStart(7)} req/s  p50 ${m.p50.toFixed(2)} ms  ${m.cpuUs.toFixed(1)} µs CPU/req (main thread ${m.mainUs.toFixed(1)}, kernel ${m.kernelUs.toFixed(1)}); anvil ${m.anvilUs.toFixed(1)}`
+  `  ${name.padEnd(44)} ${Math.round(m.reqPerSec).toLocaleString('en-US').padStart(7)} req/s  p50 ${m.p50.toFixed(2)} ms  ${m.cpuUs.toFixed(1)} µs CPU/req${threads(m)}; anvil ${m.anvilUs.toFixed(1)}`
 
 async function main() {
   const wrk = findWrk()
@@ -119,31 +164,54 @@ async function main() {
     { name: 'Halyard (this checkout)', script: import.meta.filename },
     ...OTHERS.map((dir) => ({ name: `Halyard (${dir})`, script: path.join(dir, 'bench', 'rpc-ab.ts') })),
   ]
+  if (WORKERS > 1 && !(process.env.DATABASE_URL && process.env.REDIS_URL)) {
+    console.error('BENCH_WORKERS > 1 runs Halyard as a cluster: it needs DATABASE_URL and REDIS_URL')
+    process.exit(2)
+  }
+  const baselines = BASELINES[ROW].filter((b) => b.kind !== 'nginx' || findNginx() !== undefined)
+  if (baselines.length < BASELINES[ROW].length)
+    console.log('nginx is not installed (apt-get install nginx-light): its row is skipped')
   const anvil = await startAnvil()
   const load0 = loadavg()[0] ?? 0
   const all = new Map<string, Measured[]>()
+  /** "Halyard / baseline" → that ratio of req/s in each round. */
+  const ratios = new Map<string, number[]>()
+  const note = (pair: string, ratio: number) => {
+    ratios.set(pair, [...(ratios.get(pair) ?? []), ratio])
+    console.log(`  ${pair}: ${ratio.toFixed(2)}×`)
+  }
   const keep = (name: string, m: Measured) => {
     all.set(name, [...(all.get(name) ?? []), m])
     console.log(line(name, m))
   }
+  console.log(`bench:rpc-ab — the ${ROW} row, ${WORKERS} process${WORKERS > 1 ? 'es' : ''} per server`)
   try {
     for (let rep = 1; rep <= REPS; rep++) {
       console.log(`round ${rep} of ${REPS}`)
-      for (const floor of CACHED ? CACHED_FLOORS : DISTINCT_FLOORS) {
-        const dir = PROFILE ? mkdtempSync(path.join(tmpdir(), 'halyard-rpc-ab-')) : undefined
-        const f = await startFloor(1, anvil.url, dir, floor.kind)
+      const round = new Map<string, number>()
+      for (const b of baselines) {
+        const dir =
+          PROFILE && b.kind !== 'nginx' ? mkdtempSync(path.join(tmpdir(), 'halyard-rpc-ab-')) : undefined
+        const f = await startBaseline(b, anvil, dir)
+        if (!f) continue
         let m: Measured
         try {
-          m = await measureRow(wrk, f.url, f.pid, floor.headers, anvil.pid)
+          m = await measureRow(wrk, f.url, f.pid, b.headers, anvil.pid)
         } finally {
           await f.stop()
         }
-        keep(floor.name, m)
+        if (b.kind === 'nginx') Object.assign(m, { mainUs: Number.NaN, kernelUs: Number.NaN })
+        keep(b.name, m)
+        // A floor beside the first baseline: what Node itself allows for that extra step.
+        const [first] = round
+        if (first) note(`${b.name} / ${first[0]}`, m.reqPerSec / first[1])
+        round.set(b.name, m.reqPerSec)
         if (dir) printProfile(dir, m)
       }
       for (const s of scripts) {
         const dir = PROFILE ? mkdtempSync(path.join(tmpdir(), 'halyard-rpc-ab-')) : undefined
-        const h = await startHalyardChild(s.script, anvil.url, dir ? { profileDir: dir } : {})
+        const opts = { ...(dir ? { profileDir: dir } : {}), ...(WORKERS > 1 ? { workers: WORKERS } : {}) }
+        const h = await startHalyardChild(s.script, anvil.url, opts)
         let m: Measured
         try {
           m = await measureRow(wrk, h.url, h.child.pid, { 'x-api-key': h.key }, anvil.pid)
@@ -152,6 +220,7 @@ async function main() {
         }
         keep(s.name, m)
         if (dir) printProfile(dir, m)
+        for (const [base, rps] of round) note(`${s.name} / ${base}`, m.reqPerSec / rps)
       }
     }
   } finally {
@@ -161,10 +230,7 @@ async function main() {
     `\nmedians over ${REPS} rounds (load average ${load0.toFixed(2)} before, ${(loadavg()[0] ?? 0).toFixed(2)} after):`,
   )
   for (const [name, rows] of all) {
-    const med = (f: (m: Measured) => number) => {
-      const v = rows.map(f).sort((a, b) => a - b)
-      return v[Math.floor(v.length / 2)] ?? 0
-    }
+    const med = (f: (m: Measured) => number) => median(rows.map(f))
     console.log(
       line(name, {
         reqPerSec: med((m) => m.reqPerSec),
@@ -176,6 +242,12 @@ async function main() {
         window: { from: 0, to: 0 },
       }),
     )
+  }
+  console.log('req/s ratios taken within each round: median (range)')
+  for (const [pair, values] of ratios) {
+    const lo = Math.min(...values).toFixed(2)
+    const hi = Math.max(...values).toFixed(2)
+    console.log(`  ${pair.padEnd(60)} ${median(values).toFixed(2)}×  (${lo}–${hi})`)
   }
 }
 
