@@ -10,8 +10,9 @@
  * nginx (when installed) and the bare Node proxy. BENCH_WORKERS=N (default 1) runs every server
  * with N processes (nginx workers, node:cluster for the floors, Halyard's cluster, which needs
  * DATABASE_URL and REDIS_URL). Each round prints every Halyard's req/s over each baseline's in
- * that round, and the end their medians: a ratio taken within a round cancels most of the
- * machine's drift, which moves the servers' own medians by more than the changes being judged.
+ * that round (and each later floor's over the first: what Node allows for the floor's extra step),
+ * and the end their medians: a ratio taken within a round cancels most of the machine's drift,
+ * which moves the servers' own medians by more than the changes being judged.
  *
  * BENCH_AB=DIR[,DIR…]: other checkouts of Halyard to run beside this one, each serving its own
  * sources through its own copy of this file (for an older commit: `git worktree add DIR REV`,
@@ -42,6 +43,7 @@ const PROFILE = process.env.BENCH_PROFILE === '1'
 const PROFILE_TOP = Number(process.env.BENCH_PROFILE_TOP ?? 30)
 const OTHERS = (process.env.BENCH_AB ?? '').split(',').filter((d) => d !== '')
 const WORKERS = Number(process.env.BENCH_WORKERS ?? 1)
+const NGINX = findNginx()
 
 const monotonicUs = () => Number(process.hrtime.bigint() / 1000n)
 
@@ -130,16 +132,10 @@ const BASELINES: Record<RowKind, Baseline[]> = {
   ],
 }
 
-/** Starts a baseline with WORKERS processes in front of `anvil`. */
-async function startBaseline(
-  b: Baseline,
-  anvil: { url: string; port: number },
-  profileDir: string | undefined,
-) {
+/** Starts a baseline with WORKERS processes in front of `anvil` (nginx only where installed). */
+function startBaseline(b: Baseline, anvil: { url: string; port: number }, profileDir: string | undefined) {
   if (b.kind !== 'nginx') return startFloor(WORKERS, anvil.url, profileDir, b.kind)
-  const bin = findNginx()
-  if (!bin) return undefined
-  return startNginx(bin, anvil.port, WORKERS)
+  return startNginx(NGINX ?? 'nginx', anvil.port, WORKERS)
 }
 
 const median = (values: number[]) => {
@@ -168,7 +164,7 @@ async function main() {
     console.error('BENCH_WORKERS > 1 runs Halyard as a cluster: it needs DATABASE_URL and REDIS_URL')
     process.exit(2)
   }
-  const baselines = BASELINES[ROW].filter((b) => b.kind !== 'nginx' || findNginx() !== undefined)
+  const baselines = BASELINES[ROW].filter((b) => b.kind !== 'nginx' || NGINX !== undefined)
   if (baselines.length < BASELINES[ROW].length)
     console.log('nginx is not installed (apt-get install nginx-light): its row is skipped')
   const anvil = await startAnvil()
@@ -193,7 +189,6 @@ async function main() {
         const dir =
           PROFILE && b.kind !== 'nginx' ? mkdtempSync(path.join(tmpdir(), 'halyard-rpc-ab-')) : undefined
         const f = await startBaseline(b, anvil, dir)
-        if (!f) continue
         let m: Measured
         try {
           m = await measureRow(wrk, f.url, f.pid, b.headers, anvil.pid)
