@@ -5,7 +5,9 @@
  * hand-written HTTP/1.1 client instead of undici) and Halyard from this checkout and from
  * others, alternated BENCH_REPS times (default 3) in one run, so that before and after share the
  * machine's state: the way to tell a change of a few µs per call from the noise. BENCH_ROW=cached
- * measures the cached row (eth_chainId) against the bare and the reading constant servers instead;
+ * measures the cached row (eth_chainId) against the bare, the reading and the headers constant
+ * servers instead (the headers one: the reading one answering with the rate-limit and
+ * request-id headers the API promises on every answer);
  * BENCH_ROW=identical the coalescing row (one eth_blockNumber body on every connection) against
  * nginx (when installed) and the bare Node proxy. BENCH_WORKERS=N (default 1) runs every server
  * with N processes (nginx workers, node:cluster for the floors, Halyard's cluster, which needs
@@ -125,6 +127,7 @@ const BASELINES: Record<RowKind, Baseline[]> = {
   cached: [
     { name: 'bare constant server', kind: 'constant', headers: {} },
     { name: 'reading constant server', kind: 'reading-constant', headers: READING },
+    { name: 'headers constant server', kind: 'headers-constant', headers: READING },
   ],
   identical: [
     { name: 'nginx', kind: 'nginx', headers: {} },

@@ -22,6 +22,8 @@
  *                        the client's id back: what reading a call costs before any feature
  *   reading node:http    the same reading, then a constant answer under the client's id: the
  *                        cached rows' floor for a gateway that reads the call
+ *   headers node:http    the reading one answering with the rate-limit and request-id headers
+ *                        the API promises on every answer: the least a cached answer costs
  *   request log on / off  uncached and cached, recording requests (the default) and with
  *                        HALYARD_REQUEST_LOG=off, loaded in turn (bench/lib/recording-ab.ts;
  *                        BENCH_RECORDING_AB=0 skips)
@@ -193,6 +195,14 @@ async function measure(
   const readingConstant = await onFloor('reading-constant', (f) =>
     run(`reading node:http ${tag} · eth_chainId, constant answer`, f, call('eth_chainId'), rk),
   )
+  const headersConstant = await onFloor('headers-constant', (f) =>
+    run(
+      `headers node:http ${tag} · eth_chainId, constant answer, the API's headers`,
+      f,
+      call('eth_chainId'),
+      rk,
+    ),
+  )
   const [proxyRow, proxyDistinct] = await onFloor('proxy', async (f) => [
     await run(`bare node:http ${tag} → anvil · eth_blockNumber`, f, call('eth_blockNumber')),
     await run(`bare node:http ${tag} → anvil · distinct eth_getBalance`, f, DISTINCT),
@@ -238,6 +248,7 @@ async function measure(
       nginxDistinct,
       floor: floorRow,
       readingConstant,
+      headersConstant,
       proxyFloor: proxyRow,
       proxyDistinct,
       readingDistinct,

@@ -9,6 +9,8 @@
  * - reading (`readingProxy`): the proxy, plus parsing the call and putting the client's id back:
  *   what reading a call costs in Node before any of a gateway's features; reading-constant
  *   (`readingConstant`) reads the call the same way and answers a constant under its id.
+ * - headers-constant (`headersConstant`): the reading constant server, answering with the
+ *   headers the API promises on every answer (rate limits, request id).
  * - socket-proxy (`socketProxy`): the bare proxy with a hand-written HTTP/1.1 client on plain
  *   sockets instead of undici: how much of the bare proxy's cost is its HTTP client.
  * With N > 1 it runs N processes behind node:cluster on one port, like `HALYARD_WORKERS`.
@@ -17,6 +19,7 @@
  */
 import { type ChildProcess, fork } from 'node:child_process'
 import cluster from 'node:cluster'
+import { randomUUID } from 'node:crypto'
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import { connect, type Socket } from 'node:net'
 import { type Dispatcher, Pool } from 'undici'
@@ -255,6 +258,28 @@ function readingConstant(): Handler {
   )
 }
 
+/**
+ * The headers constant server: the reading constant server's answer with the headers the API
+ * promises on every answer (docs/concepts.md): X-RateLimit-Limit, -Remaining and -Reset, and a
+ * new X-Request-Id. What Node allows for a cached call answered as the API promises, before any
+ * of the gateway's own work.
+ */
+function headersConstant(): Handler {
+  let remaining = 2 ** 31 - 1
+  return readCalls((res, call) => {
+    const text = `{"jsonrpc":"2.0","id":${JSON.stringify(call.id)},"result":"0x7a69"}`
+    res.writeHead(200, {
+      'x-request-id': randomUUID(),
+      'x-ratelimit-limit': '2147483647',
+      'x-ratelimit-remaining': String(remaining--),
+      'x-ratelimit-reset': String(Math.ceil(Date.now() / 1000)),
+      'content-type': 'application/json',
+      'content-length': Buffer.byteLength(text),
+    })
+    res.end(text)
+  })
+}
+
 function listen(handler: Handler): Promise<number> {
   const server = createServer(handler)
   server.keepAliveTimeout = 30_000
@@ -266,12 +291,20 @@ function listen(handler: Handler): Promise<number> {
 
 /**
  * What a floor server does: answer a constant, forward bytes, or read the call and then answer a
- * constant (`reading-constant`) or forward it (`reading`).
+ * constant (`reading-constant`, or `headers-constant` with the API's headers) or forward it
+ * (`reading`).
  */
-export type FloorKind = 'constant' | 'proxy' | 'reading' | 'reading-constant' | 'socket-proxy'
+export type FloorKind =
+  | 'constant'
+  | 'proxy'
+  | 'reading'
+  | 'reading-constant'
+  | 'headers-constant'
+  | 'socket-proxy'
 
 function handlerOf(kind: FloorKind, upstream: string | undefined): Handler {
   if (kind === 'reading-constant') return readingConstant()
+  if (kind === 'headers-constant') return headersConstant()
   if (upstream === undefined || kind === 'constant') return constant
   if (kind === 'socket-proxy') return socketProxy(upstream)
   return kind === 'reading' ? readingProxy(upstream) : proxy(upstream)

@@ -30,6 +30,11 @@ export interface Config {
   floor: Row
   /** The reading constant server (it parses the call, answers under its id): the cached rows' floor for a gateway that reads. */
   readingConstant: Row
+  /**
+   * The headers constant server: the reading one answering with the rate-limit and request-id
+   * headers the API promises on every answer: the least a cached answer can cost in Node.
+   */
+  headersConstant: Row
   proxyFloor: Row
   /** The bare Node proxy with a new eth_getBalance per request: the floor of the distinct row. */
   proxyDistinct: Row
@@ -72,6 +77,9 @@ export function printRatios(c: Config, direct: Direct) {
   console.log(
     `  cached Halyard / reading constant:      ${fmt(ratio(c.cached, c.readingConstant), 2)}×  (reading constant / bare node:http: ${fmt(ratio(c.readingConstant, c.floor), 2)}×)`,
   )
+  console.log(
+    `  cached Halyard / headers constant:      ${fmt(ratio(c.cached, c.headersConstant), 2)}×  (headers constant / bare node:http: ${fmt(ratio(c.headersConstant, c.floor), 2)}×)`,
+  )
   if (c.laneOff) {
     console.log(`  fast lane on / off, uncached:           ${fmt(ratio(c.uncached, c.laneOff.uncached), 2)}×`)
     console.log(`  fast lane on / off, cached:             ${fmt(ratio(c.cached, c.laneOff.cached), 2)}×`)
@@ -89,7 +97,7 @@ export function printRatios(c: Config, direct: Direct) {
   const cpuRatio = (label: string, a: Row, b: Row | undefined) => {
     if (!b || a.cpuUsPerReq === undefined || b.cpuUsPerReq === undefined) return
     console.log(
-      `  CPU/req, ${label.padEnd(33)}${fmt(a.cpuUsPerReq, 1)} vs ${fmt(b.cpuUsPerReq, 1)} µs (${fmt(a.cpuUsPerReq / b.cpuUsPerReq, 2)}×)`,
+      `  CPU/req, ${label.padEnd(37)}${fmt(a.cpuUsPerReq, 1)} vs ${fmt(b.cpuUsPerReq, 1)} µs (${fmt(a.cpuUsPerReq / b.cpuUsPerReq, 2)}×)`,
     )
   }
   cpuRatio('distinct Halyard vs bare proxy:', c.distinct, c.proxyDistinct)
@@ -99,6 +107,7 @@ export function printRatios(c: Config, direct: Direct) {
   cpuRatio('uncached Halyard vs bare proxy:', c.uncached, c.proxyFloor)
   cpuRatio('cached Halyard vs bare node:', c.cached, c.floor)
   cpuRatio('cached Halyard vs reading constant:', c.cached, c.readingConstant)
+  cpuRatio('cached Halyard vs headers constant:', c.cached, c.headersConstant)
   cpuRatio('limited vs unlimited, uncached:', c.limitedUncached, c.uncached)
   cpuRatio('limited vs unlimited, cached:', c.limitedCached, c.cached)
 }

@@ -148,9 +148,8 @@ export class RpcService {
     const p = this.fetch(network, rt, request, spec, plan, key, text)
     this.inflight.set(key, p)
     // Registered before the caller's own reaction, so the entry is gone when the caller resumes.
-    const forget = () => {
-      if (this.inflight.get(key) === p) this.inflight.delete(key)
-    }
+    // Nothing replaces the entry meanwhile (a call finding it joins it), so it is still `p`.
+    const forget = () => this.inflight.delete(key)
     p.then(forget, forget)
     return p
   }
