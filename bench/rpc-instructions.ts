@@ -3,11 +3,18 @@
  * valgrind's callgrind: Halyard against the bare Node proxy (bench/lib/floor-http.ts), each a
  * server in its own process in front of one anvil. Unlike req/s and CPU time, an instruction count
  * does not move with what else the machine runs, so a change to the gateway's hot path can be
- * compared across runs and across a loaded machine (docs/benchmarks.md).
+ * compared across runs and across a loaded machine (docs/benchmarks.md). BENCH_ROW=cached counts
+ * the cached row instead (one eth_chainId body, answered from Halyard's cache) against the bare
+ * constant server and the headers constant server (it reads the call and answers with the
+ * rate-limit and request-id headers the API promises on every answer). Halyard's count moves by a
+ * few per cent from run to run (the floors' by 1–2 %): BENCH_REPS counts it that many times and
+ * BENCH_AB counts other checkouts beside it, alternated, and the ratios use the medians.
  *
  * Each server runs under `valgrind --tool=callgrind --instr-atstart=no`, gets BENCH_WARMUP
  * (3000) distinct eth_getBalance calls, 10 in flight, with counting off (the JIT settles), then
  * BENCH_CALLS (2000) with counting on (`callgrind_control -i on/off`), and the count is dumped.
+ * The servers run as the other benches run them (bench/lib/built-child.ts: bundled, as
+ * `halyard serve` runs; BENCH_TSX=1: through tsx).
  * The main thread's count is printed apart: V8's helper threads (concurrent marking, compiling)
  * add a share that swings with when a major GC lands in the window. What it includes: everything
  * the process does meanwhile, so time-driven work (health checks, flushes) adds a little, and
@@ -25,11 +32,29 @@ import http from 'node:http'
 import { loadavg, tmpdir } from 'node:os'
 import path from 'node:path'
 import { startAnvil } from '../src/devnet/anvil.ts'
+import { childCommand } from './lib/built-child.ts'
+import { type FloorKind, READING_FLOOR_KEY } from './lib/floor-http.ts'
 import { DATABASE_ENV } from './lib/halyard-child.ts'
 
 const WARMUP = Number(process.env.BENCH_WARMUP ?? 3000)
 const CALLS = Number(process.env.BENCH_CALLS ?? 2000)
 const IN_FLIGHT = 10
+const CACHED = process.env.BENCH_ROW === 'cached'
+/** BENCH_REPS (default 1): each Halyard counted that many times, alternated; medians printed. */
+const REPS = Number(process.env.BENCH_REPS ?? 1)
+/**
+ * BENCH_AB=DIR[,DIR…]: other checkouts of Halyard counted beside this one, each its own
+ * bench/rpc.ts (for an older commit: `git worktree add DIR REV`, `ln -s "$PWD/node_modules" DIR/`).
+ */
+const HALYARDS = [
+  { name: 'Halyard', script: 'bench/rpc.ts' },
+  ...(process.env.BENCH_AB ?? '')
+    .split(',')
+    .filter((d) => d !== '')
+    .map((dir) => ({ name: `Halyard (${dir})`, script: path.resolve(dir, 'bench', 'rpc.ts') })),
+]
+/** The cached row's call: the first is forwarded, every later one answered from Halyard's cache. */
+const CACHED_BODY = '{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}'
 const REQUEST_LOG = process.env.BENCH_REQUEST_LOG === 'on' ? 'on' : 'off'
 /**
  * BENCH_DATABASE=postgres: Halyard on a scratch schema of DATABASE_URL instead of PGlite. PGlite
@@ -57,7 +82,12 @@ interface Hello {
 }
 
 /** A server under callgrind with counting off, once it printed its URL. */
-async function startCounted(args: string[], dir: string): Promise<{ child: ChildProcess; hello: Hello }> {
+async function startCounted(
+  script: string,
+  args: string[],
+  dir: string,
+): Promise<{ child: ChildProcess; hello: Hello }> {
+  const { file, execArgv } = await childCommand(script)
   const child = spawn(
     'valgrind',
     [
@@ -68,8 +98,8 @@ async function startCounted(args: string[], dir: string): Promise<{ child: Child
       '--separate-threads=yes',
       `--callgrind-out-file=${path.join(dir, 'cg.%p')}`,
       process.execPath,
-      '--import',
-      'tsx',
+      ...execArgv,
+      file,
       ...args,
     ],
     {
@@ -94,8 +124,11 @@ async function startCounted(args: string[], dir: string): Promise<{ child: Child
   return { child, hello }
 }
 
-/** `calls` distinct eth_getBalance calls, IN_FLIGHT at a time over keep-alive; how many failed. */
-function distinctCalls(hello: Hello, calls: number, offset: number): Promise<number> {
+/**
+ * `calls` calls, IN_FLIGHT at a time over keep-alive: distinct eth_getBalance calls, or with
+ * BENCH_ROW=cached the one eth_chainId call; how many failed.
+ */
+function sendCalls(hello: Hello, calls: number, offset: number): Promise<number> {
   const u = new URL(hello.url)
   const agent = new http.Agent({ keepAlive: true, maxSockets: IN_FLIGHT })
   const seed = Math.floor(Math.random() * 0x7fffffff)
@@ -107,12 +140,9 @@ function distinctCalls(hello: Hello, calls: number, offset: number): Promise<num
       if (sent >= calls) return
       const i = offset + sent++
       const address = `0x${seed.toString(16).padStart(8, '0')}${i.toString(16).padStart(8, '0')}${'0'.repeat(24)}`
-      const body = JSON.stringify({
-        jsonrpc: '2.0',
-        id: 1,
-        method: 'eth_getBalance',
-        params: [address, 'latest'],
-      })
+      const body = CACHED
+        ? CACHED_BODY
+        : JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_getBalance', params: [address, 'latest'] })
       const headers: Record<string, string> = { 'content-type': 'application/json' }
       if (hello.key) headers['x-api-key'] = hello.key
       const req = http.request(
@@ -154,15 +184,18 @@ interface Counted {
 }
 
 /** Instructions per call of one server: warm-up uncounted, then CALLS counted. */
-async function measure(name: string, args: string[]): Promise<Counted> {
+async function measure(name: string, script: string, args: string[], key?: string): Promise<Counted> {
   const dir = mkdtempSync(path.join(tmpdir(), 'halyard-bench-ir-'))
-  const { child, hello } = await startCounted(args, dir)
+  const server = await startCounted(script, args, dir)
+  const { child } = server
+  // A reading floor checks a key as the gateway does (bench/lib/floor-http.ts).
+  const hello = key ? { ...server.hello, key } : server.hello
   try {
     const pid = String(child.pid)
-    const warmFailed = await distinctCalls(hello, WARMUP, 0)
+    const warmFailed = await sendCalls(hello, WARMUP, 0)
     execFileSync('callgrind_control', ['-i', 'on', pid], { stdio: 'ignore' })
     const started = performance.now()
-    const failed = await distinctCalls(hello, CALLS, WARMUP)
+    const failed = await sendCalls(hello, CALLS, WARMUP)
     windowS = (performance.now() - started) / 1000
     execFileSync('callgrind_control', ['-i', 'off', pid], { stdio: 'ignore' })
     execFileSync('callgrind_control', ['-d', pid], { stdio: 'ignore' })
@@ -234,17 +267,19 @@ if (!hasValgrind()) {
 }
 const load = loadavg()[0]!.toFixed(2)
 console.log(
-  `bench:rpc-instructions — callgrind, ${WARMUP} warm-up + ${CALLS} counted distinct eth_getBalance, ` +
+  `bench:rpc-instructions — callgrind, ${WARMUP} warm-up + ${CALLS} counted ` +
+    `${CACHED ? 'cached eth_chainId' : 'distinct eth_getBalance'}, ` +
     `${IN_FLIGHT} in flight; Halyard request log ${REQUEST_LOG}, storage ${DATABASE ? 'PostgreSQL' : 'PGlite'}; ` +
     `load average ${load}`,
 )
 const anvil = await startAnvil()
 const fmt = (n: number) => Math.round(n).toLocaleString('en')
 /** A server's line: per call, then (with BENCH_IDLE_S) the window, the idle rate and the count net of it. */
-function report(label: string, c: Counted): { total: number; main: number } {
+function report(label: string, c: Counted): Counted {
   console.log(`  ${label} ${fmt(c.total)} instructions per call (main thread ${fmt(c.main)})`)
   if (!c.idle) return c
-  const net = {
+  const net: Counted = {
+    ...c,
     total: c.total - (c.idle.total * c.windowS) / CALLS,
     main: c.main - (c.idle.main * c.windowS) / CALLS,
   }
@@ -254,18 +289,52 @@ function report(label: string, c: Counted): { total: number; main: number } {
   )
   return net
 }
+/** A floor server (bench/lib/floor-http.ts) of one process in front of anvil. */
+const floorArgs = (kind: FloorKind) => ['--floor', '1', kind, anvil.url]
+const FLOOR_SCRIPT = 'bench/lib/floor-http.ts'
+const ratio = (label: string, a: Counted, b: Counted) =>
+  console.log(`  ${label} ${(a.total / b.total).toFixed(2)}× (main thread ${(a.main / b.main).toFixed(2)}×)`)
+/** Every run of one Halyard, less the idle rate where counted; the median of each figure. */
+function median(runs: Counted[]): Counted {
+  const mid = (xs: number[]) => xs.sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
+  return { ...runs[0]!, total: mid(runs.map((r) => r.total)), main: mid(runs.map((r) => r.main)) }
+}
 try {
-  const floor = await measure('bare Node proxy', ['bench/lib/floor-http.ts', '--floor', '1', anvil.url])
-  const floorNet = report('bare node:http → anvil:', floor)
-  const halyard = await measure('Halyard', ['bench/rpc.ts', '--server', anvil.url])
-  const halyardNet = report('Halyard /v1/rpc:       ', halyard)
-  console.log(
-    `  Halyard / bare proxy:   ${(halyard.total / floor.total).toFixed(2)}× (main thread ${(halyard.main / floor.main).toFixed(2)}×)`,
-  )
-  if (floor.idle && halyard.idle)
-    console.log(
-      `  less the idle rate:     ${(halyardNet.total / floorNet.total).toFixed(2)}× (main thread ${(halyardNet.main / floorNet.main).toFixed(2)}×)`,
+  const floors: { label: string; net: Counted }[] = []
+  if (CACHED) {
+    const bare = await measure('bare constant server', FLOOR_SCRIPT, floorArgs('constant'))
+    floors.push({ label: 'bare', net: report('bare constant server:  ', bare) })
+    const headers = await measure(
+      'headers constant server',
+      FLOOR_SCRIPT,
+      floorArgs('headers-constant'),
+      READING_FLOOR_KEY,
     )
+    floors.push({ label: 'headers', net: report('headers constant:      ', headers) })
+  } else {
+    const proxy = await measure('bare Node proxy', FLOOR_SCRIPT, floorArgs('proxy'))
+    floors.push({ label: 'bare proxy', net: report('bare node:http → anvil:', proxy) })
+  }
+  const runs = HALYARDS.map(() => [] as Counted[])
+  for (let rep = 1; rep <= REPS; rep++) {
+    if (REPS > 1) console.log(`round ${rep} of ${REPS}`)
+    for (const [i, h] of HALYARDS.entries()) {
+      const counted = await measure(h.name, h.script, ['--server', anvil.url])
+      runs[i]!.push(report(`${h.name}:`, counted))
+    }
+  }
+  console.log(IDLE_S > 0 ? 'ratios, counts less the idle rate:' : 'ratios:')
+  if (CACHED) ratio('headers / bare:', floors[1]!.net, floors[0]!.net)
+  const medians = runs.map(median)
+  for (const [i, h] of HALYARDS.entries()) {
+    if (runs[i]!.length > 1)
+      console.log(
+        `  ${h.name}, median of ${runs[i]!.length}: ${fmt(medians[i]!.total)} per call (main thread ` +
+          `${fmt(medians[i]!.main)}; runs ${runs[i]!.map((r) => fmt(r.main)).join(', ')})`,
+      )
+    for (const f of floors) ratio(`${h.name} / ${f.label}:`, medians[i]!, f.net)
+    if (i > 0) ratio(`${h.name} / ${HALYARDS[0]!.name}:`, medians[i]!, medians[0]!)
+  }
 } finally {
   await anvil.stop()
 }
