@@ -12,6 +12,8 @@ import {
 import { storageBackends } from '../../test/helpers/storage.ts'
 import { type AnvilProcess, startAnvil } from '../devnet/anvil.ts'
 import type { Storage } from '../storage/database.ts'
+import { admit } from './admission.ts'
+import { AdmissionMemo } from './admission-memo.ts'
 import { DEFAULT_MAX_BATCH } from './envelope.ts'
 
 /** What a client can observe of an answer, request id aside (it is random per request). */
@@ -142,6 +144,77 @@ describe('JSON-RPC fast lane', () => {
       expect(a.status).toBeLessThan(500)
     })
   }
+
+  it('answers polling calls it remembers as parsing them would, whatever their ids', async () => {
+    const keys = await Promise.all([on.createKey(), off.createKey()])
+    // Each body after a first of its form is answered from the lane's memory of admissions
+    // (rpc/admission-memo.ts); the bodies after those are ones it must not take from memory.
+    for (const body of [
+      call('eth_chainId', [], 1),
+      call('eth_chainId', [], 2),
+      call('eth_chainId', [], 'web-3'),
+      call('eth_chainId', [], 0),
+      call('eth_blockNumber', [], 41),
+      call('eth_blockNumber', [], 42),
+      call('eth_noSuchMethod', [], 5),
+      call('eth_noSuchMethod', [], 6),
+      '{"jsonrpc":"2.0","id":9,"method":"eth_chainId","id":9,"params":[]}',
+      '{"jsonrpc":"2.0","id":7,"method":"eth_chainId","id":9,"params":[]}',
+      '{"jsonrpc":"2.0","id":5,"method":"eth_chainId","\\u0069d":5,"params":[]}',
+      '{"jsonrpc":"2.0","id":6,"method":"eth_chainId","\\u0069d":5,"params":[]}',
+      '{"jsonrpc":"2.0","id":3,"method":"eth_chainId","params":[1],"params":[]}',
+      '{"jsonrpc":"2.0","id":1 ,"method":"eth_chainId","params":[]}',
+      '{"jsonrpc":"2.0","id":-1,"method":"eth_chainId","params":[]}',
+      '{"jsonrpc":"2.0","id":12345678901234567,"method":"eth_chainId","params":[]}',
+      '{"jsonrpc":"2.0","id":"a,b","method":"eth_chainId","params":[]}',
+    ]) {
+      const a = await viaLane(on, keys[0], body)
+      await observe(off, keys[1], call('eth_chainId'))
+      expect(a).toEqual(await observe(off, keys[1], body))
+    }
+  })
+
+  it('refuses a remembered polling call once the key may no longer make it', async () => {
+    const key = await on.createKey()
+    const { keyId } = await on.halyard.ctx.auth.authenticate(key)
+    const poll = (id: number) => viaLane(on, key, call('eth_blockNumber', [], id))
+    expect((await poll(1)).json).toHaveProperty('result')
+    expect((await poll(2)).json).toHaveProperty('result')
+    await on.halyard.ctx.auth.updateKeyAllowlists(keyId, { methods: ['eth_chainId'] })
+    const refused = await poll(3)
+    expect(refused.status).toBe(403)
+  })
+
+  it('remembers a polling call per caller and network, and only where parsing reads its id', async () => {
+    const key = await on.createKey()
+    const caller = await on.halyard.ctx.auth.authenticate(key)
+    const network = on.halyard.ctx.networks.get('ethereum', 'devnet')
+    const admitted = (text: string) => {
+      const a = admit(JSON.parse(text), { network, caller, maxBatch: DEFAULT_MAX_BATCH })
+      if (!a.ok) throw a.error
+      return a
+    }
+    const memo = new AdmissionMemo()
+    const first = JSON.stringify(call('eth_chainId', [], 1))
+    expect(memo.recall(caller, network, first)).toBeUndefined()
+    memo.keep(caller, network, first, JSON.parse(first), admitted(first))
+    const next = JSON.stringify(call('eth_chainId', [], 'x-2'))
+    const recalled = memo.recall(caller, network, next)
+    expect(recalled?.admission).toEqual(admitted(next))
+    expect(recalled?.body).toEqual(JSON.parse(next))
+    // The key re-read (a new caller object) starts with nothing remembered.
+    expect(memo.recall({ ...caller }, network, next)).toBeUndefined()
+    for (const text of [
+      '{"jsonrpc":"2.0","id":9,"method":"eth_chainId","id":9,"params":[]}',
+      '{"jsonrpc":"2.0","id":5,"method":"eth_chainId","\\u0069d":5,"params":[]}',
+      '{"jsonrpc":"2.0","id":4,"method":"eth_chainId","params":[4]}',
+      '{"jsonrpc":"2.0","id":-1,"method":"eth_chainId","params":[]}',
+      '{"method":"eth_chainId","params":[],"id":1,"jsonrpc":"2.0"}',
+    ]) {
+      memo.keep(caller, network, text, JSON.parse(text), admitted(text))
+      expect(memo.recall(caller, network, text)).toBeUndefined()
+    }
+  })
 
   it('neither answers nor counts a request whose client left before its body arrived', async () => {
     const key = await on.createKey()

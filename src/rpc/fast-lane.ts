@@ -21,6 +21,7 @@ import type { ChainKind, RouteScope } from '../http/route-meta.ts'
 import type { JsonRpcId } from '../jsonrpc.ts'
 import type { LimitDecision } from '../limits/limiter.ts'
 import type { GatewayExchange } from '../requests/recorder.ts'
+import { AdmissionMemo } from './admission-memo.ts'
 import {
   admitHttp,
   answerAdmitted,
@@ -61,6 +62,7 @@ const PLAIN_JSON = /^application\/json(;\s*charset=utf-8)?$/i
  */
 export function jsonRpcFastLane(host: FastLaneHost, route: JsonRpcLaneRoute, deps: EndpointDeps): FastLane {
   const prefix = route.url.slice(0, route.url.indexOf(':chain'))
+  const memo = new AdmissionMemo()
   return (req, res) => {
     const url = req.url
     if (req.method !== 'POST' || url === undefined || !url.startsWith(prefix)) return false
@@ -89,7 +91,18 @@ export function jsonRpcFastLane(host: FastLaneHost, route: JsonRpcLaneRoute, dep
     if (!(length > 0) || length > host.bodyLimit || req.headers['transfer-encoding'] !== undefined)
       return false
     host.metrics.recordFastLane()
-    const x = new Exchange({ host, route, deps, req, res, network, caller, origin })
+    // An operator's elevated caller is a new object per request: nothing to remember it by.
+    const x = new Exchange({
+      host,
+      route,
+      deps,
+      memo: caller === cached ? memo : undefined,
+      req,
+      res,
+      network,
+      caller,
+      origin,
+    })
     onBody(req, length, (text) => {
       // The client left before its body arrived: never served, never counted.
       if (text !== undefined) answerAtOnce(x, text)
@@ -102,6 +115,7 @@ interface ExchangeParts {
   host: FastLaneHost
   route: JsonRpcLaneRoute
   deps: EndpointDeps
+  memo: AdmissionMemo | undefined
   req: IncomingMessage
   res: ServerResponse
   network: Network
@@ -132,6 +146,7 @@ class Exchange implements GatewayExchange {
   readonly host: FastLaneHost
   readonly route: JsonRpcLaneRoute
   readonly deps: EndpointDeps
+  readonly memo: AdmissionMemo | undefined
   readonly req: IncomingMessage
   readonly res: ServerResponse
   readonly network: Network
@@ -142,6 +157,7 @@ class Exchange implements GatewayExchange {
     this.host = host
     this.route = parts.route
     this.deps = parts.deps
+    this.memo = parts.memo
     this.req = req
     this.res = parts.res
     this.network = parts.network
@@ -198,12 +214,19 @@ class Exchange implements GatewayExchange {
 function answerAtOnce(x: Exchange, text: string): void {
   const { deps, route } = x
   let admission: HttpAdmission
-  try {
-    x.body = x.host.parseJson(text)
-    const input = route.accepts?.(x.body) ? x.body : parseInput(route.body, x.body, 'body')
-    admission = admitHttp(deps, x.caller, x.network, input)
-  } catch (refused) {
-    return void serve(x, { refused })
+  const recalled = x.memo?.recall(x.caller, x.network, text)
+  if (recalled) {
+    x.body = recalled.body
+    admission = recalled.admission
+  } else {
+    try {
+      x.body = x.host.parseJson(text)
+      const input = route.accepts?.(x.body) ? x.body : parseInput(route.body, x.body, 'body')
+      admission = admitHttp(deps, x.caller, x.network, input)
+    } catch (refused) {
+      return void serve(x, { refused })
+    }
+    x.memo?.keep(x.caller, x.network, text, x.body, admission)
   }
   x.admission = admission
   const slot = admission.slots[0]!
