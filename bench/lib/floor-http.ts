@@ -19,10 +19,10 @@
  */
 import { type ChildProcess, fork } from 'node:child_process'
 import cluster from 'node:cluster'
-import { randomUUID } from 'node:crypto'
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import { connect, type Socket } from 'node:net'
 import { type Dispatcher, Pool } from 'undici'
+import { newRequestId } from '../../src/http/request-id.ts'
 import { benchNodeArgs, childCommand } from './built-child.ts'
 
 const ANSWER = Buffer.from('{"jsonrpc":"2.0","id":1,"result":"0x7a69"}')
@@ -261,15 +261,15 @@ function readingConstant(): Handler {
 /**
  * The headers constant server: the reading constant server's answer with the headers the API
  * promises on every answer (docs/concepts.md): X-RateLimit-Limit, -Remaining and -Reset, and a
- * new X-Request-Id. What Node allows for a cached call answered as the API promises, before any
- * of the gateway's own work.
+ * new X-Request-Id (made as Halyard makes it: src/http/request-id.ts). What Node allows for a
+ * cached call answered as the API promises, before any of the gateway's own work.
  */
 function headersConstant(): Handler {
   let remaining = 2 ** 31 - 1
   return readCalls((res, call) => {
     const text = `{"jsonrpc":"2.0","id":${JSON.stringify(call.id)},"result":"0x7a69"}`
     res.writeHead(200, {
-      'x-request-id': randomUUID(),
+      'x-request-id': newRequestId(),
       'x-ratelimit-limit': '2147483647',
       'x-ratelimit-remaining': String(remaining--),
       'x-ratelimit-reset': String(Math.ceil(Date.now() / 1000)),

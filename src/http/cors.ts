@@ -1,6 +1,6 @@
-import { randomUUID } from 'node:crypto'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { INDEX_HEADERS } from './index-headers.ts'
+import { requestIdFrom } from './request-id.ts'
 
 /**
  * CORS (the Fetch standard's CORS protocol) for the API surfaces under /v1: JSON-RPC, REST, the
@@ -56,7 +56,6 @@ export function corsHeaders(origin: string): Record<string, string> {
  */
 export function answerPreflight(req: IncomingMessage, res: ServerResponse): void {
   const origin = req.headers.origin
-  const given = req.headers['x-request-id']
   res.writeHead(204, {
     'access-control-allow-origin': allowOrigin(origin),
     vary: 'Origin',
@@ -64,7 +63,7 @@ export function answerPreflight(req: IncomingMessage, res: ServerResponse): void
     'access-control-allow-headers': ALLOW_HEADERS,
     'access-control-max-age': MAX_AGE,
     allow: ALLOW_METHODS,
-    'x-request-id': typeof given === 'string' && /^[A-Za-z0-9._:-]{1,64}$/.test(given) ? given : randomUUID(),
+    'x-request-id': requestIdFrom(req.headers['x-request-id']),
   })
   res.end()
 }

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto'
 import { type IncomingMessage, STATUS_CODES } from 'node:http'
 import type { Socket } from 'node:net'
 import type { Duplex } from 'node:stream'
@@ -8,6 +7,7 @@ import { errorBody, HalyardError } from '../errors.ts'
 import { redactUrl } from '../logger.ts'
 import { DatabaseUnavailableError } from '../storage/pg-pool.ts'
 import type { Charger } from './charge.ts'
+import { newRequestId } from './request-id.ts'
 
 /** Longest path parameter the router accepts (a key id, an address, a token id…). */
 export const MAX_PARAM_LENGTH = 200
@@ -81,7 +81,7 @@ export function rememberRequestId(req: IncomingMessage, id: string): void {
   requestIds.set(req, id)
 }
 
-const requestIdOf = (req: IncomingMessage | undefined) => (req && requestIds.get(req)) ?? randomUUID()
+const requestIdOf = (req: IncomingMessage | undefined) => (req && requestIds.get(req)) ?? newRequestId()
 
 /**
  * Requests too broken to reach the router (a bad method or header, a bad Content-Length or

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { FastifyInstance } from 'fastify'
 import type { AuthService } from '../auth/service.ts'
@@ -8,6 +7,7 @@ import type { Logger } from '../logger.ts'
 import type { Metrics } from '../metrics.ts'
 import { logsAsFailure, rememberRequestId, toHalyardError } from './errors.ts'
 import type { ClientAddress } from './peer.ts'
+import { newRequestId, safeRequestId } from './request-id.ts'
 
 /**
  * The fast lane: a route may answer its commonest requests on the raw `node:http` request,
@@ -47,16 +47,14 @@ export function fastLaneHost(app: FastifyInstance): FastLaneHost | undefined {
   return hosts.get(app)
 }
 
-const SAFE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/
-
 /**
  * The request id Fastify's genReqId would give: the client's when safe, remembered so that a
  * socket-level error answer (a body cut at the deadline) echoes it. A generated one is never
  * remembered: nobody has seen it yet, and the WeakMap entry showed in the RPC profile.
  */
 export function requestIdFor(req: IncomingMessage): string {
-  const given = req.headers['x-request-id']
-  if (typeof given !== 'string' || !SAFE_REQUEST_ID.test(given)) return randomUUID()
+  const given = safeRequestId(req.headers['x-request-id'])
+  if (given === undefined) return newRequestId()
   rememberRequestId(req, given)
   return given
 }

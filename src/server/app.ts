@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto'
 import { createServer, type IncomingMessage } from 'node:http'
 import Fastify, {
   type FastifyBaseLogger,
@@ -23,6 +22,7 @@ import {
 import { type FastLane, setFastLaneHost } from '../http/fast-lane.ts'
 import { installPipeline, needsBody } from '../http/pipeline.ts'
 import { NOT_PLAIN, plainJson } from '../http/plain-json.ts'
+import { requestIdFrom } from '../http/request-id.ts'
 import type { Logger } from '../logger.ts'
 import type { Metrics } from '../metrics.ts'
 import { type Forwarded, forwarded } from '../net/forwarded.ts'
@@ -34,8 +34,6 @@ export const DEFAULT_BODY_LIMIT = 5 * 1024 * 1024
 
 /** A request's headers and body must have arrived within this (HALYARD_REQUEST_TIMEOUT). */
 export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000
-
-const SAFE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/
 
 export interface AppDeps {
   logger: Logger
@@ -103,8 +101,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     requestTimeout,
     requestIdHeader: false,
     genReqId: (req: IncomingMessage) => {
-      const given = req.headers['x-request-id']
-      const id = typeof given === 'string' && SAFE_REQUEST_ID.test(given) ? given : randomUUID()
+      const id = requestIdFrom(req.headers['x-request-id'])
       rememberRequestId(req, id)
       return id
     },

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto'
 import type { IncomingMessage } from 'node:http'
 import type { Duplex } from 'node:stream'
 import type { AuthService, Caller } from '../auth/service.ts'
@@ -9,6 +8,7 @@ import { decideRequest, refusalError } from '../http/access-decision.ts'
 import { rateLimitHeaders } from '../http/charge.ts'
 import { endWithError } from '../http/errors.ts'
 import type { ClientAddress } from '../http/peer.ts'
+import { newRequestId } from '../http/request-id.ts'
 import type { LimitDecision } from '../limits/limiter.ts'
 import { redactUrl } from '../logger.ts'
 import type { WsRoute, WsSurface } from './surface.ts'
@@ -95,5 +95,5 @@ export function refuseUpgrade(socket: Duplex, err: unknown, decision?: LimitDeci
     err instanceof HalyardError
       ? err
       : new HalyardError('internal_error', 'internal error; retry with exponential backoff')
-  endWithError(socket, e, { 'x-request-id': randomUUID(), ...(decision ? rateLimitHeaders(decision) : {}) })
+  endWithError(socket, e, { 'x-request-id': newRequestId(), ...(decision ? rateLimitHeaders(decision) : {}) })
 }
