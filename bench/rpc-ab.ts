@@ -14,7 +14,9 @@
  * DATABASE_URL and REDIS_URL). Each round prints every Halyard's req/s over each baseline's in
  * that round (and each later floor's over the first: what Node allows for the floor's extra step),
  * and the end their medians: a ratio taken within a round cancels most of the machine's drift,
- * which moves the servers' own medians by more than the changes being judged.
+ * which moves the servers' own medians by more than the changes being judged. Before each round
+ * it times fixed work in 100 ms windows (lib/steadiness.ts) and prints their spread: past 10 %
+ * the machine itself moved more than a few-per-cent change, and no ratio of that run judges one.
  *
  * BENCH_AB=DIR[,DIR…]: other checkouts of Halyard to run beside this one, each serving its own
  * sources through its own copy of this file (for an older commit: `git worktree add DIR REV`,
@@ -36,6 +38,7 @@ import { type FloorKind, READING_FLOOR_KEY, startFloor } from './lib/floor-http.
 import { serveHalyardChild, startHalyardChild, stopHalyardChild } from './lib/halyard-child.ts'
 import { findNginx, startNginx } from './lib/nginx.ts'
 import { mainThreadCpuUs, mainThreadKernelUs, treeCpuUs } from './lib/proc-cpu.ts'
+import { formatSteadiness, measureSteadiness } from './lib/steadiness.ts'
 import { findWrk, runWrk } from './lib/wrk.ts'
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5)
@@ -173,6 +176,7 @@ async function main() {
   const anvil = await startAnvil()
   const load0 = loadavg()[0] ?? 0
   const all = new Map<string, Measured[]>()
+  const spreads: number[] = []
   /** "Halyard / baseline" → that ratio of req/s in each round. */
   const ratios = new Map<string, number[]>()
   const note = (pair: string, ratio: number) => {
@@ -187,6 +191,10 @@ async function main() {
   try {
     for (let rep = 1; rep <= REPS; rep++) {
       console.log(`round ${rep} of ${REPS}`)
+      // Before the round, with no server loaded: how steady the machine is (lib/steadiness.ts).
+      const steady = measureSteadiness()
+      spreads.push(steady.spread)
+      console.log(`  ${formatSteadiness(steady)}`)
       const round = new Map<string, number>()
       for (const b of baselines) {
         const dir =
@@ -241,6 +249,13 @@ async function main() {
       }),
     )
   }
+  const pct = (x: number) => `${(x * 100).toFixed(0)} %`
+  console.log(
+    `machine steadiness before the rounds: spread ${pct(Math.min(...spreads))}–${pct(Math.max(...spreads))}` +
+      (Math.max(...spreads) > 0.1
+        ? ' (past 10 %: the ratios below moved with the machine as much as with the servers)'
+        : ''),
+  )
   console.log('req/s ratios taken within each round: median (range)')
   for (const [pair, values] of ratios) {
     const lo = Math.min(...values).toFixed(2)

@@ -1,0 +1,52 @@
+/**
+ * How steady the machine's speed is, told before a bench's timed rows: the same fixed work timed
+ * in short windows inside this process, while nothing of the bench runs. On a VM
+ * whose host lends it cycles unevenly the work per window swings (docs/benchmarks.md saw one run
+ * at two speeds, ≈ 1.6× apart, in stretches of 0.1–0.4 s); ratios timed on such a machine move
+ * with it, whatever alternating rounds cancels. The work is native (SHA-256 of a fixed block), so
+ * its speed is the machine's and not the JIT's: a loop of JavaScript may or may not be optimised
+ * by the time it is timed, which moved one such loop's time by 4×.
+ */
+import { createHash } from 'node:crypto'
+import { performance } from 'node:perf_hooks'
+
+export interface Steadiness {
+  /** Units of fixed work done in each window. */
+  readonly perWindow: readonly number[]
+  /** (max − min) / median of the windows' work. */
+  readonly spread: number
+}
+
+const BLOCK = Buffer.alloc(16 * 1024, 0x5a)
+
+/** A unit of fixed work: one SHA-256 of a 16 KiB block. */
+function unit(): void {
+  createHash('sha256').update(BLOCK).digest()
+}
+
+/** Runs units back to back for `windows` windows of `windowMs` each; counts the units per window. */
+export function measureSteadiness(windows = 10, windowMs = 100): Steadiness {
+  const warm = performance.now() + 50
+  while (performance.now() < warm) unit()
+  const perWindow: number[] = []
+  for (let w = 0; w < windows; w++) {
+    const end = performance.now() + windowMs
+    let n = 0
+    while (performance.now() < end) {
+      unit()
+      n++
+    }
+    perWindow.push(n)
+  }
+  const sorted = [...perWindow].sort((a, b) => a - b)
+  const median = sorted[Math.floor(sorted.length / 2)]!
+  return { perWindow, spread: (sorted.at(-1)! - sorted[0]!) / median }
+}
+
+/** A line for a bench's output; says so when the spread is past what a few-per-cent change survives. */
+export function formatSteadiness(s: Steadiness, windowMs = 100): string {
+  const lo = Math.min(...s.perWindow)
+  const hi = Math.max(...s.perWindow)
+  const verdict = s.spread > 0.1 ? ': unsteady, timed ratios here move with the machine' : ''
+  return `machine steadiness: fixed work per ${windowMs} ms window ${lo}–${hi}, spread ${(s.spread * 100).toFixed(0)} %${verdict}`
+}
