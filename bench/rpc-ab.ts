@@ -38,7 +38,7 @@ import { type FloorKind, READING_FLOOR_KEY, startFloor } from './lib/floor-http.
 import { serveHalyardChild, startHalyardChild, stopHalyardChild } from './lib/halyard-child.ts'
 import { findNginx, startNginx } from './lib/nginx.ts'
 import { mainThreadCpuUs, mainThreadKernelUs, treeCpuUs } from './lib/proc-cpu.ts'
-import { formatSteadiness, measureSteadiness } from './lib/steadiness.ts'
+import { formatSteadiness, measureSteadiness, UNSTEADY_SPREAD } from './lib/steadiness.ts'
 import { findWrk, runWrk } from './lib/wrk.ts'
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5)
@@ -252,8 +252,8 @@ async function main() {
   const pct = (x: number) => `${(x * 100).toFixed(0)} %`
   console.log(
     `machine steadiness before the rounds: spread ${pct(Math.min(...spreads))}–${pct(Math.max(...spreads))}` +
-      (Math.max(...spreads) > 0.1
-        ? ' (past 10 %: the ratios below moved with the machine as much as with the servers)'
+      (Math.max(...spreads) > UNSTEADY_SPREAD
+        ? ` (past ${pct(UNSTEADY_SPREAD)}: the machine moved by more than the changes the ratios below are asked to tell)`
         : ''),
   )
   console.log('req/s ratios taken within each round: median (range)')
