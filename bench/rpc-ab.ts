@@ -38,7 +38,12 @@ import { type FloorKind, READING_FLOOR_KEY, startFloor } from './lib/floor-http.
 import { serveHalyardChild, startHalyardChild, stopHalyardChild } from './lib/halyard-child.ts'
 import { findNginx, startNginx } from './lib/nginx.ts'
 import { mainThreadCpuUs, mainThreadKernelUs, treeCpuUs } from './lib/proc-cpu.ts'
-import { formatSteadiness, measureSteadiness, UNSTEADY_SPREAD } from './lib/steadiness.ts'
+import {
+  formatSteadiness,
+  measureSteadiness,
+  type Steadiness,
+  summarizeSteadiness,
+} from './lib/steadiness.ts'
 import { findWrk, runWrk } from './lib/wrk.ts'
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5)
@@ -176,7 +181,7 @@ async function main() {
   const anvil = await startAnvil()
   const load0 = loadavg()[0] ?? 0
   const all = new Map<string, Measured[]>()
-  const spreads: number[] = []
+  const checks: Steadiness[] = []
   /** "Halyard / baseline" → that ratio of req/s in each round. */
   const ratios = new Map<string, number[]>()
   const note = (pair: string, ratio: number) => {
@@ -193,7 +198,7 @@ async function main() {
       console.log(`round ${rep} of ${REPS}`)
       // Before the round, with no server loaded: how steady the machine is (lib/steadiness.ts).
       const steady = measureSteadiness()
-      spreads.push(steady.spread)
+      checks.push(steady)
       console.log(`  ${formatSteadiness(steady)}`)
       const round = new Map<string, number>()
       for (const b of baselines) {
@@ -249,13 +254,7 @@ async function main() {
       }),
     )
   }
-  const pct = (x: number) => `${(x * 100).toFixed(0)} %`
-  console.log(
-    `machine steadiness before the rounds: spread ${pct(Math.min(...spreads))}–${pct(Math.max(...spreads))}` +
-      (Math.max(...spreads) > UNSTEADY_SPREAD
-        ? ` (past ${pct(UNSTEADY_SPREAD)}: the machine moved by more than the changes the ratios below are asked to tell)`
-        : ''),
-  )
+  console.log(summarizeSteadiness(checks))
   console.log('req/s ratios taken within each round: median (range)')
   for (const [pair, values] of ratios) {
     const lo = Math.min(...values).toFixed(2)

@@ -11,6 +11,7 @@ import { createHash } from 'node:crypto'
 import { performance } from 'node:perf_hooks'
 
 export interface Steadiness {
+  readonly windowMs: number
   /** Units of fixed work done in each window. */
   readonly perWindow: readonly number[]
   /** (max − min) / median of the windows' work. */
@@ -44,13 +45,26 @@ export function measureSteadiness(windows = 10, windowMs = 100): Steadiness {
   }
   const sorted = [...perWindow].sort((a, b) => a - b)
   const median = sorted[Math.floor(sorted.length / 2)]!
-  return { perWindow, spread: (sorted.at(-1)! - sorted[0]!) / median }
+  return { windowMs, perWindow, spread: (sorted.at(-1)! - sorted[0]!) / median }
 }
 
+const percent = (x: number) => `${(x * 100).toFixed(0)} %`
+
 /** A line for a bench's output; says so when the spread is past what a few-per-cent change survives. */
-export function formatSteadiness(s: Steadiness, windowMs = 100): string {
+export function formatSteadiness(s: Steadiness): string {
   const lo = Math.min(...s.perWindow)
   const hi = Math.max(...s.perWindow)
   const verdict = s.spread > UNSTEADY_SPREAD ? ': unsteady, timed ratios here move with the machine' : ''
-  return `machine steadiness: fixed work per ${windowMs} ms window ${lo}–${hi}, spread ${(s.spread * 100).toFixed(0)} %${verdict}`
+  return `machine steadiness: fixed work per ${s.windowMs} ms window ${lo}–${hi}, spread ${percent(s.spread)}${verdict}`
+}
+
+/** The line for a whole run: the smallest and largest spread of its checks, and what past the threshold means. */
+export function summarizeSteadiness(checks: readonly Steadiness[]): string {
+  const spreads = checks.map((s) => s.spread)
+  const hi = Math.max(...spreads)
+  const verdict =
+    hi > UNSTEADY_SPREAD
+      ? ` (past ${percent(UNSTEADY_SPREAD)}: the machine moved by more than the changes the ratios below are asked to tell)`
+      : ''
+  return `machine steadiness before the rounds: spread ${percent(Math.min(...spreads))}–${percent(hi)}${verdict}`
 }
