@@ -9,7 +9,8 @@
  * servers instead (the headers one: the reading one answering with the rate-limit and
  * request-id headers the API promises on every answer);
  * BENCH_ROW=identical the coalescing row (one eth_blockNumber body on every connection) against
- * nginx (when installed) and the bare Node proxy. BENCH_WORKERS=N (default 1) runs every server
+ * nginx (when installed), the bare Node proxy and the coalescing Node proxy (the reading proxy
+ * joining identical calls in flight, answering with the API's headers: what Node allows there). BENCH_WORKERS=N (default 1) runs every server
  * with N processes (nginx workers, node:cluster for the floors, Halyard's cluster, which needs
  * DATABASE_URL and REDIS_URL). Each round prints every Halyard's req/s over each baseline's in
  * that round (and each later floor's over the first: what Node allows for the floor's extra step),
@@ -140,6 +141,7 @@ const BASELINES: Record<RowKind, Baseline[]> = {
   identical: [
     { name: 'nginx', kind: 'nginx', headers: {} },
     { name: 'bare Node proxy', kind: 'proxy', headers: {} },
+    { name: 'coalescing Node proxy', kind: 'coalescing', headers: READING },
   ],
 }
 

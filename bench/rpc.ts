@@ -24,6 +24,9 @@
  *                        cached rows' floor for a gateway that reads the call
  *   headers node:http    the reading one answering with the rate-limit and request-id headers
  *                        the API promises on every answer: the least a cached answer costs
+ *   coalescing node:http  the reading proxy joining identical calls in flight (one upstream call
+ *                        answers them all, each under its own id), with the API's headers: what
+ *                        Node allows on the uncached (coalescing) row
  *   request log on / off  uncached and cached, recording requests (the default) and with
  *                        HALYARD_REQUEST_LOG=off, loaded in turn (bench/lib/recording-ab.ts;
  *                        BENCH_RECORDING_AB=0 skips)
@@ -210,6 +213,14 @@ async function measure(
   const readingDistinct = await onFloor('reading', (f) =>
     run(`reading node:http ${tag} → anvil · distinct eth_getBalance`, f, DISTINCT, rk),
   )
+  const coalescingRow = await onFloor('coalescing', (f) =>
+    run(
+      `coalescing node:http ${tag} → anvil · eth_blockNumber, the API's headers`,
+      f,
+      call('eth_blockNumber'),
+      rk,
+    ),
+  )
   let laneOff: Config['laneOff']
   if (!cluster && LANE_AB) {
     const off = await startHalyardChild(import.meta.filename, anvil.url, { env: { HALYARD_FAST_LANE: '0' } })
@@ -252,6 +263,7 @@ async function measure(
       proxyFloor: proxyRow,
       proxyDistinct,
       readingDistinct,
+      coalescing: coalescingRow,
       laneOff,
       distinct: await run(`${h} · distinct eth_getBalance (no cache, no coalescing)`, target, DISTINCT, hk),
       uncached: await run(`${h} · eth_blockNumber (uncached)`, target, call('eth_blockNumber'), hk),

@@ -11,6 +11,9 @@
  *   (`readingConstant`) reads the call the same way and answers a constant under its id.
  * - headers-constant (`headersConstant`): the reading constant server, answering with the
  *   headers the API promises on every answer (rate limits, request id).
+ * - coalescing (`coalescingProxy`): the reading proxy joining identical calls in flight, answering
+ *   with the API's headers: what Node allows on the identical (coalescing) row.
+ *   (The floors that read the call live in floor-reading.ts.)
  * - socket-proxy (`socketProxy`): the bare proxy with a hand-written HTTP/1.1 client on plain
  *   sockets instead of undici: how much of the bare proxy's cost is its HTTP client.
  * With N > 1 it runs N processes behind node:cluster on one port, like `HALYARD_WORKERS`.
@@ -22,8 +25,10 @@ import cluster from 'node:cluster'
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import { connect, type Socket } from 'node:net'
 import { type Dispatcher, Pool } from 'undici'
-import { newRequestId } from '../../src/http/request-id.ts'
 import { benchNodeArgs, childCommand } from './built-child.ts'
+import { coalescingProxy, headersConstant, readingConstant, readingProxy } from './floor-reading.ts'
+
+export { READING_FLOOR_KEY } from './floor-reading.ts'
 
 const ANSWER = Buffer.from('{"jsonrpc":"2.0","id":1,"result":"0x7a69"}')
 const HEADERS = { 'content-type': 'application/json', 'content-length': String(ANSWER.length) }
@@ -169,117 +174,6 @@ class UpstreamSocket {
   }
 }
 
-/** The key the reading floors know (their callers send it as X-API-Key). */
-export const READING_FLOOR_KEY = 'floor-key'
-
-interface ReadCall {
-  id: unknown
-  method: string
-  params: unknown[]
-}
-
-const refuse = (res: ServerResponse, status: number, message: string) => {
-  const body = JSON.stringify({ error: { message } })
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) })
-  res.end(body)
-}
-
-const answer = (res: ServerResponse, text: string) => {
-  res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) })
-  res.end(text)
-}
-
-/**
- * The least any gateway that reads the call must do before its features: the key looked up (one
- * Map) and counted, the body parsed (JSON.parse) and its envelope checked. No limits, plans,
- * cache, coalescing, metrics, failover or request log.
- */
-function readCalls(onCall: (res: ServerResponse, call: ReadCall) => void): Handler {
-  const accounts = new Map([[READING_FLOOR_KEY, { calls: 0 }]])
-  return (req, res) => {
-    const account = accounts.get(String(req.headers['x-api-key']))
-    const chunks: Buffer[] = []
-    req.on('data', (c: Buffer) => chunks.push(c))
-    req.on('end', () => {
-      if (!account) return refuse(res, 401, 'unknown key')
-      let call: { jsonrpc?: unknown; id?: unknown; method?: unknown; params?: unknown }
-      try {
-        call = JSON.parse((chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)).toString('utf8'))
-      } catch {
-        return refuse(res, 400, 'invalid JSON')
-      }
-      if (call.jsonrpc !== '2.0' || typeof call.method !== 'string' || !Array.isArray(call.params))
-        return refuse(res, 400, 'invalid request')
-      account.calls++
-      onCall(res, { id: call.id ?? null, method: call.method, params: call.params })
-    })
-  }
-}
-
-/**
- * The reading proxy: `readCalls`, then the upstream body written with the floor's own id, and the
- * client's id put back around the node's result bytes. What Halyard spends beyond this floor on a
- * forwarded call is its features' cost; what this floor spends beyond the bare proxy is what
- * reading a call costs in Node at all.
- */
-function readingProxy(upstream: string): Handler {
-  const pool = new Pool(upstream, { connections: 128, keepAliveTimeout: 30_000 })
-  const headers = { 'content-type': 'application/json' }
-  let nextId = 1
-  return readCalls((res, call) => {
-    const head = `{"jsonrpc":"2.0","id":${JSON.stringify(call.id)},"result":`
-    const body = JSON.stringify({ jsonrpc: '2.0', id: nextId++, method: call.method, params: call.params })
-    const chunks: Buffer[] = []
-    const handler: Dispatcher.DispatchHandler = {
-      onRequestStart: () => {},
-      onResponseStart: () => {},
-      onResponseData: (_c, chunk: Buffer) => {
-        chunks.push(chunk)
-      },
-      onResponseEnd: () => {
-        const text = (chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)).toString('utf8')
-        const at = text.indexOf(',"result":')
-        if (at < 0) return refuse(res, 502, 'no result')
-        answer(res, `${head}${text.slice(at + 10, text.lastIndexOf('}'))}}`)
-      },
-      onResponseError: () => refuse(res, 502, 'upstream failed'),
-    }
-    pool.dispatch({ path: '/', method: 'POST', headers, body }, handler)
-  })
-}
-
-/**
- * The reading constant server: `readCalls`, then one result under the client's id. The floor of
- * a cached call for a gateway that reads it (Halyard's cached rows beside the bare constant).
- */
-function readingConstant(): Handler {
-  return readCalls((res, call) =>
-    answer(res, `{"jsonrpc":"2.0","id":${JSON.stringify(call.id)},"result":"0x7a69"}`),
-  )
-}
-
-/**
- * The headers constant server: the reading constant server's answer with the headers the API
- * promises on every answer (docs/concepts.md): X-RateLimit-Limit, -Remaining and -Reset, and a
- * new X-Request-Id (made as Halyard makes it: src/http/request-id.ts). What Node allows for a
- * cached call answered as the API promises, before any of the gateway's own work.
- */
-function headersConstant(): Handler {
-  let remaining = 2 ** 31 - 1
-  return readCalls((res, call) => {
-    const text = `{"jsonrpc":"2.0","id":${JSON.stringify(call.id)},"result":"0x7a69"}`
-    res.writeHead(200, {
-      'x-request-id': newRequestId(),
-      'x-ratelimit-limit': '2147483647',
-      'x-ratelimit-remaining': String(remaining--),
-      'x-ratelimit-reset': String(Math.ceil(Date.now() / 1000)),
-      'content-type': 'application/json',
-      'content-length': Buffer.byteLength(text),
-    })
-    res.end(text)
-  })
-}
-
 function listen(handler: Handler): Promise<number> {
   const server = createServer(handler)
   server.keepAliveTimeout = 30_000
@@ -292,7 +186,7 @@ function listen(handler: Handler): Promise<number> {
 /**
  * What a floor server does: answer a constant, forward bytes, or read the call and then answer a
  * constant (`reading-constant`, or `headers-constant` with the API's headers) or forward it
- * (`reading`).
+ * (`reading`, or `coalescing`: identical calls in flight share one forward).
  */
 export type FloorKind =
   | 'constant'
@@ -301,12 +195,14 @@ export type FloorKind =
   | 'reading-constant'
   | 'headers-constant'
   | 'socket-proxy'
+  | 'coalescing'
 
 function handlerOf(kind: FloorKind, upstream: string | undefined): Handler {
   if (kind === 'reading-constant') return readingConstant()
   if (kind === 'headers-constant') return headersConstant()
   if (upstream === undefined || kind === 'constant') return constant
   if (kind === 'socket-proxy') return socketProxy(upstream)
+  if (kind === 'coalescing') return coalescingProxy(upstream)
   return kind === 'reading' ? readingProxy(upstream) : proxy(upstream)
 }
 

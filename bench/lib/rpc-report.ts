@@ -40,6 +40,11 @@ export interface Config {
   proxyDistinct: Row
   /** The reading Node proxy (it parses the call, puts the client's id back) with a new eth_getBalance per request. */
   readingDistinct: Row
+  /**
+   * The coalescing Node proxy on the uncached row: the reading proxy joining identical calls in
+   * flight, answering with the API's headers: what Node allows for that row.
+   */
+  coalescing: Row
   /** Halyard with a new eth_getBalance per request: neither cache nor coalescing answers it. */
   distinct: Row
   /** Halyard with HALYARD_FAST_LANE=0 (one process only). */
@@ -73,6 +78,9 @@ export function printRatios(c: Config, direct: Direct) {
   console.log(
     `  uncached Halyard / bare node proxy:     ${fmt(ratio(c.uncached, c.proxyFloor), 2)}×  (bare node proxy / nginx: ${c.nginx ? fmt(ratio(c.proxyFloor, c.nginx), 2) : 'n/a'}×)`,
   )
+  console.log(
+    `  uncached Halyard / coalescing proxy:    ${fmt(ratio(c.uncached, c.coalescing), 2)}×  (coalescing proxy / nginx: ${c.nginx ? fmt(ratio(c.coalescing, c.nginx), 2) : 'n/a'}×)`,
+  )
   console.log(`  cached eth_chainId / bare node:http:    ${target(ratio(c.cached, c.floor), 0.9)}`)
   console.log(
     `  cached Halyard / reading constant:      ${fmt(ratio(c.cached, c.readingConstant), 2)}×  (reading constant / bare node:http: ${fmt(ratio(c.readingConstant, c.floor), 2)}×)`,
@@ -105,6 +113,7 @@ export function printRatios(c: Config, direct: Direct) {
   cpuRatio('distinct Halyard vs nginx:', c.distinct, c.nginxDistinct)
   cpuRatio('uncached Halyard vs nginx:', c.uncached, c.nginx)
   cpuRatio('uncached Halyard vs bare proxy:', c.uncached, c.proxyFloor)
+  cpuRatio('uncached Halyard vs coalescing:', c.uncached, c.coalescing)
   cpuRatio('cached Halyard vs bare node:', c.cached, c.floor)
   cpuRatio('cached Halyard vs reading constant:', c.cached, c.readingConstant)
   cpuRatio('cached Halyard vs headers constant:', c.cached, c.headersConstant)
