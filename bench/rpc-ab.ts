@@ -7,7 +7,8 @@
  * machine's state: the way to tell a change of a few µs per call from the noise. BENCH_ROW=cached
  * measures the cached row (eth_chainId) against the bare, the reading and the headers constant
  * servers instead (the headers one: the reading one answering with the rate-limit and
- * request-id headers the API promises on every answer);
+ * request-id headers the API promises on every answer), and the bare and the headers ones again
+ * with their answers written at the end of the turn, as Halyard's lane writes them;
  * BENCH_ROW=identical the coalescing row (one eth_blockNumber body on every connection) against
  * nginx (when installed), the bare Node proxy and the coalescing Node proxy (the reading proxy
  * joining identical calls in flight, answering with the API's headers: what Node allows there).
@@ -137,6 +138,8 @@ const BASELINES: Record<RowKind, Baseline[]> = {
     { name: 'bare constant server', kind: 'constant', headers: {} },
     { name: 'reading constant server', kind: 'reading-constant', headers: READING },
     { name: 'headers constant server', kind: 'headers-constant', headers: READING },
+    { name: 'bare constant server, end-of-turn writes', kind: 'constant-turn', headers: {} },
+    { name: 'headers constant server, end-of-turn writes', kind: 'headers-constant-turn', headers: READING },
   ],
   identical: [
     { name: 'nginx', kind: 'nginx', headers: {} },

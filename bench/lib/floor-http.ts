@@ -11,6 +11,8 @@
  *   (`readingConstant`) reads the call the same way and answers a constant under its id.
  * - headers-constant (`headersConstant`): the reading constant server, answering with the
  *   headers the API promises on every answer (rate limits, request id).
+ * - constant-turn and headers-constant-turn: those two constant servers with their answers written
+ *   at the end of the turn, as Halyard's lane writes them (`atEndOfTurn`).
  * - coalescing (`coalescingProxy`): the reading proxy joining identical calls in flight, answering
  *   with the API's headers: what Node allows on the identical (coalescing) row.
  *   (The floors that read the call live in floor-reading.ts.)
@@ -26,7 +28,13 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import { connect, type Socket } from 'node:net'
 import { type Dispatcher, Pool } from 'undici'
 import { benchNodeArgs, childCommand } from './built-child.ts'
-import { coalescingProxy, headersConstant, readingConstant, readingProxy } from './floor-reading.ts'
+import {
+  atEndOfTurn,
+  coalescingProxy,
+  headersConstant,
+  readingConstant,
+  readingProxy,
+} from './floor-reading.ts'
 
 export { READING_FLOOR_KEY } from './floor-reading.ts'
 
@@ -41,6 +49,18 @@ const constant: Handler = (req, res) => {
     res.writeHead(200, HEADERS)
     res.end(ANSWER)
   })
+}
+
+/** The constant server with its answers written at the end of the turn (`atEndOfTurn`). */
+function constantAtEndOfTurn(): Handler {
+  const send = atEndOfTurn((res: ServerResponse) => {
+    res.writeHead(200, HEADERS)
+    res.end(ANSWER)
+  })
+  return (req, res) => {
+    req.on('data', () => {})
+    req.on('end', () => send(res))
+  }
 }
 
 /**
@@ -196,10 +216,14 @@ export type FloorKind =
   | 'headers-constant'
   | 'socket-proxy'
   | 'coalescing'
+  | 'constant-turn'
+  | 'headers-constant-turn'
 
 function handlerOf(kind: FloorKind, upstream: string | undefined): Handler {
   if (kind === 'reading-constant') return readingConstant()
   if (kind === 'headers-constant') return headersConstant()
+  if (kind === 'headers-constant-turn') return headersConstant(true)
+  if (kind === 'constant-turn') return constantAtEndOfTurn()
   if (upstream === undefined || kind === 'constant') return constant
   if (kind === 'socket-proxy') return socketProxy(upstream)
   if (kind === 'coalescing') return coalescingProxy(upstream)

@@ -31,6 +31,25 @@ const answer = (res: ServerResponse, text: string) => {
 }
 
 /**
+ * Defers each answer to the check phase of the turn, so a turn's answers are written together
+ * after its reads, as Halyard's fast lane writes them (src/rpc/fast-lane.ts): each client is woken
+ * once per turn instead of between reads. Under bench load (wrk, 50 connections) this alone made
+ * the constant servers answer ≈ 1.2–1.5× the req/s (docs/benchmarks.md).
+ */
+export function atEndOfTurn<A extends unknown[]>(write: (...args: A) => void): (...args: A) => void {
+  let ready: A[] = []
+  const flush = () => {
+    const turn = ready
+    ready = []
+    for (const args of turn) write(...args)
+  }
+  return (...args) => {
+    if (ready.length === 0) setImmediate(flush)
+    ready.push(args)
+  }
+}
+
+/**
  * An answer with the headers the API promises on every answer (docs/concepts.md):
  * X-RateLimit-Limit, -Remaining and -Reset, and a new X-Request-Id (made as Halyard makes it:
  * src/http/request-id.ts), the remaining count and the reset written per answer.
@@ -160,9 +179,10 @@ export function readingConstant(): Handler {
 /**
  * The headers constant server: the reading constant server's answer with the headers the API
  * promises on every answer (`apiAnswer`). What Node allows for a cached call answered as the API
- * promises, before any of the gateway's own work.
+ * promises, before any of the gateway's own work; with `endOfTurn`, written as Halyard's lane
+ * writes (`atEndOfTurn`).
  */
-export function headersConstant(): Handler {
-  const reply = apiAnswer()
+export function headersConstant(endOfTurn = false): Handler {
+  const reply = endOfTurn ? atEndOfTurn(apiAnswer()) : apiAnswer()
   return readCalls((res, call) => reply(res, framed(call.id, '"0x7a69"')))
 }
