@@ -2,7 +2,8 @@
  * npm run bench:rpc-ab — bench:rpc's distinct row alone (a new eth_getBalance on every request:
  * neither the cache nor coalescing answers it), for the bare Node proxy, the reading Node proxy
  * (it also parses the call: bench/lib/floor-http.ts), the socket Node proxy (the bare proxy with a
- * hand-written HTTP/1.1 client instead of undici) and Halyard from this checkout and from
+ * hand-written HTTP/1.1 client instead of undici), the bare proxy writing its answers at the end
+ * of the turn as Halyard's lane does, and Halyard from this checkout and from
  * others, alternated BENCH_REPS times (default 3) in one run, so that before and after share the
  * machine's state: the way to tell a change of a few µs per call from the noise. BENCH_ROW=cached
  * measures the cached row (eth_chainId) against the bare, the reading and the headers constant
@@ -133,6 +134,7 @@ const BASELINES: Record<RowKind, Baseline[]> = {
     { name: 'bare Node proxy', kind: 'proxy', headers: {} },
     { name: 'reading Node proxy', kind: 'reading', headers: READING },
     { name: 'socket Node proxy', kind: 'socket-proxy', headers: {} },
+    { name: 'bare Node proxy, end-of-turn writes', kind: 'proxy-turn', headers: {} },
   ],
   cached: [
     { name: 'bare constant server', kind: 'constant', headers: {} },

@@ -11,8 +11,9 @@
  *   (`readingConstant`) reads the call the same way and answers a constant under its id.
  * - headers-constant (`headersConstant`): the reading constant server, answering with the
  *   headers the API promises on every answer (rate limits, request id).
- * - constant-turn and headers-constant-turn: those two constant servers with their answers written
- *   at the end of the turn, as Halyard's lane writes them (`atEndOfTurn`).
+ * - constant-turn, headers-constant-turn and proxy-turn: the bare constant, the headers constant
+ *   and the bare proxy with their answers written at the end of the turn, as Halyard's lane
+ *   writes them (`atEndOfTurn`).
  * - coalescing (`coalescingProxy`): the reading proxy joining identical calls in flight, answering
  *   with the API's headers: what Node allows on the identical (coalescing) row.
  *   (The floors that read the call live in floor-reading.ts.)
@@ -65,12 +66,18 @@ function constantAtEndOfTurn(): Handler {
 
 /**
  * Forwards the body's bytes with `Pool.dispatch` and a handler that collects the answer's
- * chunks: the leanest undici path (no response stream, no promise per step), the one Halyard's
- * own upstream client uses (src/chains/http-upstream.ts), so the floor is not a slow client.
+ * chunks: the leanest undici path (no response stream, no promise per step), so the floor is not
+ * a slow client. With `endOfTurn`, the answers are written as Halyard's lane writes them
+ * (`atEndOfTurn`).
  */
-function proxy(upstream: string): Handler {
+function proxy(upstream: string, endOfTurn = false): Handler {
   const pool = new Pool(upstream, { connections: 128, keepAliveTimeout: 30_000 })
   const headers = { 'content-type': 'application/json' }
+  const writeNow = (res: ServerResponse, status: number, body: Buffer) => {
+    res.writeHead(status, { 'content-type': 'application/json', 'content-length': body.length })
+    res.end(body)
+  }
+  const write = endOfTurn ? atEndOfTurn(writeNow) : writeNow
   return (req, res) => {
     const chunks: Buffer[] = []
     req.on('data', (c: Buffer) => chunks.push(c))
@@ -86,11 +93,7 @@ function proxy(upstream: string): Handler {
         onResponseData: (_c, chunk: Buffer) => {
           answer.push(chunk)
         },
-        onResponseEnd: () => {
-          const body = answer.length === 1 ? answer[0]! : Buffer.concat(answer)
-          res.writeHead(status, { 'content-type': 'application/json', 'content-length': body.length })
-          res.end(body)
-        },
+        onResponseEnd: () => write(res, status, answer.length === 1 ? answer[0]! : Buffer.concat(answer)),
         onResponseError: () => {
           res.writeHead(502)
           res.end()
@@ -218,6 +221,7 @@ export type FloorKind =
   | 'coalescing'
   | 'constant-turn'
   | 'headers-constant-turn'
+  | 'proxy-turn'
 
 function handlerOf(kind: FloorKind, upstream: string | undefined): Handler {
   if (kind === 'reading-constant') return readingConstant()
@@ -227,6 +231,7 @@ function handlerOf(kind: FloorKind, upstream: string | undefined): Handler {
   if (upstream === undefined || kind === 'constant') return constant
   if (kind === 'socket-proxy') return socketProxy(upstream)
   if (kind === 'coalescing') return coalescingProxy(upstream)
+  if (kind === 'proxy-turn') return proxy(upstream, true)
   return kind === 'reading' ? readingProxy(upstream) : proxy(upstream)
 }
 
