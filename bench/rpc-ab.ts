@@ -14,8 +14,9 @@
  * nginx (when installed), the bare Node proxy and the coalescing Node proxy (the reading proxy
  * joining identical calls in flight, answering with the API's headers: what Node allows there).
  * BENCH_WORKERS=N (default 1) runs every server with N processes (nginx workers, node:cluster for
- * the floors, Halyard's cluster, which needs DATABASE_URL and REDIS_URL). Each round prints every Halyard's req/s over each baseline's in
- * that round (and each later floor's over the first: what Node allows for the floor's extra step),
+ * the floors, Halyard's cluster, which needs DATABASE_URL and REDIS_URL). Each round prints every
+ * Halyard's req/s over each baseline's in that round (and each later floor's over the first: what
+ * Node allows for the floor's extra step),
  * and the end their medians: a ratio taken within a round cancels most of the machine's drift,
  * which moves the servers' own medians by more than the changes being judged. Before each round
  * it times fixed work in 100 ms windows (lib/steadiness.ts) and prints their spread: past 10 %

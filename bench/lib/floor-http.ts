@@ -25,13 +25,14 @@
  */
 import { type ChildProcess, fork } from 'node:child_process'
 import cluster from 'node:cluster'
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
+import { createServer, type ServerResponse } from 'node:http'
 import { connect, type Socket } from 'node:net'
 import { type Dispatcher, Pool } from 'undici'
 import { benchNodeArgs, childCommand } from './built-child.ts'
 import {
   atEndOfTurn,
   coalescingProxy,
+  type Handler,
   headersConstant,
   readingConstant,
   readingProxy,
@@ -42,22 +43,13 @@ export { READING_FLOOR_KEY } from './floor-reading.ts'
 const ANSWER = Buffer.from('{"jsonrpc":"2.0","id":1,"result":"0x7a69"}')
 const HEADERS = { 'content-type': 'application/json', 'content-length': String(ANSWER.length) }
 
-type Handler = (req: IncomingMessage, res: ServerResponse) => void
-
-const constant: Handler = (req, res) => {
-  req.on('data', () => {})
-  req.on('end', () => {
-    res.writeHead(200, HEADERS)
-    res.end(ANSWER)
-  })
+const sendConstant = (res: ServerResponse) => {
+  res.writeHead(200, HEADERS)
+  res.end(ANSWER)
 }
 
-/** The constant server with its answers written at the end of the turn (`atEndOfTurn`). */
-function constantAtEndOfTurn(): Handler {
-  const send = atEndOfTurn((res: ServerResponse) => {
-    res.writeHead(200, HEADERS)
-    res.end(ANSWER)
-  })
+/** Reads the body and answers the constant, at once or (`atEndOfTurn`) at the end of the turn. */
+function constantServer(send: (res: ServerResponse) => void): Handler {
   return (req, res) => {
     req.on('data', () => {})
     req.on('end', () => send(res))
@@ -227,8 +219,8 @@ function handlerOf(kind: FloorKind, upstream: string | undefined): Handler {
   if (kind === 'reading-constant') return readingConstant()
   if (kind === 'headers-constant') return headersConstant()
   if (kind === 'headers-constant-turn') return headersConstant(true)
-  if (kind === 'constant-turn') return constantAtEndOfTurn()
-  if (upstream === undefined || kind === 'constant') return constant
+  if (kind === 'constant-turn') return constantServer(atEndOfTurn(sendConstant))
+  if (upstream === undefined || kind === 'constant') return constantServer(sendConstant)
   if (kind === 'socket-proxy') return socketProxy(upstream)
   if (kind === 'coalescing') return coalescingProxy(upstream)
   if (kind === 'proxy-turn') return proxy(upstream, true)

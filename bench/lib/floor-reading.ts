@@ -8,7 +8,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import { type Dispatcher, Pool } from 'undici'
 import { newRequestId } from '../../src/http/request-id.ts'
 
-type Handler = (req: IncomingMessage, res: ServerResponse) => void
+export type Handler = (req: IncomingMessage, res: ServerResponse) => void
 
 /** The key the reading floors know (their callers send it as X-API-Key). */
 export const READING_FLOOR_KEY = 'floor-key'
@@ -98,7 +98,8 @@ function readCalls(onCall: (res: ServerResponse, call: ReadCall) => void): Handl
 
 /**
  * Sends a call upstream under the floor's own id (undici's leanest path, as the bare proxy) and
- * hands over the node's result bytes, or undefined when there are none.
+ * hands over the node's result bytes, or undefined when the call failed or the answer has no
+ * result (both answered 502 by the floors).
  */
 function forwarder(upstream: string): (call: ReadCall, done: (result: string | undefined) => void) => void {
   const pool = new Pool(upstream, { connections: 128, keepAliveTimeout: 30_000 })
@@ -124,6 +125,8 @@ function forwarder(upstream: string): (call: ReadCall, done: (result: string | u
   }
 }
 
+const NO_RESULT = 'the upstream failed or sent no result'
+
 const framed = (id: unknown, result: string) =>
   `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":${result}}`
 
@@ -137,7 +140,7 @@ export function readingProxy(upstream: string): Handler {
   const forward = forwarder(upstream)
   return readCalls((res, call) =>
     forward(call, (result) =>
-      result === undefined ? refuse(res, 502, 'no result') : answer(res, framed(call.id, result)),
+      result === undefined ? refuse(res, 502, NO_RESULT) : answer(res, framed(call.id, result)),
     ),
   )
 }
@@ -162,7 +165,7 @@ export function coalescingProxy(upstream: string): Handler {
     forward(call, (result) => {
       inFlight.delete(key)
       for (const w of waiters)
-        if (result === undefined) refuse(w.res, 502, 'no result')
+        if (result === undefined) refuse(w.res, 502, NO_RESULT)
         else reply(w.res, framed(w.id, result))
     })
   })
