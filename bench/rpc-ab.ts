@@ -16,8 +16,8 @@
  * BENCH_WORKERS=N (default 1) runs every server with N processes (nginx workers, node:cluster for
  * the floors, Halyard's cluster, which needs DATABASE_URL and REDIS_URL). Each round prints every
  * Halyard's req/s over each baseline's in that round (and each later floor's over the first: what
- * Node allows for the floor's extra step),
- * and the end their medians: a ratio taken within a round cancels most of the machine's drift,
+ * Node allows for the floor's extra step; and this checkout's over each other build's), and the
+ * end their medians: a ratio taken within a round cancels most of the machine's drift,
  * which moves the servers' own medians by more than the changes being judged. Before each round
  * it times fixed work in 100 ms windows (lib/steadiness.ts) and prints their spread: past 10 %
  * the machine itself moved more than a few-per-cent change, and no ratio of that run judges one.
@@ -209,6 +209,8 @@ async function main() {
       checks.push(steady)
       console.log(`  ${formatSteadiness(steady)}`)
       const round = new Map<string, number>()
+      /** Each build's req/s in this round, in the order of `scripts`. */
+      const builds: number[] = []
       for (const b of baselines) {
         const dir =
           PROFILE && b.kind !== 'nginx' ? mkdtempSync(path.join(tmpdir(), 'halyard-rpc-ab-')) : undefined
@@ -240,7 +242,12 @@ async function main() {
         keep(s.name, m)
         if (dir) printProfile(dir, m)
         for (const [base, rps] of round) note(`${s.name} / ${base}`, m.reqPerSec / rps)
+        builds.push(m.reqPerSec)
       }
+      // This checkout over each other build in the round: the A/B itself.
+      const [ours, ...others] = builds
+      for (const [i, rps] of others.entries())
+        if (ours !== undefined) note(`${scripts[0]?.name} / ${scripts[i + 1]?.name}`, ours / rps)
     }
   } finally {
     await anvil.stop()

@@ -61,17 +61,16 @@ export function requestIdFor(req: IncomingMessage): string {
 
 /**
  * Reads a body whose Content-Length the lane has already checked against the limit, then calls
- * `done` once: with the text, or undefined when the client went away first (nothing to
- * answer). Bytes past the declared length are dropped (Node's parser refuses them on its own;
- * this is the second line). Callbacks, not a promise: a cached answer needs none.
+ * `done` with its text. A client that goes away first never gets `done` called: nothing was
+ * charged or counted yet, so there is nothing to answer or undo, and the listeners go with the
+ * request (an aborted request emits 'close', not 'end'; its 'error' only to a listener of its
+ * own, so none is added). Bytes past the declared length are dropped (Node's parser refuses them
+ * on its own; this is the second line). Callbacks, not a promise: a cached answer needs none.
  */
-export function onBody(req: IncomingMessage, length: number, done: (text: string | undefined) => void): void {
+export function onBody(req: IncomingMessage, length: number, done: (text: string) => void): void {
   const body = new Body(length, done)
   req.on('data', (chunk: Buffer) => body.add(chunk))
   req.on('end', () => body.end())
-  // After 'end' a no-op; before it, the client went away. (An aborted request emits 'error' only
-  // to a listener of its own, so none is added: one listener per request fewer.)
-  req.on('close', () => body.finish(undefined))
 }
 
 // A class, not closures over locals: the loader (tsx) names each named closure with a
@@ -80,11 +79,10 @@ class Body {
   private first: Buffer | undefined
   private more: Buffer[] | undefined
   private size = 0
-  private called = false
 
   constructor(
     private readonly length: number,
-    private readonly done: (text: string | undefined) => void,
+    private readonly done: (text: string) => void,
   ) {}
 
   add(chunk: Buffer): void {
@@ -97,13 +95,7 @@ class Body {
 
   end(): void {
     const { first, more } = this
-    this.finish(more ? Buffer.concat(more).toString('utf8') : first ? first.toString('utf8') : '')
-  }
-
-  finish(text: string | undefined): void {
-    if (this.called) return
-    this.called = true
-    this.done(text)
+    this.done(more ? Buffer.concat(more).toString('utf8') : first ? first.toString('utf8') : '')
   }
 }
 

@@ -238,6 +238,27 @@ describe('JSON-RPC fast lane', () => {
     expect(await served()).toBe(before.served + 1)
   })
 
+  it('takes only the exact path of a configured network, leaving every other spelling to Fastify', async () => {
+    const key = await on.createKey()
+    await observe(on, key, call('eth_chainId'))
+    const before = await lanes(on)
+    const statuses: Record<string, number> = {}
+    for (const path of [
+      'ethereum/devnet?x=1',
+      'ethereum/dev%6Eet',
+      'ethereum/devnet;x=1',
+      'ethereum/devnet/',
+      'ethereum/devnet/x',
+      'Ethereum/devnet',
+      'ethereum//devnet',
+    ]) {
+      const r = await postRpc(`${on.baseUrl}/rpc/${path}`, key, call('eth_chainId'))
+      statuses[path] = r.status
+      expect(r.status, path).toBeLessThan(500)
+    }
+    expect(await lanes(on), JSON.stringify(statuses)).toBe(before)
+  })
+
   it('leaves to Fastify what it cannot prove from the headers, with the same answers', async () => {
     const key = await on.createKey()
     await observe(on, key, call('eth_chainId'))

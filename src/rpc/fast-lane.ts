@@ -66,15 +66,18 @@ export function jsonRpcFastLane(host: FastLaneHost, route: JsonRpcLaneRoute, dep
   return (req, res) => {
     const url = req.url
     if (req.method !== 'POST' || url === undefined || !url.startsWith(prefix)) return false
-    const slash = url.indexOf('/', prefix.length)
-    if (slash < 0 || url.indexOf('/', slash + 1) >= 0 || /[?%#;]/.test(url)) return false
+    // The exact `{chain}/{network}` of a configured network (lowercase slugs): a query, an
+    // escape, a `;`, another segment or another case is not one, and goes to Fastify.
     const network = host.networks.findPath(url.slice(prefix.length))
     if (!network || (route.kinds && !route.kinds.includes(network.kind))) return false
-    const key = headerKey(req.headers)
+    const headers = req.headers
+    const key = headerKey(headers)
     const cached = key === undefined ? undefined : host.auth.cachedCaller(key)
     if (!cached) return false
-    const caller = host.auth.elevate(cached, req.headers[ADMIN_TOKEN_HEADER], req.socket.remoteAddress)
-    const origin = req.headers.origin
+    const token = headers[ADMIN_TOKEN_HEADER]
+    // The peer's address (a call into the socket) only for a request that claims the operator.
+    const caller = token === undefined ? cached : host.auth.elevate(cached, token, req.socket.remoteAddress)
+    const origin = headers.origin
     const refused = decideRequest({
       caller,
       network,
@@ -85,11 +88,10 @@ export function jsonRpcFastLane(host: FastLaneHost, route: JsonRpcLaneRoute, dep
       ip: caller.allow?.ips === undefined ? undefined : host.clientAddress(req),
     })
     if (refused !== undefined) return false
-    const type = req.headers['content-type']
+    const type = headers['content-type']
     if (type !== undefined && !PLAIN_JSON.test(type)) return false
-    const length = Number(req.headers['content-length'])
-    if (!(length > 0) || length > host.bodyLimit || req.headers['transfer-encoding'] !== undefined)
-      return false
+    const length = Number(headers['content-length'])
+    if (!(length > 0) || length > host.bodyLimit || headers['transfer-encoding'] !== undefined) return false
     host.metrics.recordFastLane()
     // An operator's elevated caller is a new object per request: nothing to remember it by.
     const x = new Exchange({
@@ -103,10 +105,8 @@ export function jsonRpcFastLane(host: FastLaneHost, route: JsonRpcLaneRoute, dep
       caller,
       origin,
     })
-    onBody(req, length, (text) => {
-      // The client left before its body arrived: never served, never counted.
-      if (text !== undefined) answerAtOnce(x, text)
-    })
+    // A client that leaves before its body arrives is never served, never counted.
+    onBody(req, length, (text) => answerAtOnce(x, text))
     return true
   }
 }
