@@ -209,8 +209,8 @@ async function main() {
       checks.push(steady)
       console.log(`  ${formatSteadiness(steady)}`)
       const round = new Map<string, number>()
-      /** Each build's req/s in this round, in the order of `scripts`. */
-      const builds: number[] = []
+      /** Each build's name and req/s in this round, this checkout first. */
+      const builds: [string, number][] = []
       for (const b of baselines) {
         const dir =
           PROFILE && b.kind !== 'nginx' ? mkdtempSync(path.join(tmpdir(), 'halyard-rpc-ab-')) : undefined
@@ -242,12 +242,11 @@ async function main() {
         keep(s.name, m)
         if (dir) printProfile(dir, m)
         for (const [base, rps] of round) note(`${s.name} / ${base}`, m.reqPerSec / rps)
-        builds.push(m.reqPerSec)
+        builds.push([s.name, m.reqPerSec])
       }
       // This checkout over each other build in the round: the A/B itself.
-      const [ours, ...others] = builds
-      for (const [i, rps] of others.entries())
-        if (ours !== undefined) note(`${scripts[0]?.name} / ${scripts[i + 1]?.name}`, ours / rps)
+      const [[ours, oursRps] = ['', 0], ...others] = builds
+      for (const [other, rps] of others) note(`${ours} / ${other}`, oursRps / rps)
     }
   } finally {
     await anvil.stop()

@@ -97,11 +97,16 @@ export class AuthService {
   /**
    * The caller as the operator when the request carries the admin token from loopback (the
    * token is the loopback admin API's credential: never honoured from another address);
-   * otherwise the caller unchanged. Timing-safe; a wrong token is simply not the operator.
+   * otherwise the caller unchanged. Timing-safe; a wrong token is simply not the operator. The
+   * peer's address is read (a call into the socket) only for a request that carries a token.
    */
-  elevate(caller: Caller, token: string | string[] | undefined, remoteAddress: string | undefined): Caller {
+  elevate(
+    caller: Caller,
+    token: string | string[] | undefined,
+    peer: { readonly remoteAddress?: string | undefined },
+  ): Caller {
     if (caller.operator || typeof token !== 'string' || !this.adminToken) return caller
-    if (!isLoopback(remoteAddress)) return caller
+    if (!isLoopback(peer.remoteAddress)) return caller
     const given = Buffer.from(token)
     if (given.length !== this.adminToken.length || !timingSafeEqual(given, this.adminToken)) return caller
     return { ...caller, operator: true }

@@ -63,12 +63,12 @@ export function makeAuthHook(auth: AuthService) {
     // The admin token (from loopback) makes the caller the operator: operator controls only.
     const token = request.headers[ADMIN_TOKEN_HEADER]
     if (cached) {
-      request.caller = auth.elevate(cached, token, request.socket.remoteAddress)
+      request.caller = auth.elevate(cached, token, request.socket)
       return done()
     }
     auth.authenticate(key).then(
       (caller) => {
-        request.caller = auth.elevate(caller, token, request.socket.remoteAddress)
+        request.caller = auth.elevate(caller, token, request.socket)
         done()
       },
       (err: Error) => done(err),

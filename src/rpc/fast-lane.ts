@@ -74,9 +74,7 @@ export function jsonRpcFastLane(host: FastLaneHost, route: JsonRpcLaneRoute, dep
     const key = headerKey(headers)
     const cached = key === undefined ? undefined : host.auth.cachedCaller(key)
     if (!cached) return false
-    const token = headers[ADMIN_TOKEN_HEADER]
-    // The peer's address (a call into the socket) only for a request that claims the operator.
-    const caller = token === undefined ? cached : host.auth.elevate(cached, token, req.socket.remoteAddress)
+    const caller = host.auth.elevate(cached, headers[ADMIN_TOKEN_HEADER], req.socket)
     const origin = headers.origin
     const refused = decideRequest({
       caller,
