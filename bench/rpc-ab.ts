@@ -31,7 +31,9 @@
  * CPU anvil spent per request in the same window (the node shares the machine's two cores).
  * BENCH_PROFILE=1 runs each server (the floors too) under `--cpu-prof` and prints its top
  * functions in µs per request (BENCH_PROFILE_TOP of them). BENCH_SECONDS per row (default 5)
- * after a 2 s warm-up; one process on PGlite, with the Redis limiter when REDIS_URL is set.
+ * after BENCH_WARMUP seconds of the same load (default 10: Halyard's compiler settles in 6–10 s,
+ * the floors' in 2–4; BENCH_CURVE=1 prints each 2 s of the warm-up); one process on PGlite, with
+ * the Redis limiter when REDIS_URL is set.
  * BENCH_NODE_ARGS: Node flags for every server child alike. */
 import { mkdtempSync, rmSync } from 'node:fs'
 import { loadavg, tmpdir } from 'node:os'
@@ -51,6 +53,9 @@ import {
 import { findWrk, runWrk } from './lib/wrk.ts'
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5)
+const WARMUP_SECONDS = Number(process.env.BENCH_WARMUP ?? 10)
+/** BENCH_CURVE=1: the warm-up in 2 s windows, each printed (req/s, CPU µs per call): the JIT settling. */
+const CURVE = process.env.BENCH_CURVE === '1'
 const REPS = Number(process.env.BENCH_REPS ?? 3)
 const PROFILE = process.env.BENCH_PROFILE === '1'
 /** BENCH_PROFILE_TOP: how many functions a profile lists (default 30). */
@@ -102,7 +107,16 @@ async function measureRow(
     connections: 50,
     distinct: ROW === 'distinct',
   }
-  await runWrk(wrk, { ...opts, seconds: 2 })
+  if (!CURVE) await runWrk(wrk, { ...opts, seconds: WARMUP_SECONDS })
+  for (let at = 0; CURVE && at < WARMUP_SECONDS; at += 2) {
+    const seconds = Math.min(2, WARMUP_SECONDS - at)
+    const c0 = treeCpuUs(pid) ?? 0
+    const w = await runWrk(wrk, { ...opts, seconds })
+    const us = ((treeCpuUs(pid) ?? 0) - c0) / (w.reqPerSec * seconds)
+    console.log(
+      `    warm-up ${at}–${at + seconds} s: ${Math.round(w.reqPerSec)} req/s, ${us.toFixed(1)} µs CPU/req`,
+    )
+  }
   const from = monotonicUs()
   const cpu0 = treeCpuUs(pid) ?? 0
   const main0 = mainThreadCpuUs(pid) ?? 0
@@ -157,9 +171,12 @@ function startBaseline(b: Baseline, anvil: { url: string; port: number }, profil
   return startNginx(NGINX ?? 'nginx', anvil.port, WORKERS)
 }
 
+/** Of an even count, the mean of the middle two: the upper one alone leaned every even-round median up. */
 const median = (values: number[]) => {
   const v = [...values].sort((a, b) => a - b)
-  return v[Math.floor(v.length / 2)] ?? 0
+  const mid = Math.floor(v.length / 2)
+  if (v.length === 0) return 0
+  return v.length % 2 === 1 ? v[mid]! : (v[mid - 1]! + v[mid]!) / 2
 }
 
 // With several processes the main thread read is the primary's, which serves nothing, and
