@@ -107,15 +107,17 @@ async function measureRow(
     connections: 50,
     distinct: ROW === 'distinct',
   }
-  if (!CURVE) await runWrk(wrk, { ...opts, seconds: WARMUP_SECONDS })
-  for (let at = 0; CURVE && at < WARMUP_SECONDS; at += 2) {
-    const seconds = Math.min(2, WARMUP_SECONDS - at)
+  // In 2 s windows, each printed, with BENCH_CURVE=1; else in one.
+  const step = CURVE ? 2 : WARMUP_SECONDS
+  for (let at = 0; at < WARMUP_SECONDS; at += step) {
+    const seconds = Math.min(step, WARMUP_SECONDS - at)
     const c0 = treeCpuUs(pid) ?? 0
     const w = await runWrk(wrk, { ...opts, seconds })
     const us = ((treeCpuUs(pid) ?? 0) - c0) / (w.reqPerSec * seconds)
-    console.log(
-      `    warm-up ${at}–${at + seconds} s: ${Math.round(w.reqPerSec)} req/s, ${us.toFixed(1)} µs CPU/req`,
-    )
+    if (CURVE)
+      console.log(
+        `    warm-up ${at}–${at + seconds} s: ${Math.round(w.reqPerSec)} req/s, ${us.toFixed(1)} µs CPU/req`,
+      )
   }
   const from = monotonicUs()
   const cpu0 = treeCpuUs(pid) ?? 0
@@ -173,9 +175,9 @@ function startBaseline(b: Baseline, anvil: { url: string; port: number }, profil
 
 /** Of an even count, the mean of the middle two: the upper one alone leaned every even-round median up. */
 const median = (values: number[]) => {
+  if (values.length === 0) return 0
   const v = [...values].sort((a, b) => a - b)
   const mid = Math.floor(v.length / 2)
-  if (v.length === 0) return 0
   return v.length % 2 === 1 ? v[mid]! : (v[mid - 1]! + v[mid]!) / 2
 }
 
@@ -196,6 +198,10 @@ async function main() {
     { name: 'Halyard (this checkout)', script: import.meta.filename },
     ...OTHERS.map((dir) => ({ name: `Halyard (${dir})`, script: path.join(dir, 'bench', 'rpc-ab.ts') })),
   ]
+  if (!(WARMUP_SECONDS >= 0)) {
+    console.error(`BENCH_WARMUP is seconds of warm-up (0 or more), not ${process.env.BENCH_WARMUP}`)
+    process.exit(2)
+  }
   if (WORKERS > 1 && !(process.env.DATABASE_URL && process.env.REDIS_URL)) {
     console.error('BENCH_WORKERS > 1 runs Halyard as a cluster: it needs DATABASE_URL and REDIS_URL')
     process.exit(2)
