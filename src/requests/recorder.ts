@@ -106,16 +106,21 @@ export class RequestRecorder {
 
   /** Adds the exchange's calls to its key's counts; how many calls it had. */
   private count(x: GatewayExchange): number {
-    const items = itemsOf(x)
+    // A single call's body is read only when its method is not in its slot (a recalled call's
+    // body is made on reading: rpc/admission-memo.ts).
+    const items = x.batch ? itemsOf(x) : undefined
+    const n = items ? items.length : 1
     let k = this.counts.keys.get(x.caller.keyId)
     if (!k) {
       k = { accountId: x.caller.accountId, methods: new Map() }
       this.counts.keys.set(x.caller.keyId, k)
     }
     const limited = x.status === 429
-    for (let i = 0; i < items.length; i++) {
+    for (let i = 0; i < n; i++) {
       const slot = x.slots?.[i]
-      const method = slot?.call ? slot.call.spec.label : this.opts.label(x, methodOf(items[i]))
+      const method = slot?.call
+        ? slot.call.spec.label
+        : this.opts.label(x, methodOf(items ? items[i] : x.body))
       let c = k.methods.get(method)
       if (!c) {
         c = { calls: 0, computeUnits: 0, errors: 0, limited: 0 }
@@ -128,7 +133,7 @@ export class RequestRecorder {
         if (x.status < 400 && slot?.call && !slot.intercepted) c.computeUnits += slot.call.computeUnits
       }
     }
-    return items.length
+    return n
   }
 
   /** Writes what was kept and counted (one flush at a time). */

@@ -51,20 +51,43 @@ function split(text: string): Split | undefined {
   return { id, rest: text.slice(comma) }
 }
 
+/**
+ * A recalled call: the kept admission, this call's id, and what is made from them only when read.
+ * A call answered from the cache reads neither its own admission (the kept one's method, params,
+ * spec and compute units are its own; its id is `id`) nor, unless the request explorer keeps it,
+ * its body: most recalled calls copy nothing.
+ */
+export class Recalled {
+  private own: HttpAdmission | undefined
+
+  constructor(
+    /** Shared by every call recalled from it: read, never changed, never run. */
+    readonly kept: HttpAdmission,
+    private readonly keptBody: Record<string, unknown>,
+    readonly id: JsonRpcId,
+  ) {}
+
+  /** The call's own admission, with its id: what a call that goes on to be run gets. */
+  get admission(): HttpAdmission {
+    if (this.own === undefined) this.own = withId(this.kept, this.id)
+    return this.own
+  }
+
+  get body(): Record<string, unknown> {
+    return { ...this.keptBody, id: this.id }
+  }
+}
+
 export class AdmissionMemo {
   private readonly byCaller = new WeakMap<Caller, Map<Network, Map<string, Kept>>>()
 
   /** The admission and explorer body for `text`, when a body with the same rest was admitted. */
-  recall(
-    caller: Caller,
-    network: Network,
-    text: string,
-  ): { admission: HttpAdmission; body: unknown } | undefined {
+  recall(caller: Caller, network: Network, text: string): Recalled | undefined {
     const s = split(text)
     if (!s) return undefined
     const kept = this.byCaller.get(caller)?.get(network)?.get(s.rest)
     if (!kept) return undefined
-    return { admission: withId(kept.admission, s.id), body: { ...kept.body, id: s.id } }
+    return new Recalled(kept.admission, kept.body, s.id)
   }
 
   /**

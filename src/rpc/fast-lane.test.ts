@@ -200,8 +200,12 @@ describe('JSON-RPC fast lane', () => {
     memo.keep(caller, network, first, JSON.parse(first), admitted(first))
     const next = JSON.stringify(call('eth_chainId', [], 'x-2'))
     const recalled = memo.recall(caller, network, next)
+    expect(recalled?.id).toBe('x-2')
     expect(recalled?.admission).toEqual(admitted(next))
     expect(recalled?.body).toEqual(JSON.parse(next))
+    // The call's own admission is a copy: the kept one (read by every later call) keeps the first id.
+    expect(recalled?.kept).toEqual(admitted(first))
+    expect(recalled?.admission.slots[0]?.call?.request).not.toBe(recalled?.kept.slots[0]?.call?.request)
     // The key re-read (a new caller object) starts with nothing remembered.
     expect(memo.recall({ ...caller }, network, next)).toBeUndefined()
     for (const text of [

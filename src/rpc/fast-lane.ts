@@ -21,7 +21,7 @@ import type { ChainKind, RouteScope } from '../http/route-meta.ts'
 import type { JsonRpcId } from '../jsonrpc.ts'
 import type { LimitDecision } from '../limits/limiter.ts'
 import type { GatewayExchange } from '../requests/recorder.ts'
-import { AdmissionMemo } from './admission-memo.ts'
+import { AdmissionMemo, type Recalled } from './admission-memo.ts'
 import {
   admitHttp,
   answerAdmitted,
@@ -134,8 +134,9 @@ class Exchange implements GatewayExchange {
   metricMethod = 'POST'
   /** The answer `writeAtEndOfTurn` writes (and the request explorer keeps). */
   text = ''
-  /** For the request explorer: the parsed body, the admission, failed items, a refusal's error. */
-  body: unknown
+  /** For the request explorer: the parsed body or recalled call, the admission, failed items, a refusal's error. */
+  parsed: unknown
+  recalled: Recalled | undefined
   admission: HttpAdmission | undefined
   codes: (number | undefined)[] | undefined
   failure: unknown
@@ -178,8 +179,13 @@ class Exchange implements GatewayExchange {
   get surface(): string {
     return this.route.what
   }
+  /** Made on reading for a recalled call: only the calls the explorer keeps read it. */
+  get body(): unknown {
+    return this.recalled ? this.recalled.body : this.parsed
+  }
   get batch(): boolean {
-    return Array.isArray(this.body)
+    // A recalled call is a single call.
+    return this.recalled === undefined && Array.isArray(this.parsed)
   }
   get slots(): HttpAdmission['slots'] | undefined {
     return this.admission?.slots
@@ -214,21 +220,22 @@ function answerAtOnce(x: Exchange, text: string): void {
   let admission: HttpAdmission
   const recalled = x.memo?.recall(x.caller, x.network, text)
   if (recalled) {
-    x.body = recalled.body
-    admission = recalled.admission
+    x.recalled = recalled
+    // The kept admission, read as this call's until the call goes on past a cache hit (`goesOn`).
+    admission = recalled.kept
   } else {
     try {
-      x.body = x.host.parseJson(text)
-      const input = route.accepts?.(x.body) ? x.body : parseInput(route.body, x.body, 'body')
+      x.parsed = x.host.parseJson(text)
+      const input = route.accepts?.(x.parsed) ? x.parsed : parseInput(route.body, x.parsed, 'body')
       admission = admitHttp(deps, x.caller, x.network, input)
     } catch (refused) {
       return void serve(x, { refused })
     }
-    x.memo?.keep(x.caller, x.network, text, x.body, admission)
+    x.memo?.keep(x.caller, x.network, text, x.parsed, admission)
   }
   x.admission = admission
   const slot = admission.slots[0]!
-  if (admission.batch || !slot.call) return void serve(x, { admission })
+  if (admission.batch || !slot.call) return void serve(x, { admission: goesOn(x) })
   const { request, spec } = slot.call
   const json = deps.rpc.cachedLocally(x.network, request, spec)
   x.metricMethod = admission.metricMethod
@@ -241,13 +248,14 @@ function answerAtOnce(x: Exchange, text: string): void {
     x.record(writeLaneError(x.host, x.res, err, x.headers, x.requestId))
     return
   }
-  if (charge instanceof Promise) return void serve(x, { admission, charge })
+  if (charge instanceof Promise) return void serve(x, { admission: goesOn(x), charge })
   const h = x.headers
   setRateLimitHeaders(h, charge)
   if (json === undefined) {
     // As `answerAdmitted` runs a single call: the answer is written at the end of the turn.
-    deps.rpc.run(x.network, request, spec, x.caller).then(
-      (r) => forwarded(x, request.id, r),
+    const own = goesOn(x).slots[0]!.call!.request
+    deps.rpc.run(x.network, own, spec, x.caller).then(
+      (r) => forwarded(x, own.id, r),
       (err) => failed(x, err),
     )
     return
@@ -255,8 +263,17 @@ function answerAtOnce(x: Exchange, text: string): void {
   deps.rpc.countHit(x.network, spec)
   h[CACHE_HEADER] = 'HIT'
   h['content-type'] = JSON_CONTENT_TYPE
-  x.text = hitFrame(request.id, json)
+  x.text = hitFrame(recalled ? recalled.id : request.id, json)
   writeAtEndOfTurn(x)
+}
+
+/**
+ * The admission of a call that goes on past the lane's cache lookup (run, or served by `serve`):
+ * a recalled call's own (rpc/admission-memo.ts), made now, so nothing it does reaches the kept one.
+ */
+function goesOn(x: Exchange): HttpAdmission {
+  if (x.recalled) x.admission = x.recalled.admission
+  return x.admission!
 }
 
 /** A single call's execution, answered as `serve` answers it. */

@@ -35,6 +35,11 @@ export const DEFAULT_CACHE_MAX_BYTES = 64 * 1024 * 1024
 interface NetworkRuntime {
   settings: GatewaySettings
   logs: GetLogsGuard
+  /**
+   * The keys of calls without params (`eth_chainId`, `eth_blockNumber`, …: what clients poll), by
+   * method: made once, so a poll's lookup hashes a string it already has instead of a new one.
+   */
+  bareKeys: Map<string, string>
 }
 
 /**
@@ -69,9 +74,12 @@ export class RpcService {
    * exactly as `run` counts a hit. Undefined sends the call to `run`.
    */
   cachedLocally(network: Network, request: JsonRpcRequest, spec: MethodSpec): string | undefined {
-    if (!spec.coalesce || cachePlan(network, this.runtime(network), spec, request.params).kind === 'none')
-      return undefined
-    return this.cache.getLocal(cacheKey(network, request.method, paramsText(request.params)))
+    const rt = this.runtime(network)
+    if (!spec.coalesce || cachePlan(network, rt, spec, request.params).kind === 'none') return undefined
+    const { method, params } = request
+    return this.cache.getLocal(
+      params.length === 0 ? bareKey(network, rt, method) : cacheKey(network, method, paramsText(params)),
+    )
   }
 
   /** Counts a hit `cachedLocally` found, as `run` counts one. */
@@ -92,8 +100,9 @@ export class RpcService {
       if (!spec.coalesce) return this.fetch(network, rt, request, spec, NO_PLAN, undefined, undefined, caller)
       const plan = cachePlan(network, rt, spec, params)
       // Written once: the key's part, and the params the upstream is sent.
-      const text = paramsText(params)
-      const key = cacheKey(network, method, text)
+      const bare = params.length === 0
+      const text = bare ? NO_PARAMS : paramsText(params)
+      const key = bare ? bareKey(network, rt, method) : cacheKey(network, method, text)
       if (plan.kind !== 'none') {
         const hit = this.cache.getLocal(key)
         if (hit === undefined) return this.lookRemote(network, rt, request, spec, plan, key, text)
@@ -209,7 +218,7 @@ export class RpcService {
     let rt = this.runtimes.get(network)
     if (!rt) {
       const settings = gatewaySettings(network.config)
-      rt = { settings, logs: new GetLogsGuard(network, settings) }
+      rt = { settings, logs: new GetLogsGuard(network, settings), bareKeys: new Map() }
       this.runtimes.set(network, rt)
     }
     return rt
@@ -237,6 +246,19 @@ function cachePlan(
 function cacheKey(network: Network, method: string, params: ParamsText): string {
   return `${network.slug}\n${method}\n${params}`
 }
+
+/** Method names are the registry's (admission refuses others), so the map stays small; capped all the same. */
+const MAX_BARE_KEYS = 1024
+
+function bareKey(network: Network, rt: NetworkRuntime, method: string): string {
+  const kept = rt.bareKeys.get(method)
+  if (kept !== undefined) return kept
+  const key = cacheKey(network, method, NO_PARAMS)
+  if (rt.bareKeys.size < MAX_BARE_KEYS) rt.bareKeys.set(method, key)
+  return key
+}
+
+const NO_PARAMS = '[]' as ParamsText
 
 function paramsText(params: readonly unknown[]): ParamsText {
   return JSON.stringify(params) as ParamsText
