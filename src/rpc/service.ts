@@ -76,10 +76,7 @@ export class RpcService {
   cachedLocally(network: Network, request: JsonRpcRequest, spec: MethodSpec): string | undefined {
     const rt = this.runtime(network)
     if (!spec.coalesce || cachePlan(network, rt, spec, request.params).kind === 'none') return undefined
-    const { method, params } = request
-    return this.cache.getLocal(
-      params.length === 0 ? bareKey(network, rt, method) : cacheKey(network, method, paramsText(params)),
-    )
+    return this.cache.getLocal(keyOf(network, rt, request.method, paramsText(request.params)))
   }
 
   /** Counts a hit `cachedLocally` found, as `run` counts one. */
@@ -100,9 +97,8 @@ export class RpcService {
       if (!spec.coalesce) return this.fetch(network, rt, request, spec, NO_PLAN, undefined, undefined, caller)
       const plan = cachePlan(network, rt, spec, params)
       // Written once: the key's part, and the params the upstream is sent.
-      const bare = params.length === 0
-      const text = bare ? NO_PARAMS : paramsText(params)
-      const key = bare ? bareKey(network, rt, method) : cacheKey(network, method, text)
+      const text = paramsText(params)
+      const key = keyOf(network, rt, method, text)
       if (plan.kind !== 'none') {
         const hit = this.cache.getLocal(key)
         if (hit === undefined) return this.lookRemote(network, rt, request, spec, plan, key, text)
@@ -250,10 +246,12 @@ function cacheKey(network: Network, method: string, params: ParamsText): string 
 /** Method names are the registry's (admission refuses others), so the map stays small; capped all the same. */
 const MAX_BARE_KEYS = 1024
 
-function bareKey(network: Network, rt: NetworkRuntime, method: string): string {
+/** The call's key; a call without params gets the one made for its method before. */
+function keyOf(network: Network, rt: NetworkRuntime, method: string, text: ParamsText): string {
+  if (text !== NO_PARAMS) return cacheKey(network, method, text)
   const kept = rt.bareKeys.get(method)
   if (kept !== undefined) return kept
-  const key = cacheKey(network, method, NO_PARAMS)
+  const key = cacheKey(network, method, text)
   if (rt.bareKeys.size < MAX_BARE_KEYS) rt.bareKeys.set(method, key)
   return key
 }
@@ -261,7 +259,7 @@ function bareKey(network: Network, rt: NetworkRuntime, method: string): string {
 const NO_PARAMS = '[]' as ParamsText
 
 function paramsText(params: readonly unknown[]): ParamsText {
-  return JSON.stringify(params) as ParamsText
+  return params.length === 0 ? NO_PARAMS : (JSON.stringify(params) as ParamsText)
 }
 
 /** The client's call sent to the network's nodes, its result kept as bytes where the pool can. */
